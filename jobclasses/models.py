@@ -1,0 +1,1 @@
+"""Models of the jobclasses app (added by the issues that build it)."""

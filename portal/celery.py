@@ -1,0 +1,30 @@
+"""The Celery app: reconcilers run on the ``control`` queue; beat uses django-celery-beat."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+app = Celery("portal")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_default_queue="control",
+    task_queues=[Queue("control")],
+    task_ignore_result=True,
+    # A task is acknowledged after it ran: a worker killed mid-task leaves it for redelivery
+    # (Redis); reconcilers are idempotent, so running one twice is harmless.
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    # Publishing from a request must not hang on a dead broker: fail fast, beat heals.
+    broker_connection_timeout=2,
+    task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2},
+)
+app.autodiscover_tasks()
+

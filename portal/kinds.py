@@ -1,0 +1,61 @@
+"""The kinds the portal itself serves: v1 Namespace and the rbac.authorization.k8s.io kinds."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from portal.auth.rbac_serializers import PolicyRuleSerializer, RoleRefSerializer, SubjectSerializer
+from portal.machinery import errors
+from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.serializers import StrictSerializer
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+class NamespaceSpecSerializer(StrictSerializer):
+    finalizers = serializers.ListField(child=serializers.CharField(), required=False,
+                                       default=lambda: ["kubernetes"])
+
+
+class NamespaceStatusSerializer(StrictSerializer):
+    phase = serializers.ChoiceField(choices=["Active", "Terminating"], required=False)
+    conditions = serializers.ListField(child=serializers.DictField(), required=False)
+
+
+def role_ref_immutable(new: dict, old: dict | None) -> list:
+    if old is not None and new.get("roleRef") != old.get("roleRef"):
+        return [errors.invalid("roleRef", "cannot change roleRef")]
+    return []
+
+
+def register_portal_kinds() -> None:
+    from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
+
+    registry.register(ResourceKind(
+        group="", version="v1", kind="Namespace", plural="namespaces", model=Namespace,
+        namespaced=False, short_names=("ns",), name_is_label=True,
+        body={"spec": NamespaceSpecSerializer, "status": NamespaceStatusSerializer},
+        columns=(Column("STATUS", lambda o: o.phase),),
+    ))
+    rules = {"rules": PolicyRuleSerializer(many=True)}
+    binding = {"roleRef": RoleRefSerializer, "subjects": SubjectSerializer(many=True)}
+    role_ref_column = Column("ROLE", lambda o: f"{o.role_ref.get('kind')}/{o.role_ref.get('name')}")
+    for kind, plural, model, namespaced in (
+        ("Role", "roles", Role, True),
+        ("ClusterRole", "clusterroles", ClusterRole, False),
+    ):
+        registry.register(ResourceKind(
+            group=RBAC_GROUP, version="v1", kind=kind, plural=plural, model=model,
+            namespaced=namespaced, body=rules, status_field=None, generation_fields=("rules",),
+            columns=(Column("RULES", lambda o: len(o.rules or [])),),
+        ))
+    for kind, plural, model, namespaced in (
+        ("RoleBinding", "rolebindings", RoleBinding, True),
+        ("ClusterRoleBinding", "clusterrolebindings", ClusterRoleBinding, False),
+    ):
+        registry.register(ResourceKind(
+            group=RBAC_GROUP, version="v1", kind=kind, plural=plural, model=model,
+            namespaced=namespaced, body=binding, status_field=None,
+            generation_fields=("roleRef", "subjects"), validators=(role_ref_immutable,),
+            columns=(role_ref_column,),
+        ))

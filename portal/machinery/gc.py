@@ -1,0 +1,150 @@
+"""Garbage collection: the background half of Kubernetes deletion.
+
+Level-triggered and batched: each call does a bounded amount of work and says where to
+resume, so a beat pass never runs one unbounded query and a lost message only delays.
+- dependents whose owners are all gone are deleted (honouring their finalizers);
+- an owner deleted in the foreground keeps ``foregroundDeletion`` until its dependents are gone;
+- a terminating Namespace's content is deleted, then its ``kubernetes`` finalizer released.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from . import errors, store
+from .registry import registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Progress:
+    deleted: int = 0
+    released: int = 0
+    more: bool = False
+
+
+def _existing_uids(uids: set[str]) -> set[str]:
+    found: set[str] = set()
+    for kind in registry.kinds:
+        found |= {str(u) for u in kind.model.objects.filter(uid__in=uids)
+                  .values_list("uid", flat=True)}
+    return found
+
+
+def _delete_quietly(kind, namespace, name, progress: Progress) -> None:
+    try:
+        _, gone = store.delete(kind, namespace or None, name)
+        progress.deleted += gone
+    except errors.StatusError as exc:
+        if exc.code != 404:  # someone else got there first otherwise
+            log.warning("gc: deleting %s %s/%s failed: %s", kind.key, namespace, name, exc)
+
+
+def collect_orphans(after_id: int = 0, batch_size: int = 500) -> tuple[Progress, int | None]:
+    """One batch of owner links: delete dependents whose owners no longer exist.
+    Returns the progress and the id to resume after (None when done)."""
+    from portal.models import OwnerLink
+
+    progress = Progress()
+    links = list(OwnerLink.objects.filter(id__gt=after_id).order_by("id")[:batch_size])
+    if not links:
+        return progress, None
+    alive = _existing_uids({str(link.owner_uid) for link in links})
+    dependents = {link.dependent_uid for link in links}
+    all_links = OwnerLink.objects.filter(dependent_uid__in=dependents)
+    owners_of: dict[uuid.UUID, set[str]] = {}
+    for link in all_links:
+        owners_of.setdefault(link.dependent_uid, set()).add(str(link.owner_uid))
+    alive |= _existing_uids(set().union(*owners_of.values()) - alive)
+    for link in links:
+        if owners_of.get(link.dependent_uid, set()) & alive:
+            continue
+        kind = registry.lookup(link.dependent_kind)
+        if kind is not None:
+            _delete_quietly(kind, link.dependent_namespace, link.dependent_name, progress)
+    progress.more = len(links) == batch_size
+    return progress, links[-1].id if progress.more else None
+
+
+def collect_dependents(owner_uid, batch_size: int = 500) -> Progress:
+    """Event path: an owner just went away (or is deleting in the foreground)."""
+    from portal.models import OwnerLink
+
+    progress = Progress()
+    links = list(OwnerLink.objects.filter(owner_uid=owner_uid)[:batch_size])
+    if not links:
+        return progress
+    dependents = {link.dependent_uid for link in links}
+    owners_of: dict[uuid.UUID, set[str]] = {}
+    for link in OwnerLink.objects.filter(dependent_uid__in=dependents):
+        owners_of.setdefault(link.dependent_uid, set()).add(str(link.owner_uid))
+    foreground = _foreground_owners(set().union(*owners_of.values()))
+    alive = _existing_uids(set().union(*owners_of.values())) - foreground
+    for link in links:
+        if owners_of[link.dependent_uid] & alive:
+            continue
+        kind = registry.lookup(link.dependent_kind)
+        if kind is not None:
+            _delete_quietly(kind, link.dependent_namespace, link.dependent_name, progress)
+    progress.more = len(links) == batch_size
+    return progress
+
+
+def _foreground_owners(uids: set[str]) -> set[str]:
+    """Owners being deleted in the foreground count as gone for their dependents."""
+    found: set[str] = set()
+    for kind in registry.kinds:
+        rows = kind.model.objects.filter(uid__in=uids, deletion_timestamp__isnull=False)
+        found |= {str(o.uid) for o in rows if store.FOREGROUND in (o.finalizers or [])}
+    return found
+
+
+def release_foreground(batch_size: int = 500) -> Progress:
+    """Drop ``foregroundDeletion`` from owners whose dependents are all gone."""
+    from portal.models import OwnerLink
+
+    progress = Progress()
+    for kind in registry.kinds:
+        rows = kind.model.objects.filter(deletion_timestamp__isnull=False).order_by("pk")
+        for obj in rows[:batch_size]:
+            if store.FOREGROUND not in (obj.finalizers or []):
+                continue
+            if OwnerLink.has_dependents(obj.uid):
+                progress.deleted += collect_dependents(obj.uid, batch_size).deleted
+                continue
+            store.remove_finalizer(kind, obj, store.FOREGROUND)
+            progress.released += 1
+    return progress
+
+
+def finalize_namespaces(batch_size: int = 500) -> Progress:
+    """Delete the content of terminating Namespaces; release each once it is empty."""
+    from portal.models import Namespace
+
+    progress = Progress()
+    ns_kind = registry.get("", "v1", "namespaces")
+    for namespace in Namespace.objects.filter(deletion_timestamp__isnull=False)[:batch_size]:
+        remaining = 0
+        for kind in registry.kinds:
+            if not kind.namespaced:
+                continue
+            rows = list(kind.model.objects.filter(namespace=namespace.name)
+                        .values_list("name", "deletion_timestamp")[:batch_size])
+            remaining += len(rows)
+            for name, deleting in rows:
+                if deleting is None:
+                    _delete_quietly(kind, namespace.name, name, progress)
+        if remaining:
+            progress.more = True
+            continue
+        with transaction.atomic():
+            spec = dict(namespace.spec or {})
+            spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != "kubernetes"]
+            store.patch(ns_kind, None, namespace.name, {"spec": {"finalizers": spec["finalizers"]}})
+            progress.released += 1
+    return progress

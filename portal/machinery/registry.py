@@ -1,0 +1,116 @@
+"""The kinds the API serves: one ``ResourceKind`` per Kubernetes kind, registered by its app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import FieldError
+
+
+@dataclass(frozen=True)
+class Column:
+    """A printer column: shown by ``manage.py get``, the admin list and the Table view."""
+
+    header: str
+    value: Callable[[Any], Any]  # model instance -> printable value
+    wide: bool = False
+
+
+# validate(new_manifest, old_manifest_or_None) -> causes; cross-field and immutability rules.
+Validator = Callable[[dict, dict | None], list[FieldError]]
+
+
+@dataclass
+class ResourceKind:
+    group: str  # "" is the core group (Namespace)
+    version: str
+    kind: str
+    plural: str
+    model: type
+    # Top-level body fields on the wire -> a DRF serializer class (object fields) or a field
+    # instance such as ``RuleSerializer(many=True)`` validating that field.
+    body: dict[str, Any]
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    singular: str = ""
+    # Body fields whose change bumps metadata.generation (Kubernetes: the spec).
+    generation_fields: tuple[str, ...] = ("spec",)
+    # The body field written only through the /status subresource, if any.
+    status_field: str | None = "status"
+    columns: tuple[Column, ...] = ()
+    validators: tuple[Validator, ...] = ()
+    # Name syntax: DNS-1123 subdomain by default; a label for Namespaces.
+    name_is_label: bool = False
+    categories: tuple[str, ...] = ()
+    # Hooks run inside the write transaction after the object is saved (e.g. requeue work).
+    on_change: tuple[Callable[[Any, str], None], ...] = ()
+
+    def __post_init__(self) -> None:
+        self.singular = self.singular or self.kind.lower()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def attr(self, wire_name: str) -> str:
+        """The model attribute holding a wire body field (``roleRef`` -> ``role_ref``)."""
+        return "".join("_" + c.lower() if c.isupper() else c for c in wire_name)
+
+    def names(self) -> set[str]:
+        return {self.kind.lower(), self.plural, self.singular, *self.short_names}
+
+
+@dataclass
+class Registry:
+    kinds: list[ResourceKind] = field(default_factory=list)
+
+    def register(self, kind: ResourceKind) -> ResourceKind:
+        for existing in self.kinds:
+            if (existing.group, existing.version, existing.plural) == (
+                kind.group, kind.version, kind.plural
+            ):
+                raise ValueError(f"kind {kind.key}/{kind.version} registered twice")
+        self.kinds.append(kind)
+        return kind
+
+    def get(self, group: str, version: str, plural: str) -> ResourceKind | None:
+        for kind in self.kinds:
+            if (kind.group, kind.version, kind.plural) == (group, version, plural):
+                return kind
+        return None
+
+    def for_manifest(self, api_version: str, kind_name: str) -> ResourceKind | None:
+        for kind in self.kinds:
+            if kind.api_version == api_version and kind.kind == kind_name:
+                return kind
+        return None
+
+    def for_model(self, model: type) -> ResourceKind | None:
+        for kind in self.kinds:
+            if kind.model is model:
+                return kind
+        return None
+
+    def lookup(self, name: str) -> ResourceKind | None:
+        """Resolve a CLI name: ``runs``, ``run``, ``rn``, ``Run``, ``runs.kruntimes.io``."""
+        lowered = name.lower()
+        resource, _, group = lowered.partition(".")
+        for kind in self.kinds:
+            if resource in kind.names() and (not group or kind.group == group):
+                return kind
+        return None
+
+    def groups(self) -> dict[str, list[ResourceKind]]:
+        by_group: dict[str, list[ResourceKind]] = {}
+        for kind in self.kinds:
+            by_group.setdefault(kind.group, []).append(kind)
+        return by_group
+
+
+registry = Registry()

@@ -1,0 +1,193 @@
+"""URL patterns, discovery documents and OpenAPI wiring for every registered kind."""
+
+from __future__ import annotations
+
+from django.urls import path, re_path
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from . import errors
+from .registry import ResourceKind, registry
+from .serializers import ObjectMetaSerializer, fresh_field
+from .views import CollectionView, KubeView, ObjectView
+
+VERBS_COLLECTION = ["create", "delete", "get", "list", "patch", "update"]
+
+
+class StatusSerializer(serializers.Serializer):
+    kind = serializers.CharField(default="Status")
+    apiVersion = serializers.CharField(default="v1")
+    status = serializers.CharField()
+    message = serializers.CharField()
+    reason = serializers.CharField()
+    code = serializers.IntegerField()
+    details = serializers.DictField(required=False)
+
+
+def manifest_serializer(kind: ResourceKind) -> type[serializers.Serializer]:
+    fields = {"apiVersion": serializers.CharField(default=kind.api_version),
+              "kind": serializers.CharField(default=kind.kind),
+              "metadata": ObjectMetaSerializer()}
+    for wire, spec in kind.body.items():
+        fields[wire] = fresh_field(spec)
+    return type(f"{kind.kind}Manifest", (serializers.Serializer,), fields)
+
+
+def list_serializer(kind: ResourceKind, item) -> type[serializers.Serializer]:
+    return type(f"{kind.kind}List", (serializers.Serializer,), {
+        "apiVersion": serializers.CharField(), "kind": serializers.CharField(),
+        "metadata": serializers.DictField(), "items": item(many=True)})
+
+
+LIST_PARAMETERS = [
+    OpenApiParameter("labelSelector", str, description="Kubernetes label selector"),
+    OpenApiParameter("fieldSelector", str, description="metadata.name / metadata.namespace"),
+    OpenApiParameter("limit", int), OpenApiParameter("continue", str),
+]
+WRITE_PARAMETERS = [OpenApiParameter("dryRun", str, enum=["All"])]
+ERRORS = {code: StatusSerializer for code in (400, 401, 403, 404, 409, 422)}
+
+
+def _views(kind: ResourceKind):
+    item = manifest_serializer(kind)
+    tag = [kind.api_version]
+    collection = extend_schema_view(
+        get=extend_schema(operation_id=f"list{kind.kind}", responses={
+            200: list_serializer(kind, item), **ERRORS}, parameters=LIST_PARAMETERS, tags=tag),
+        post=extend_schema(operation_id=f"create{kind.kind}", request=item, responses={
+            201: item, **ERRORS}, parameters=WRITE_PARAMETERS, tags=tag),
+    )(type(f"{kind.kind}CollectionView", (CollectionView,), {"kind": kind}))
+    obj = extend_schema_view(
+        get=extend_schema(operation_id=f"read{kind.kind}", responses={200: item, **ERRORS},
+                          tags=tag),
+        put=extend_schema(operation_id=f"replace{kind.kind}", request=item,
+                          responses={200: item, **ERRORS}, parameters=WRITE_PARAMETERS, tags=tag),
+        patch=extend_schema(operation_id=f"patch{kind.kind}", request=item,
+                            responses={200: item, **ERRORS}, parameters=WRITE_PARAMETERS,
+                            tags=tag),
+        delete=extend_schema(operation_id=f"delete{kind.kind}", request=None, parameters=[
+            OpenApiParameter("propagationPolicy", str,
+                             enum=["Background", "Foreground", "Orphan"])],
+            responses={200: item, **ERRORS}, tags=tag),
+    )(type(f"{kind.kind}View", (ObjectView,), {"kind": kind}))
+    status = None
+    if kind.status_field:
+        status = extend_schema_view(
+            get=extend_schema(operation_id=f"read{kind.kind}Status", responses={200: item},
+                              tags=tag),
+            put=extend_schema(operation_id=f"replace{kind.kind}Status", request=item,
+                              responses={200: item, **ERRORS}, tags=tag),
+            patch=extend_schema(operation_id=f"patch{kind.kind}Status", request=item,
+                                responses={200: item, **ERRORS}, tags=tag),
+        )(type(f"{kind.kind}StatusView", (ObjectView,), {"kind": kind, "subresource": "status",
+                                                         "http_method_names": [
+                                                             "get", "put", "patch", "options"]}))
+    return collection, obj, status
+
+
+def kind_urlpatterns(kind: ResourceKind) -> list:
+    base = f"apis/{kind.group}/{kind.version}" if kind.group else f"api/{kind.version}"
+    collection, obj, status = _views(kind)
+    scoped = f"{base}/namespaces/<str:namespace>/{kind.plural}" if kind.namespaced \
+        else f"{base}/{kind.plural}"
+    patterns = [
+        path(scoped, collection.as_view()),
+        path(f"{scoped}/<str:name>", obj.as_view()),
+    ]
+    if status is not None:
+        patterns.append(path(f"{scoped}/<str:name>/status", status.as_view()))
+    if kind.namespaced:  # list across namespaces
+        patterns.append(path(f"{base}/{kind.plural}", collection.as_view()))
+    return patterns
+
+
+def resource_list(group: str, version: str) -> dict:
+    resources = []
+    for kind in registry.kinds:
+        if (kind.group, kind.version) != (group, version):
+            continue
+        resources.append({"name": kind.plural, "singularName": kind.singular,
+                          "namespaced": kind.namespaced, "kind": kind.kind,
+                          "verbs": VERBS_COLLECTION, "shortNames": list(kind.short_names),
+                          "categories": list(kind.categories)})
+        if kind.status_field:
+            resources.append({"name": f"{kind.plural}/status", "singularName": "",
+                              "namespaced": kind.namespaced, "kind": kind.kind,
+                              "verbs": ["get", "patch", "update"]})
+    group_version = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+            "resources": resources}
+
+
+class APIGroupListView(KubeView):
+    @extend_schema(operation_id="getAPIGroups", responses={200: serializers.DictField()},
+                   tags=["discovery"])
+    def get(self, request):
+        groups = []
+        for group, kinds in sorted(registry.groups().items()):
+            if not group:
+                continue
+            versions = sorted({k.version for k in kinds})
+            entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+            groups.append({"name": group, "versions": entries, "preferredVersion": entries[0]})
+        return Response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+
+class APIVersionsView(KubeView):
+    @extend_schema(operation_id="getCoreAPIVersions", responses={200: serializers.DictField()},
+                   tags=["discovery"])
+    def get(self, request):
+        return Response({"kind": "APIVersions", "versions": ["v1"]})
+
+
+class APIResourceListView(KubeView):
+    @extend_schema(operation_id="getAPIResources", responses={200: serializers.DictField()},
+                   tags=["discovery"])
+    def get(self, request, group: str = "", version: str = "v1"):
+        document = resource_list(group, version)
+        if not document["resources"]:
+            raise errors.StatusError(404, "NotFound",
+                                     f"the server could not find the requested resource "
+                                     f"({group}/{version})")
+        return Response(document)
+
+
+class NotFoundView(KubeView):
+    """Anything else under /api or /apis: a Status, never Django's HTML 404."""
+
+    schema = None
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+
+    def dispatch(self, request, *args, **kwargs):
+        self.args, self.kwargs, self.request = args, kwargs, self.initialize_request(request)
+        self.headers = self.default_response_headers
+        try:
+            self.initial(self.request, *args, **kwargs)
+            raise errors.StatusError(404, "NotFound",
+                                     "the server could not find the requested resource")
+        except Exception as exc:  # noqa: BLE001 - rendered as Status
+            response = self.handle_exception(exc)
+        self.response = self.finalize_response(self.request, response, *args, **kwargs)
+        return self.response
+
+
+def api_urlpatterns() -> list:
+    patterns = [
+        path("apis", APIGroupListView.as_view()),
+        path("apis/", APIGroupListView.as_view()),
+        path("api", APIVersionsView.as_view()),
+        path("api/v1", APIResourceListView.as_view(), {"group": "", "version": "v1"}),
+    ]
+    for kind in registry.kinds:
+        patterns += kind_urlpatterns(kind)
+    for group, kinds in registry.groups().items():
+        for version in sorted({k.version for k in kinds}):
+            if group:
+                patterns.append(path(f"apis/{group}/{version}", APIResourceListView.as_view(),
+                                     {"group": group, "version": version}))
+    return patterns
+
+
+def api_not_found_patterns() -> list:
+    return [re_path(r"^apis?(/.*)?$", NotFoundView.as_view())]

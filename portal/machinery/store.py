@@ -1,0 +1,330 @@
+"""The one write path for every kind: validate, then persist with Kubernetes semantics.
+
+API views, the admin, ``manage.py apply`` and controllers all come through here, so
+generation, resourceVersion (compare-and-set), finalizers and owner references behave the
+same wherever a write starts.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, models, transaction
+from django.utils import timezone
+
+from . import errors
+from .errors import FieldError
+from .events import send_on_commit
+from .manifest import check_type_meta, merge_patch, to_manifest, validate_metadata
+from .registry import ResourceKind
+from .serializers import ObjectMetaSerializer, flatten_errors, validate_with
+
+WRITABLE_META = ("labels", "annotations", "finalizers", "ownerReferences")
+META_ATTRS = {"labels": "labels", "annotations": "annotations", "finalizers": "finalizers",
+              "ownerReferences": "owner_references"}
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Who writes and how; passed to admission hooks (e.g. the workspace ``use`` review)."""
+
+    user: Any = None
+    dry_run: bool = False
+
+
+def _objects(kind: ResourceKind) -> models.QuerySet:
+    return kind.model.objects.all()
+
+
+def get_object(kind: ResourceKind, namespace: str | None, name: str) -> Any:
+    query = _objects(kind).filter(name=name)
+    if kind.namespaced:
+        query = query.filter(namespace=namespace)
+    obj = query.first()
+    if obj is None:
+        raise errors.not_found(kind.plural, kind.group, name)
+    return obj
+
+
+def blocking_finalizers(kind: ResourceKind, obj: Any) -> list[str]:
+    """Finalizers that keep a deleted object's row: metadata ones, and a Namespace's spec ones."""
+    extra = []
+    if kind.group == "" and kind.kind == "Namespace":
+        extra = list((obj.spec or {}).get("finalizers") or [])
+    return list(obj.finalizers or []) + extra
+
+
+def _generate_name(prefix: str) -> str:
+    alphabet = string.ascii_lowercase + string.digits
+    return prefix + "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)) \
+        if prefix else "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+def _check_meta_shape(meta: Any) -> dict:
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise errors.invalid_object("", "", "", [FieldError("metadata", errors.TYPE_INVALID,
+                                                            "must be an object")])
+    serializer = ObjectMetaSerializer(data=meta)
+    if not serializer.is_valid():
+        raise errors.StatusError(422, "Invalid", "metadata is invalid",
+                                 causes=flatten_errors(serializer.errors, "metadata"))
+    return meta
+
+
+def _validate_body(kind: ResourceKind, manifest: dict, old: dict | None,
+                   subresource: str | None) -> tuple[dict, list[FieldError]]:
+    """Validated body fields: the main resource never writes status, /status writes only it."""
+    known = {"apiVersion", "kind", "metadata", *kind.body}
+    causes = [errors.forbidden(key, f'unknown field "{key}"') for key in sorted(set(manifest) - known)]
+    body: dict = {}
+    for wire, serializer_class in kind.body.items():
+        is_status = wire == kind.status_field
+        if (is_status and subresource != "status") or (subresource == "status" and not is_status):
+            body[wire] = old.get(wire) if old else ({} if is_status else None)
+            continue
+        value, field_causes = validate_with(serializer_class, manifest.get(wire), wire)
+        body[wire] = value
+        causes += field_causes
+    return body, causes
+
+
+def _raise_invalid(kind: ResourceKind, name: str, causes: list[FieldError]) -> None:
+    if causes:
+        raise errors.invalid_object(kind.kind, kind.group, name, causes)
+
+
+def _run_validators(kind: ResourceKind, new: dict, old: dict | None, name: str) -> None:
+    causes: list[FieldError] = []
+    for validator in kind.validators:
+        causes += validator(new, old)
+    _raise_invalid(kind, name, causes)
+
+
+def _require_namespace(namespace: str) -> None:
+    from portal.models import Namespace
+
+    ns = Namespace.objects.filter(name=namespace).only("deletion_timestamp").first()
+    if ns is None:
+        raise errors.not_found("namespaces", "", namespace)
+    if ns.deletion_timestamp is not None:
+        raise errors.forbidden_status(
+            f'unable to create new content in namespace {namespace} because it is being '
+            "terminated", "namespaces", "", namespace)
+
+
+def _apply_fields(kind: ResourceKind, obj: Any, meta: dict, body: dict) -> None:
+    for wire, attr in META_ATTRS.items():
+        default = [] if wire in ("finalizers", "ownerReferences") else {}
+        setattr(obj, attr, meta.get(wire) or default)
+    for wire, value in body.items():
+        setattr(obj, kind.attr(wire), value)
+    sync = getattr(obj, "sync_columns", None)
+    if sync is not None:
+        sync()
+
+
+def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
+    from portal import tasks
+    from portal.models import OwnerLink
+
+    if event == "DELETED":
+        OwnerLink.forget(obj.uid)
+    else:
+        OwnerLink.record(kind, obj)
+    deleting_first = event != "DELETED" and FOREGROUND in (obj.finalizers or []) \
+        and obj.deletion_timestamp is not None
+    if (event == "DELETED" or deleting_first) and OwnerLink.has_dependents(obj.uid):
+        send_on_commit(tasks.collect_dependents, str(obj.uid))
+    if event == "MODIFIED" and kind.plural == "namespaces" and obj.deletion_timestamp:
+        send_on_commit(tasks.garbage_collect)
+    for hook in kind.on_change:
+        hook(obj, event)
+
+
+def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
+           context: WriteContext | None = None) -> Any:
+    context = context or WriteContext()
+    check_type_meta(kind, manifest)
+    meta = dict(_check_meta_shape(manifest.get("metadata")))
+    if kind.namespaced:
+        body_ns = meta.get("namespace")
+        namespace = namespace or body_ns or "default"
+        if body_ns and body_ns != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request", [errors.invalid("metadata.namespace", "does not match the request")])
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = _generate_name(meta["generateName"])
+    name = meta.get("name") or ""
+    body, causes = _validate_body(kind, manifest, None, None)
+    causes = validate_metadata(kind, meta) + causes
+    _raise_invalid(kind, name, causes)
+    new_manifest = {"apiVersion": kind.api_version, "kind": kind.kind,
+                    "metadata": {**meta, "namespace": namespace} if kind.namespaced else meta,
+                    **body}
+    _run_validators(kind, new_manifest, None, name)
+    if kind.namespaced:
+        _require_namespace(namespace)
+    obj = kind.model(name=name)
+    if kind.namespaced:
+        obj.namespace = namespace
+    _apply_fields(kind, obj, meta, body)
+    if context.dry_run:
+        return obj
+    try:
+        with transaction.atomic():
+            obj.save(force_insert=True)
+            _notify(kind, obj, "ADDED")
+    except IntegrityError:
+        raise errors.already_exists(kind.plural, kind.group, name) from None
+    return obj
+
+
+def _check_resource_version(kind: ResourceKind, obj: Any, meta: dict) -> None:
+    wanted = meta.get("resourceVersion")
+    if wanted not in (None, "") and str(wanted) != str(obj.resource_version):
+        raise errors.conflict(kind.plural, kind.group, obj.name,
+                              "the object has been modified; please apply your changes to the "
+                              "latest version and try again")
+
+
+def _save_if_unchanged(kind: ResourceKind, obj: Any, seen_version: int) -> None:
+    """Compare-and-set: write only if nobody wrote since we read (409 otherwise)."""
+    sync = getattr(obj, "sync_columns", None)
+    if sync is not None:
+        sync()
+    fields = {f.attname: getattr(obj, f.attname)
+              for f in kind.model._meta.concrete_fields if not f.primary_key}
+    fields["resource_version"] = seen_version + 1
+    updated = _objects(kind).filter(pk=obj.pk, resource_version=seen_version).update(**fields)
+    if not updated:
+        raise errors.conflict(kind.plural, kind.group, obj.name,
+                              "the object has been modified; please apply your changes to the "
+                              "latest version and try again")
+    obj.resource_version = seen_version + 1
+
+
+def _finish_deletion_if_released(kind: ResourceKind, obj: Any) -> bool:
+    if obj.deletion_timestamp is not None and not blocking_finalizers(kind, obj):
+        _objects(kind).filter(pk=obj.pk).delete()
+        _notify(kind, obj, "DELETED")
+        return True
+    return False
+
+
+def replace(kind: ResourceKind, namespace: str | None, name: str, manifest: Any, *,
+            subresource: str | None = None, context: WriteContext | None = None) -> Any:
+    """PUT semantics: the manifest is the whole new object (or the whole status)."""
+    context = context or WriteContext()
+    check_type_meta(kind, manifest)
+    meta = _check_meta_shape(manifest.get("metadata"))
+    if meta.get("name") not in (None, "", name):
+        raise errors.bad_request(
+            "the name of the object does not match the name on the URL",
+            [errors.invalid("metadata.name", "does not match the name on the URL")])
+    if kind.namespaced and meta.get("namespace") not in (None, "", namespace):
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the "
+            "request", [errors.invalid("metadata.namespace", "does not match the request")])
+    with transaction.atomic():
+        obj = get_object(kind, namespace, name)
+        _check_resource_version(kind, obj, meta)
+        old = to_manifest(kind, obj)
+        if subresource == "status":
+            meta = old["metadata"]
+        body, causes = _validate_body(kind, manifest, old, subresource)
+        causes = validate_metadata(kind, {**meta, "name": name}) + causes
+        _raise_invalid(kind, name, causes)
+        _forbid_new_finalizers_when_terminating(kind, obj, meta)
+        new = {**old, "metadata": {**old["metadata"], **{k: meta.get(k) for k in WRITABLE_META}},
+               **body}
+        _run_validators(kind, new, old, name)
+        if any(body.get(f) != old.get(f) for f in kind.generation_fields):
+            obj.generation += 1
+        _apply_fields(kind, obj, meta, body)
+        if context.dry_run:
+            return obj
+        _save_if_unchanged(kind, obj, int(old["metadata"]["resourceVersion"]))
+        if not _finish_deletion_if_released(kind, obj):
+            _notify(kind, obj, "MODIFIED")
+    return obj
+
+
+def _forbid_new_finalizers_when_terminating(kind: ResourceKind, obj: Any, meta: dict) -> None:
+    if obj.deletion_timestamp is None:
+        return
+    added = set(meta.get("finalizers") or []) - set(obj.finalizers or [])
+    if added:
+        raise errors.invalid_object(kind.kind, kind.group, obj.name, [errors.forbidden(
+            "metadata.finalizers", "no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers {sorted(added)}")])
+
+
+def patch(kind: ResourceKind, namespace: str | None, name: str, patch_body: Any, *,
+          subresource: str | None = None, context: WriteContext | None = None) -> Any:
+    """JSON merge patch (RFC 7386) applied to the current object, then a PUT of the result."""
+    if not isinstance(patch_body, dict):
+        raise errors.bad_request("a merge patch must be a JSON object")
+    current = get_object(kind, namespace, name)
+    merged = merge_patch(to_manifest(kind, current), patch_body)
+    meta = merged.get("metadata") if isinstance(merged.get("metadata"), dict) else {}
+    patch_meta = patch_body.get("metadata") if isinstance(patch_body.get("metadata"), dict) else {}
+    if "resourceVersion" not in patch_meta:
+        # A patch without a precondition applies to the version it was merged onto.
+        meta = {**meta, "resourceVersion": str(current.resource_version)}
+        merged["metadata"] = meta
+    return replace(kind, namespace, name, merged, subresource=subresource, context=context)
+
+
+def delete(kind: ResourceKind, namespace: str | None, name: str, *,
+           propagation: str = "Background", preconditions: dict | None = None,
+           context: WriteContext | None = None) -> tuple[Any, bool]:
+    """Kubernetes deletion. Returns (object, gone): gone is False while finalizers remain."""
+    from portal.models import OwnerLink
+
+    context = context or WriteContext()
+    if propagation not in ("Background", "Foreground", "Orphan"):
+        raise errors.bad_request(
+            f'unsupported propagationPolicy "{propagation}"',
+            [errors.not_supported("propagationPolicy", propagation,
+                                  ["Background", "Foreground", "Orphan"])])
+    with transaction.atomic():
+        obj = get_object(kind, namespace, name)
+        preconditions = preconditions or {}
+        if preconditions.get("uid") and preconditions["uid"] != str(obj.uid):
+            raise errors.conflict(kind.plural, kind.group, name,
+                                  "the UID in the precondition does not match the object")
+        _check_resource_version(kind, obj, preconditions)
+        if context.dry_run:
+            return obj, not blocking_finalizers(kind, obj)
+        seen = obj.resource_version
+        if propagation == "Orphan":
+            OwnerLink.orphan_dependents(obj.uid)
+        elif propagation == "Foreground" and OwnerLink.has_dependents(obj.uid) \
+                and FOREGROUND not in obj.finalizers:
+            obj.finalizers = [*obj.finalizers, FOREGROUND]
+        if blocking_finalizers(kind, obj):
+            if obj.deletion_timestamp is None:
+                obj.deletion_timestamp = timezone.now()
+            _save_if_unchanged(kind, obj, seen)
+            _notify(kind, obj, "MODIFIED")
+            return obj, False
+        _objects(kind).filter(pk=obj.pk).delete()
+        _notify(kind, obj, "DELETED")
+    return obj, True
+
+
+def remove_finalizer(kind: ResourceKind, obj: Any, finalizer: str) -> Any:
+    """For controllers: drop one finalizer (deleting the row when it was the last)."""
+    if finalizer not in (obj.finalizers or []):
+        return obj
+    return patch(kind, getattr(obj, "namespace", None), obj.name,
+                 {"metadata": {"finalizers": [f for f in obj.finalizers if f != finalizer],
+                               "resourceVersion": str(obj.resource_version)}})

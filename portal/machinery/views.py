@@ -1,0 +1,282 @@
+"""Kubernetes-shaped REST views, one set per registered kind, and the Status error handler."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError
+from django.http import Http404
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.auth.authorizer import review
+
+from . import errors, store
+from .labels import LabelSelectorError, parse_selector_string
+from .manifest import to_manifest
+from .registry import ResourceKind
+from .yaml import MergePatchParser, YAMLParser, YAMLRenderer
+
+log = logging.getLogger(__name__)
+MAX_LIMIT = 5000
+_DRF_TO_STATUS = {
+    drf_exceptions.NotAuthenticated: (401, "Unauthorized"),
+    drf_exceptions.AuthenticationFailed: (401, "Unauthorized"),
+    drf_exceptions.PermissionDenied: (403, "Forbidden"),
+    drf_exceptions.ParseError: (400, "BadRequest"),
+    drf_exceptions.MethodNotAllowed: (405, "MethodNotAllowed"),
+    drf_exceptions.NotAcceptable: (406, "NotAcceptable"),
+    drf_exceptions.UnsupportedMediaType: (415, "UnsupportedMediaType"),
+    drf_exceptions.Throttled: (429, "TooManyRequests"),
+    drf_exceptions.NotFound: (404, "NotFound"),
+}
+
+
+def status_response(error: errors.StatusError) -> Response:
+    response = Response(error.to_status(), status=error.code)
+    if error.code == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="kruntimes"'
+    return response
+
+
+def status_exception_handler(exc, context):
+    """Every API failure becomes a metav1.Status; nothing reaches the client as HTML."""
+    if isinstance(exc, errors.StatusError):
+        return status_response(exc)
+    if isinstance(exc, Http404):
+        return status_response(errors.StatusError(404, "NotFound", "the server could not find "
+                                                  "the requested resource"))
+    for exc_type, (code, reason) in _DRF_TO_STATUS.items():
+        if isinstance(exc, exc_type):
+            return status_response(errors.StatusError(code, reason, _detail_text(exc.detail)))
+    if isinstance(exc, drf_exceptions.ValidationError):
+        from .serializers import flatten_errors
+
+        return status_response(errors.StatusError(422, "Invalid", "the request is invalid",
+                                                  causes=flatten_errors(exc.detail, "")))
+    if isinstance(exc, DjangoValidationError):
+        return status_response(errors.bad_request("; ".join(exc.messages)))
+    if isinstance(exc, DatabaseError):
+        log.exception("database error serving %s", context.get("request"))
+        return status_response(errors.StatusError(503, "ServiceUnavailable",
+                                                  "the storage is unavailable; retry"))
+    log.exception("unexpected error serving %s", context.get("request"))
+    return status_response(errors.StatusError(500, "InternalError",
+                                              f"an internal error occurred: {type(exc).__name__}"))
+
+
+def _detail_text(detail) -> str:
+    if isinstance(detail, list):
+        return "; ".join(map(str, detail))
+    if isinstance(detail, dict):
+        return "; ".join(f"{k}: {_detail_text(v)}" for k, v in detail.items())
+    return str(detail)
+
+
+def encode_continue(key: list[str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"v": 1, "after": key}).encode()).decode()
+
+
+def decode_continue(token: str) -> list[str]:
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(token.encode()))
+        after = payload["after"]
+        if payload.get("v") != 1 or not isinstance(after, list):
+            raise ValueError
+        return [str(part) for part in after]
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise errors.bad_request("invalid continue token",
+                                 [errors.invalid("continue", "not a token this server issued")])
+
+
+class KubeView(APIView):
+    kind: ResourceKind = None  # type: ignore[assignment]
+    subresource: str = ""
+    parser_classes = [JSONParser, MergePatchParser, YAMLParser]
+    renderer_classes = [JSONRenderer, YAMLRenderer]
+
+    def get_exception_handler(self):
+        return status_exception_handler
+
+    def authorize(self, request, verb: str, namespace: str | None, name: str = "") -> None:
+        kind = self.kind
+        decision = review(request.user, verb, kind.group, kind.plural, self.subresource,
+                          namespace or "", name, kind.version)
+        if decision.allowed:
+            return
+        resource = f"{kind.plural}/{self.subresource}" if self.subresource else kind.plural
+        where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        subject = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+        target = f'{subject} "{name}"' if name else subject
+        reason = f": {decision.reason}" if decision.reason else ""
+        raise errors.forbidden_status(
+            f'{target} is forbidden: User "{request.user.get_username()}" cannot {verb} '
+            f'resource "{resource}" in API group "{kind.group}"{where}{reason}',
+            kind.plural, kind.group, name)
+
+    def context(self, request) -> store.WriteContext:
+        dry_run = request.query_params.getlist("dryRun")
+        for value in dry_run:
+            if value != "All":
+                raise errors.bad_request(f'unsupported dryRun value "{value}"',
+                                         [errors.not_supported("dryRun", value, ["All"])])
+        return store.WriteContext(user=request.user, dry_run=bool(dry_run))
+
+    def body(self, request):
+        data = request.data
+        if data is None or (hasattr(data, "keys") and not isinstance(data, dict)):
+            # DRF hands an empty QueryDict for an empty body
+            data = dict(data) if data else None
+        if data is None:
+            raise errors.bad_request("the request has no body")
+        return data
+
+    def manifest(self, obj) -> dict:
+        return to_manifest(self.kind, obj)
+
+
+class CollectionView(KubeView):
+    """GET (list) and POST (create) on ``.../<plural>``."""
+
+    def get(self, request, namespace: str | None = None):
+        self.authorize(request, "list", namespace)
+        items, token = list_objects(self.kind, namespace, request.query_params)
+        metadata = {"resourceVersion": ""}
+        if token:
+            metadata["continue"] = token
+        return Response({"apiVersion": self.kind.api_version, "kind": f"{self.kind.kind}List",
+                         "metadata": metadata, "items": [self.manifest(o) for o in items]})
+
+    def post(self, request, namespace: str | None = None):
+        if self.kind.namespaced and namespace is None:
+            raise errors.method_not_allowed("create needs a namespace in the path")
+        body = self.body(request)
+        name = body.get("metadata", {}).get("name", "") if isinstance(body, dict) else ""
+        self.authorize(request, "create", namespace, name)
+        obj = store.create(self.kind, body, namespace=namespace, context=self.context(request))
+        return Response(self.manifest(obj), status=201)
+
+
+class ObjectView(KubeView):
+    """GET, PUT, PATCH, DELETE on ``.../<plural>/<name>`` (and ``/status`` when subresource)."""
+
+    def get(self, request, name: str, namespace: str | None = None):
+        self.authorize(request, "get", namespace, name)
+        return Response(self.manifest(store.get_object(self.kind, namespace, name)))
+
+    def put(self, request, name: str, namespace: str | None = None):
+        self.authorize(request, "update", namespace, name)
+        obj = store.replace(self.kind, namespace, name, self.body(request),
+                            subresource=self.subresource or None, context=self.context(request))
+        return Response(self.manifest(obj))
+
+    def patch(self, request, name: str, namespace: str | None = None):
+        content_type = (request.content_type or "").split(";")[0].strip()
+        if content_type in ("application/strategic-merge-patch+json",
+                            "application/apply-patch+yaml", "application/json-patch+json"):
+            raise errors.StatusError(415, "UnsupportedMediaType",
+                                     f"the body of the request was in an unsupported patch type "
+                                     f"{content_type}: use application/merge-patch+json")
+        self.authorize(request, "patch", namespace, name)
+        obj = store.patch(self.kind, namespace, name, self.body(request),
+                          subresource=self.subresource or None, context=self.context(request))
+        return Response(self.manifest(obj))
+
+    def delete(self, request, name: str, namespace: str | None = None):
+        if self.subresource:
+            raise errors.method_not_allowed("DELETE is not allowed on a subresource")
+        self.authorize(request, "delete", namespace, name)
+        options = request.data if isinstance(request.data, dict) else {}
+        propagation = request.query_params.get("propagationPolicy") or options.get(
+            "propagationPolicy") or "Background"
+        obj, gone = store.delete(self.kind, namespace, name, propagation=propagation,
+                                 preconditions=options.get("preconditions"),
+                                 context=self.context(request))
+        if not gone:
+            return Response(self.manifest(obj))
+        return Response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                         "status": "Success", "details": {
+                             "name": name, "group": self.kind.group, "kind": self.kind.plural,
+                             "uid": str(obj.uid)}})
+
+
+def list_objects(kind: ResourceKind, namespace: str | None, params) -> tuple[list, str]:
+    """One page of a list in (namespace, name) order, filtered by ``labelSelector``."""
+    try:
+        selector = parse_selector_string(params.get("labelSelector", ""))
+    except LabelSelectorError as exc:
+        raise errors.bad_request(f"unable to parse labelSelector: {exc.message}",
+                                 [errors.invalid("labelSelector", exc.message)]) from None
+    field_filters = parse_field_selector(kind, params.get("fieldSelector", ""))
+    limit = _parse_limit(params.get("limit"))
+    query = kind.model.objects.filter(**field_filters)
+    order = ("namespace", "name") if kind.namespaced else ("name",)
+    if namespace is not None:
+        query = query.filter(namespace=namespace)
+    query = query.order_by(*order)
+    token = params.get("continue")
+    if token:
+        query = _after(query, kind, decode_continue(token))
+    items: list = []
+    chunk = max(min(limit or MAX_LIMIT, MAX_LIMIT), 50)
+    while True:
+        rows = list(query[:chunk])
+        for obj in rows:
+            if selector.matches(obj.labels):
+                items.append(obj)
+                if limit and len(items) == limit:
+                    key = _key(kind, obj)
+                    more = _after(query, kind, key).exists()
+                    return items, encode_continue(key) if more else ""
+        if len(rows) < chunk:
+            return items, ""
+        query = _after(query, kind, _key(kind, rows[-1]))
+
+
+def _key(kind: ResourceKind, obj) -> list[str]:
+    return [obj.namespace, obj.name] if kind.namespaced else [obj.name]
+
+
+def _after(query, kind: ResourceKind, key: list[str]):
+    from django.db.models import Q
+
+    if kind.namespaced:
+        if len(key) != 2:
+            raise errors.bad_request("invalid continue token")
+        return query.filter(Q(namespace__gt=key[0]) | Q(namespace=key[0], name__gt=key[1]))
+    return query.filter(name__gt=key[-1])
+
+
+def _parse_limit(value) -> int:
+    if value in (None, ""):
+        return 0
+    try:
+        limit = int(value)
+        if limit < 0:
+            raise ValueError
+    except ValueError:
+        raise errors.bad_request(f'invalid limit "{value}"',
+                                 [errors.invalid("limit", "must be a non-negative integer")])
+    return min(limit, MAX_LIMIT)
+
+
+def parse_field_selector(kind: ResourceKind, text: str) -> dict:
+    """The field selectors every kind supports: metadata.name and metadata.namespace."""
+    filters: dict = {}
+    for term in filter(None, (t.strip() for t in text.split(","))):
+        field, sep, value = term.partition("==") if "==" in term else term.partition("=")
+        column = {"metadata.name": "name", "metadata.namespace": "namespace"}.get(field.strip())
+        if not sep or column is None or (column == "namespace" and not kind.namespaced):
+            raise errors.bad_request(
+                f'field label not supported: "{field.strip()}"',
+                [errors.invalid("fieldSelector", f'"{term}": only metadata.name and '
+                                "metadata.namespace with = are supported")])
+        filters[column] = value.strip()
+    return filters

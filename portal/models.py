@@ -1,0 +1,84 @@
+"""Models of the portal itself: Namespace, the owner-reference index and the RBAC kinds."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from portal.auth.rbac_models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from portal.machinery.objects import ClusterObject, unique_name_constraint
+
+__all__ = ["ClusterRole", "ClusterRoleBinding", "Namespace", "OwnerLink", "Role", "RoleBinding"]
+
+
+class Namespace(ClusterObject):
+    """v1 Namespace: spec.finalizers (``kubernetes``) hold it until its content is gone."""
+
+    spec = models.JSONField(default=dict, blank=True)
+    status = models.JSONField(default=dict, blank=True)
+    phase = models.CharField(max_length=16, default="Active", db_index=True, editable=False)
+
+    class Meta(ClusterObject.Meta):
+        constraints = [unique_name_constraint("namespace", namespaced=False)]
+
+    def sync_columns(self) -> None:
+        self.phase = "Terminating" if self.deletion_timestamp is not None else "Active"
+        self.status = {**(self.status or {}), "phase": self.phase}
+
+
+class OwnerLink(models.Model):
+    """One row per metadata.ownerReferences entry, so dependents of a uid are one indexed query
+    (JSON containment is not portable to SQLite)."""
+
+    owner_uid = models.UUIDField(db_index=True)
+    dependent_kind = models.CharField(max_length=255)  # ResourceKind.key
+    dependent_version = models.CharField(max_length=32)
+    dependent_uid = models.UUIDField(db_index=True)
+    dependent_namespace = models.CharField(max_length=63, blank=True, default="")
+    dependent_name = models.CharField(max_length=253)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("owner_uid", "dependent_uid"),
+                                               name="ownerlink_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.dependent_kind} {self.dependent_name} -> {self.owner_uid}"
+
+    @classmethod
+    def record(cls, kind, obj) -> None:
+        owners = {ref["uid"] for ref in obj.owner_references or [] if ref.get("uid")}
+        cls.objects.filter(dependent_uid=obj.uid).exclude(owner_uid__in=owners).delete()
+        known = set(map(str, cls.objects.filter(dependent_uid=obj.uid)
+                        .values_list("owner_uid", flat=True)))
+        cls.objects.bulk_create([
+            cls(owner_uid=uid, dependent_kind=kind.key, dependent_version=kind.version,
+                dependent_uid=obj.uid, dependent_namespace=getattr(obj, "namespace", "") or "",
+                dependent_name=obj.name)
+            for uid in sorted(owners - known)
+        ])
+
+    @classmethod
+    def forget(cls, uid) -> None:
+        cls.objects.filter(dependent_uid=uid).delete()
+
+    @classmethod
+    def has_dependents(cls, owner_uid) -> bool:
+        return cls.objects.filter(owner_uid=owner_uid).exists()
+
+    @classmethod
+    def orphan_dependents(cls, owner_uid) -> None:
+        """propagationPolicy=Orphan: strip the owner's references from its dependents."""
+        from portal.machinery import store
+        from portal.machinery.registry import registry
+
+        for link in list(cls.objects.filter(owner_uid=owner_uid)):
+            kind = registry.lookup(link.dependent_kind)
+            if kind is None:
+                continue
+            try:
+                dependent = store.get_object(kind, link.dependent_namespace, link.dependent_name)
+            except Exception:  # already gone
+                link.delete()
+                continue
+            refs = [r for r in dependent.owner_references if r.get("uid") != str(owner_uid)]
+            store.patch(kind, link.dependent_namespace or None, link.dependent_name,
+                        {"metadata": {"ownerReferences": refs or None}})

@@ -1,0 +1,196 @@
+"""Django settings, read through django-environ only.
+
+The embedded default needs no server: SQLite and kombu's filesystem transport under
+``KRUNTIMES_DATA_DIR``. Production sets ``DATABASE_URL`` and ``CELERY_BROKER_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env(
+    DEBUG=(bool, False),
+    ALLOWED_HOSTS=(list, ["localhost", "127.0.0.1", "[::1]", "testserver"]),
+    KRUNTIMES_CLUSTER=(str, "local"),
+    KRUNTIMES_AUTHORIZER=(str, ""),
+    KRUNTIMES_SAR_TIMEOUT_SECONDS=(float, 5.0),
+    CELERY_POLLING_INTERVAL=(float, 0.05),
+)
+if (BASE_DIR / ".env").is_file():
+    environ.Env.read_env(BASE_DIR / ".env")
+
+DATA_DIR = Path(env.str("KRUNTIMES_DATA_DIR", default=str(BASE_DIR / ".data"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env("DEBUG")
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    # A stable per-installation key for the embedded default; production sets SECRET_KEY.
+    key_file = DATA_DIR / "secret_key"
+    if not key_file.exists():
+        from django.core.management.utils import get_random_secret_key
+
+        key_file.write_text(get_random_secret_key())
+        key_file.chmod(0o600)
+    SECRET_KEY = key_file.read_text().strip()
+ALLOWED_HOSTS = env("ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+KRUNTIMES_CLUSTER = env("KRUNTIMES_CLUSTER")
+if KRUNTIMES_CLUSTER not in ("local", "kubernetes"):
+    raise environ.ImproperlyConfigured("KRUNTIMES_CLUSTER must be 'local' or 'kubernetes'")
+# Which authorizer answers review(): local RBAC by default, SubjectAccessReview in a cluster.
+KRUNTIMES_AUTHORIZER = env("KRUNTIMES_AUTHORIZER") or (
+    "subjectaccessreview" if KRUNTIMES_CLUSTER == "kubernetes" else "rbac"
+)
+KRUNTIMES_SAR_TIMEOUT_SECONDS = env("KRUNTIMES_SAR_TIMEOUT_SECONDS")
+# Optional kubeconfig path for the kubernetes client; in-cluster config is used when absent.
+KRUNTIMES_KUBECONFIG = env.str("KUBECONFIG", default="")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "django_celery_beat",
+    "portal.apps.PortalConfig",
+    "scheduling",
+    "runtimed",
+    "workspaces",
+    "workflows",
+    "jobclasses",
+]
+INSTALLED_APPS += env.list("KRUNTIMES_EXTRA_APPS", default=[])
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'portal.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL and a busy timeout let web, worker and beat share one SQLite file.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+    )
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "portal.auth.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "portal.machinery.yaml.YAMLParser",
+    ],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "portal.machinery.yaml.YAMLRenderer",
+    ],
+    "EXCEPTION_HANDLER": "portal.machinery.views.status_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "kruntimes portal API",
+    "DESCRIPTION": "Kubernetes-shaped API for Runtimes, Runs, workspaces, workflows and jobs.",
+    "VERSION": "v1alpha1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Celery: the embedded default is kombu's filesystem transport, which needs absolute folders.
+BROKER_DIR = DATA_DIR / "broker"
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for sub in ("queue", "processed", "control"):
+        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+        "control_folder": str(BROKER_DIR / "control"),
+        "polling_interval": env("CELERY_POLLING_INTERVAL"),
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# How often the level-triggered beat passes heal whatever an event missed.
+KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float("KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0)
+KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
+CELERY_BEAT_SCHEDULE = {
+    "garbage-collect": {
+        "task": "portal.tasks.garbage_collect",
+        "schedule": KRUNTIMES_RECONCILE_INTERVAL_SECONDS,
+        "options": {"queue": "control", "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
+    },
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,33 @@
+"""Celery entry points of the shared machinery: thin wrappers that load, call and re-enqueue."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from portal.machinery import gc
+
+
+@shared_task(name="portal.tasks.garbage_collect", ignore_result=True)
+def garbage_collect(after_id: int = 0) -> dict:
+    """The beat pass: one batch, then re-enqueue itself while work remains (resumable)."""
+    batch = settings.KRUNTIMES_GC_BATCH_SIZE
+    orphans, resume_after = gc.collect_orphans(after_id, batch)
+    result = {"deleted": orphans.deleted}
+    if after_id == 0:
+        foreground = gc.release_foreground(batch)
+        namespaces = gc.finalize_namespaces(batch)
+        result.update(released=foreground.released + namespaces.released,
+                      deleted=orphans.deleted + foreground.deleted + namespaces.deleted)
+    if resume_after is not None:
+        garbage_collect.apply_async(args=(resume_after,), queue="control")
+    return result
+
+
+@shared_task(name="portal.tasks.collect_dependents", ignore_result=True)
+def collect_dependents(owner_uid: str) -> int:
+    """The event path after an owner is deleted; the beat pass heals if this message is lost."""
+    progress = gc.collect_dependents(owner_uid, settings.KRUNTIMES_GC_BATCH_SIZE)
+    if progress.more:
+        collect_dependents.apply_async(args=(owner_uid,), queue="control")
+    return progress.deleted

@@ -1,0 +1,24 @@
+"""URLs: the Kubernetes-shaped API, OpenAPI, the admin console."""
+
+from django.contrib import admin
+from django.http import JsonResponse
+from django.urls import path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal.machinery.routes import api_not_found_patterns, api_urlpatterns
+
+
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("healthz", healthz),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    *api_urlpatterns(),
+    *api_not_found_patterns(),
+]

@@ -1,0 +1,1 @@
+"""Models of the scheduling app (added by the issues that build it)."""

@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class TestappConfig(AppConfig):
+    name = "tests.testapp"
+    label = "testapp"
+
+    def ready(self) -> None:
+        from .kinds import register
+
+        register()

@@ -1,0 +1,1 @@
+"""Models of the workflows app (added by the issues that build it)."""

@@ -1,0 +1,1 @@
+"""Models of the workspaces app (added by the issues that build it)."""
