@@ -31,3 +31,9 @@ def collect_dependents(owner_uid: str) -> int:
     if progress.more:
         collect_dependents.apply_async(args=(owner_uid,), queue="control")
     return progress.deleted
+
+
+@shared_task(name="portal.tasks.release_foreground_owners", ignore_result=True)
+def release_foreground_owners() -> int:
+    """Event path after a dependent is deleted: owners deleting in the foreground may go."""
+    return gc.release_foreground(settings.KRUNTIMES_GC_BATCH_SIZE).released

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
+
+KEYWORDS = (b"bearer", b"token")
 
 
 class BearerTokenAuthentication(TokenAuthentication):
@@ -10,7 +13,12 @@ class BearerTokenAuthentication(TokenAuthentication):
 
     def authenticate(self, request):
         auth = get_authorization_header(request).split()
-        if auth and auth[0].lower() == b"token":
-            auth[0] = b"Bearer"
-            request.META["HTTP_AUTHORIZATION"] = b" ".join(auth).decode("latin-1")
-        return super().authenticate(request)
+        if not auth or auth[0].lower() not in KEYWORDS:
+            return None
+        if len(auth) != 2:
+            raise exceptions.AuthenticationFailed("Invalid token header: expected one token.")
+        try:
+            token = auth[1].decode()
+        except UnicodeError:
+            raise exceptions.AuthenticationFailed("Invalid token header.") from None
+        return self.authenticate_credentials(token)

@@ -65,7 +65,7 @@ def _backend(name: str) -> Authorizer:
     try:
         return import_string(BACKENDS[name])()
     except KeyError:
-        raise ValueError(f"unknown KRUNTIMES_AUTHORIZER {name!r}; use one of {sorted(BACKENDS)}")
+        raise ValueError(f"unknown KRUNTIMES_AUTHORIZER {name!r}; use one of {sorted(BACKENDS)}") from None
 
 
 def get_authorizer() -> Authorizer:

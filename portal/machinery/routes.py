@@ -51,10 +51,11 @@ ERRORS = {code: StatusSerializer for code in (400, 401, 403, 404, 409, 422)}
 
 def _views(kind: ResourceKind):
     item = manifest_serializer(kind)
+    listing = list_serializer(kind, item)
     tag = [kind.api_version]
     collection = extend_schema_view(
         get=extend_schema(operation_id=f"list{kind.kind}", responses={
-            200: list_serializer(kind, item), **ERRORS}, parameters=LIST_PARAMETERS, tags=tag),
+            200: listing, **ERRORS}, parameters=LIST_PARAMETERS, tags=tag),
         post=extend_schema(operation_id=f"create{kind.kind}", request=item, responses={
             201: item, **ERRORS}, parameters=WRITE_PARAMETERS, tags=tag),
     )(type(f"{kind.kind}CollectionView", (CollectionView,), {"kind": kind}))
@@ -83,12 +84,20 @@ def _views(kind: ResourceKind):
         )(type(f"{kind.kind}StatusView", (ObjectView,), {"kind": kind, "subresource": "status",
                                                          "http_method_names": [
                                                              "get", "put", "patch", "options"]}))
-    return collection, obj, status
+    everywhere = None
+    if kind.namespaced:
+        everywhere = extend_schema_view(
+            get=extend_schema(operation_id=f"list{kind.kind}ForAllNamespaces", responses={
+                200: listing, **ERRORS}, parameters=LIST_PARAMETERS,
+                tags=tag),
+        )(type(f"{kind.kind}AllNamespacesView", (CollectionView,),
+               {"kind": kind, "http_method_names": ["get", "options"]}))
+    return collection, obj, status, everywhere
 
 
 def kind_urlpatterns(kind: ResourceKind) -> list:
     base = f"apis/{kind.group}/{kind.version}" if kind.group else f"api/{kind.version}"
-    collection, obj, status = _views(kind)
+    collection, obj, status, everywhere = _views(kind)
     scoped = f"{base}/namespaces/<str:namespace>/{kind.plural}" if kind.namespaced \
         else f"{base}/{kind.plural}"
     patterns = [
@@ -97,8 +106,8 @@ def kind_urlpatterns(kind: ResourceKind) -> list:
     ]
     if status is not None:
         patterns.append(path(f"{scoped}/<str:name>/status", status.as_view()))
-    if kind.namespaced:  # list across namespaces
-        patterns.append(path(f"{base}/{kind.plural}", collection.as_view()))
+    if everywhere is not None:
+        patterns.append(path(f"{base}/{kind.plural}", everywhere.as_view()))
     return patterns
 
 
@@ -120,9 +129,11 @@ def resource_list(group: str, version: str) -> dict:
             "resources": resources}
 
 
+FREEFORM = {200: {"type": "object", "additionalProperties": True}}
+
+
 class APIGroupListView(KubeView):
-    @extend_schema(operation_id="getAPIGroups", responses={200: serializers.DictField()},
-                   tags=["discovery"])
+    @extend_schema(operation_id="getAPIGroups", responses=FREEFORM, tags=["discovery"])
     def get(self, request):
         groups = []
         for group, kinds in sorted(registry.groups().items()):
@@ -135,15 +146,13 @@ class APIGroupListView(KubeView):
 
 
 class APIVersionsView(KubeView):
-    @extend_schema(operation_id="getCoreAPIVersions", responses={200: serializers.DictField()},
-                   tags=["discovery"])
+    @extend_schema(operation_id="getCoreAPIVersions", responses=FREEFORM, tags=["discovery"])
     def get(self, request):
         return Response({"kind": "APIVersions", "versions": ["v1"]})
 
 
 class APIResourceListView(KubeView):
-    @extend_schema(operation_id="getAPIResources", responses={200: serializers.DictField()},
-                   tags=["discovery"])
+    @extend_schema(responses=FREEFORM, tags=["discovery"])
     def get(self, request, group: str = "", version: str = "v1"):
         document = resource_list(group, version)
         if not document["resources"]:
@@ -174,8 +183,7 @@ class NotFoundView(KubeView):
 
 def api_urlpatterns() -> list:
     patterns = [
-        path("apis", APIGroupListView.as_view()),
-        path("apis/", APIGroupListView.as_view()),
+        re_path(r"^apis/?$", APIGroupListView.as_view()),
         path("api", APIVersionsView.as_view()),
         path("api/v1", APIResourceListView.as_view(), {"group": "", "version": "v1"}),
     ]

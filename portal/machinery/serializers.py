@@ -25,14 +25,20 @@ class StrictSerializer(serializers.Serializer):
     """A serializer that names unknown fields instead of silently dropping them."""
 
     def to_internal_value(self, data: Any) -> Any:
+        unknown = {}
         if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise ValidationError(
-                    {key: [ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)]
-                     for key in unknown}
-                )
-        return super().to_internal_value(data)
+            unknown = {key: [ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)]
+                       for key in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().to_internal_value(data)
+        except ValidationError as exc:
+            # report unknown fields together with the known fields' errors
+            if unknown and isinstance(exc.detail, dict):
+                raise ValidationError({**exc.detail, **unknown}) from None
+            raise
+        if unknown:
+            raise ValidationError(unknown)
+        return value
 
 
 class FreeformObjectField(serializers.JSONField):

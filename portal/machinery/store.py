@@ -65,17 +65,18 @@ def _generate_name(prefix: str) -> str:
         if prefix else "".join(secrets.choice(alphabet) for _ in range(8))
 
 
-def _check_meta_shape(meta: Any) -> dict:
+def _meta_shape_causes(meta: Any) -> list[FieldError]:
     if meta is None:
-        return {}
+        return []
     if not isinstance(meta, dict):
-        raise errors.invalid_object("", "", "", [FieldError("metadata", errors.TYPE_INVALID,
-                                                            "must be an object")])
+        return [FieldError("metadata", errors.TYPE_INVALID, "must be an object")]
     serializer = ObjectMetaSerializer(data=meta)
-    if not serializer.is_valid():
-        raise errors.StatusError(422, "Invalid", "metadata is invalid",
-                                 causes=flatten_errors(serializer.errors, "metadata"))
-    return meta
+    return [] if serializer.is_valid() else flatten_errors(serializer.errors, "metadata")
+
+
+def _meta_of(manifest: dict) -> dict:
+    meta = manifest.get("metadata")
+    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def _validate_body(kind: ResourceKind, manifest: dict, old: dict | None,
@@ -142,6 +143,8 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
         and obj.deletion_timestamp is not None
     if (event == "DELETED" or deleting_first) and OwnerLink.has_dependents(obj.uid):
         send_on_commit(tasks.collect_dependents, str(obj.uid))
+    if event == "DELETED" and obj.owner_references:
+        send_on_commit(tasks.release_foreground_owners)
     if event == "MODIFIED" and kind.plural == "namespaces" and obj.deletion_timestamp:
         send_on_commit(tasks.garbage_collect)
     for hook in kind.on_change:
@@ -152,7 +155,7 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
            context: WriteContext | None = None) -> Any:
     context = context or WriteContext()
     check_type_meta(kind, manifest)
-    meta = dict(_check_meta_shape(manifest.get("metadata")))
+    meta = _meta_of(manifest)
     if kind.namespaced:
         body_ns = meta.get("namespace")
         namespace = namespace or body_ns or "default"
@@ -164,7 +167,7 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
         meta["name"] = _generate_name(meta["generateName"])
     name = meta.get("name") or ""
     body, causes = _validate_body(kind, manifest, None, None)
-    causes = validate_metadata(kind, meta) + causes
+    causes = _meta_shape_causes(manifest.get("metadata")) + validate_metadata(kind, meta) + causes
     _raise_invalid(kind, name, causes)
     new_manifest = {"apiVersion": kind.api_version, "kind": kind.kind,
                     "metadata": {**meta, "namespace": namespace} if kind.namespaced else meta,
@@ -224,7 +227,7 @@ def replace(kind: ResourceKind, namespace: str | None, name: str, manifest: Any,
     """PUT semantics: the manifest is the whole new object (or the whole status)."""
     context = context or WriteContext()
     check_type_meta(kind, manifest)
-    meta = _check_meta_shape(manifest.get("metadata"))
+    meta = _meta_of(manifest)
     if meta.get("name") not in (None, "", name):
         raise errors.bad_request(
             "the name of the object does not match the name on the URL",
@@ -240,7 +243,8 @@ def replace(kind: ResourceKind, namespace: str | None, name: str, manifest: Any,
         if subresource == "status":
             meta = old["metadata"]
         body, causes = _validate_body(kind, manifest, old, subresource)
-        causes = validate_metadata(kind, {**meta, "name": name}) + causes
+        causes = (_meta_shape_causes(manifest.get("metadata"))
+                  + validate_metadata(kind, {**meta, "name": name}) + causes)
         _raise_invalid(kind, name, causes)
         _forbid_new_finalizers_when_terminating(kind, obj, meta)
         new = {**old, "metadata": {**old["metadata"], **{k: meta.get(k) for k in WRITABLE_META}},

@@ -92,8 +92,9 @@ def decode_continue(token: str) -> list[str]:
             raise ValueError
         return [str(part) for part in after]
     except (ValueError, KeyError, TypeError, binascii.Error):
-        raise errors.bad_request("invalid continue token",
-                                 [errors.invalid("continue", "not a token this server issued")])
+        raise errors.bad_request(
+            "invalid continue token",
+            [errors.invalid("continue", "not a token this server issued")]) from None
 
 
 class KubeView(APIView):
@@ -262,8 +263,9 @@ def _parse_limit(value) -> int:
         if limit < 0:
             raise ValueError
     except ValueError:
-        raise errors.bad_request(f'invalid limit "{value}"',
-                                 [errors.invalid("limit", "must be a non-negative integer")])
+        raise errors.bad_request(
+            f'invalid limit "{value}"',
+            [errors.invalid("limit", "must be a non-negative integer")]) from None
     return min(limit, MAX_LIMIT)
 
 

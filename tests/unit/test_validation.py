@@ -289,3 +289,17 @@ def test_validate_duration(value, expected):
 
 def test_validate_duration_allow_negative():
     assert validate_duration("-5s", "spec.offset", allow_negative=True) == []
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("30", 'time: missing unit in duration "30"'),
+        ("1d", 'time: unknown unit "d" in duration "1d"'),
+        (".s", 'time: invalid duration ".s"'),
+    ],
+)
+def test_parse_duration_messages_match_go(text, message):
+    with pytest.raises(ValueError) as info:
+        parse_duration(text)
+    assert str(info.value) == message

@@ -1,0 +1,84 @@
+"""kmock's KubernetesEmulator served over real HTTP from a background thread.
+
+Tests drive the code under test through the official ``kubernetes`` client, pointed at
+``EmulatorServer.url``. The one gap closed here: review kinds (SubjectAccessReview,
+TokenReview, ...) are answers, not stored objects, so they bypass kmock's object store
+(which otherwise keeps the first one and answers 409 to the next).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+import aiohttp.web
+import attrs
+import kmock
+
+START_TIMEOUT_SECONDS = 10.0
+# Kubernetes never persists these; every POST is a fresh question.
+REVIEW_RESOURCES = frozenset({
+    "subjectaccessreviews", "selfsubjectaccessreviews", "localsubjectaccessreviews",
+    "selfsubjectrulesreviews", "tokenreviews", "selfsubjectreviews",
+})
+
+
+@attrs.define(kw_only=True)
+class Emulator(kmock.KubernetesEmulator):
+    """The emulator with review kinds answered by routes only, never stored."""
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        resource = request.resource
+        if resource is not None and resource.plural in REVIEW_RESOURCES:
+            return await kmock.KubernetesScaffold._handle(self, request)
+        return await super()._handle(request)
+
+
+class EmulatorServer:
+    """Start/stop an ``Emulator`` on a free localhost port with its own event loop thread."""
+
+    def __init__(self, emulator: Emulator | None = None) -> None:
+        self.emulator = emulator if emulator is not None else Emulator()
+        self.emulator.resources.load_bundled()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="kmock", daemon=True)
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._server: kmock.Server | None = None
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the emulator is not running")
+        return f"http://{self._server.host}:{self._server.port}"
+
+    def start(self) -> EmulatorServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._enter(), self._loop).result(START_TIMEOUT_SECONDS)
+        return self
+
+    def stop(self) -> None:
+        try:
+            if self._stack is not None:
+                asyncio.run_coroutine_threadsafe(self._stack.aclose(), self._loop).result(
+                    START_TIMEOUT_SECONDS)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(START_TIMEOUT_SECONDS)
+            if not self._thread.is_alive():
+                self._loop.close()
+            self._stack = self._server = None
+
+    async def _enter(self) -> None:
+        stack = contextlib.AsyncExitStack()
+        await stack.enter_async_context(self.emulator)
+        # port=None: the OS picks a free port, so parallel runs never collide
+        self._server = await stack.enter_async_context(
+            kmock.Server(self.emulator, host="127.0.0.1", port=None))
+        self._stack = stack
+
+    def __enter__(self) -> EmulatorServer:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
