@@ -66,7 +66,6 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "portal.apps.PortalConfig",
     "scheduling",
-    "runtimed",
     "workspaces",
     "workflows",
     "jobclasses",

@@ -1,8 +1,21 @@
-"""Test settings: the real settings plus a small test-only kind (``Widget``) for the machinery."""
+"""Test settings: the real settings plus a small test-only kind (``Widget``) for the machinery.
+
+Worker and beat processes started by integration tests use these settings too, with
+``KRUNTIMES_TEST_EAGER=0`` and ``KRUNTIMES_TEST_DB_NAME`` naming the test database.
+"""
+
+import os
 
 from portal.settings import *  # noqa: F403
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.testapp"]  # noqa: F405
-CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_ALWAYS_EAGER = os.environ.get("KRUNTIMES_TEST_EAGER", "1") == "1"
 CELERY_TASK_EAGER_PROPAGATES = True
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+_db = DATABASES["default"]  # noqa: F405
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # a file, not memory, so worker processes started by tests see the same database
+    _db["TEST"] = {"NAME": str(DATA_DIR / f"test-{os.getpid()}.sqlite3")}  # noqa: F405
+if os.environ.get("KRUNTIMES_TEST_DB_NAME"):
+    _db["NAME"] = os.environ["KRUNTIMES_TEST_DB_NAME"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+import urllib3
 from django.conf import settings
 from kubernetes import client
 
@@ -33,9 +34,18 @@ def review_body(user: UserInfo, attrs: ResourceAttributes) -> client.V1SubjectAc
 
 
 def _failure(exc: Exception) -> str:
+    """A short, secret-free account of why the review did not come back."""
     status = getattr(exc, "status", None)
-    if isinstance(status, int) and status:
-        return f"HTTP {status} {getattr(exc, 'reason', '') or ''}".strip()
+    if isinstance(exc, client.ApiException) and isinstance(status, int) and status:
+        return f"HTTP {status} {exc.reason or ''}".strip()
+    if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+        exc = exc.reason
+    # NewConnectionError subclasses ConnectTimeoutError in urllib3 2, so it goes first
+    if isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(
+            exc, urllib3.exceptions.NewConnectionError):
+        return f"no answer within {settings.KRUNTIMES_SAR_TIMEOUT_SECONDS}s"
+    if isinstance(exc, urllib3.exceptions.HTTPError):
+        return f"cannot reach the Kubernetes API ({type(exc).__name__})"
     return type(exc).__name__
 
 

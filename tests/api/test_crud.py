@@ -7,7 +7,13 @@ import pytest
 import yaml
 
 from .helpers import (
-    API_VERSION, assert_status, causes, gadgets, merge_patch, widget, widgets,
+    API_VERSION,
+    assert_status,
+    causes,
+    gadgets,
+    merge_patch,
+    widget,
+    widgets,
 )
 
 pytestmark = pytest.mark.django_db

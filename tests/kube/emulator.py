@@ -11,12 +11,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
+import warnings
 
 import aiohttp.web
 import attrs
 import kmock
 
 START_TIMEOUT_SECONDS = 10.0
+SUBJECT_ACCESS_REVIEWS = "post /apis/authorization.k8s.io/v1/subjectaccessreviews"
+# A held answer waits at most this long (in 10 ms steps) even if nobody releases it.
+MAX_HOLD_SECONDS = 5.0
 # Kubernetes never persists these; every POST is a fresh question.
 REVIEW_RESOURCES = frozenset({
     "subjectaccessreviews", "selfsubjectaccessreviews", "localsubjectaccessreviews",
@@ -40,7 +45,9 @@ class EmulatorServer:
 
     def __init__(self, emulator: Emulator | None = None) -> None:
         self.emulator = emulator if emulator is not None else Emulator()
-        self.emulator.resources.load_bundled()
+        with warnings.catch_warnings():  # kmock 0.8 reads its bundle with a deprecated API
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.emulator.resources.load_bundled()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="kmock", daemon=True)
         self._stack: contextlib.AsyncExitStack | None = None
@@ -82,3 +89,61 @@ class EmulatorServer:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+def access_review_answer(review: dict, *, allowed: bool, denied: bool = False,
+                         reason: str = "") -> dict:
+    """What the API server returns for a posted access review: the spec echoed, plus status."""
+    status: dict = {"allowed": allowed}
+    if denied:
+        status["denied"] = True
+    if reason:
+        status["reason"] = reason
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "metadata": {}, **{k: v for k, v in review.items() if k == "spec"}, "status": status}
+
+
+class ScriptedAccessReviews:
+    """A route for SubjectAccessReviews: answers as scripted and records each posted body.
+
+    ``allow``/``deny`` set the answer; ``fail(code)`` answers a Status error; ``hold()`` keeps
+    every answer back until ``release()`` (bounded by ``MAX_HOLD_SECONDS``) to test timeouts.
+    """
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+        self._answer: dict = {"allowed": True}
+        self._error_code: int | None = None
+        self._held = threading.Event()
+        self._released = threading.Event()
+
+    def route(self, emulator: kmock.KubernetesEmulator) -> ScriptedAccessReviews:
+        emulator[SUBJECT_ACCESS_REVIEWS] << self
+        return self
+
+    def allow(self, reason: str = "") -> None:
+        self._answer, self._error_code = {"allowed": True, "reason": reason}, None
+
+    def deny(self, reason: str = "", *, no_opinion: bool = False) -> None:
+        self._answer = {"allowed": False, "denied": not no_opinion, "reason": reason}
+        self._error_code = None
+
+    def fail(self, code: int = 500) -> None:
+        self._error_code = code
+
+    def hold(self) -> None:
+        self._held.set()
+
+    def release(self) -> None:
+        self._released.set()
+
+    async def __call__(self, request: kmock.Request) -> dict:
+        self.bodies.append(request.data)
+        if self._held.is_set():
+            deadline = time.monotonic() + MAX_HOLD_SECONDS
+            while not self._released.is_set() and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        if self._error_code is not None:
+            raise kmock.KubernetesError(status=self._error_code, reason="InternalError",
+                                        message="the authorizer is unavailable")
+        return access_review_answer(request.data, **self._answer)

@@ -1,0 +1,41 @@
+# Two commands on a fresh machine with only Python 3.11+:
+#   make demo   set up, migrate, create the admin, apply examples/, run everything at :8000
+#   make test   set up with the dev extras and run the suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+BIND   ?= 127.0.0.1
+
+.PHONY: demo test install install-dev lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py bootstrap_admin
+	$(BIN)/python manage.py apply -f examples/
+	$(BIN)/python manage.py up --port $(PORT) --bind $(BIND)
+
+test: install-dev
+	$(BIN)/python -m pytest
+
+lint: install-dev
+	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) .data .pytest_cache .ruff_cache .hypothesis

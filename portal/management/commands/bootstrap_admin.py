@@ -1,0 +1,32 @@
+"""Create the first admin user (printing its password once) and its API token."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from rest_framework.authtoken.models import Token
+
+
+class Command(BaseCommand):
+    help = "Create a superuser with a generated password (if missing) and print its API token."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--username", default="admin")
+        parser.add_argument("--email", default="admin@localhost")
+
+    def handle(self, *args, username: str, email: str, **options) -> None:
+        users = get_user_model()
+        user = users.objects.filter(username=username).first()
+        if user is None:
+            password = secrets.token_urlsafe(12)
+            user = users.objects.create_superuser(username, email, password)
+            self.stdout.write(f"created superuser {username!r} with password: {password}")
+        else:
+            self.stdout.write(f"superuser {username!r} exists; password unchanged "
+                              f"(reset it with: manage.py changepassword {username})")
+        token, _ = Token.objects.get_or_create(user=user)
+        self.stdout.write(f"API token for {username!r}: {token.key}")
+        self.stdout.write(f"  curl -H 'Authorization: Bearer {token.key}' "
+                          "http://127.0.0.1:8000/apis")

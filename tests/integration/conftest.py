@@ -1,0 +1,105 @@
+"""Real Celery worker and beat processes against the test database and a real broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.conftest import need_service
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def redis_url() -> str:
+    url = os.environ.get("CELERY_BROKER_URL", "")
+    return url if url.startswith("redis://") else "redis://127.0.0.1:6379/15"
+
+
+def require_redis(url: str) -> None:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except Exception as exc:  # noqa: BLE001
+        need_service("Redis", exc)
+
+
+@pytest.fixture(params=["filesystem", "redis"])
+def broker(request, tmp_path) -> dict[str, str]:
+    """Environment selecting a broker: the embedded filesystem transport, or real Redis."""
+    if request.param == "redis":
+        url = redis_url()
+        require_redis(url)
+        import redis
+
+        redis.Redis.from_url(url).delete("control")  # no leftovers from an earlier run
+        return {"CELERY_BROKER_URL": url}
+    data = tmp_path / "data"
+    data.mkdir()
+    return {"CELERY_BROKER_URL": "filesystem://", "KRUNTIMES_DATA_DIR": str(data)}
+
+
+class Processes:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.running: list[subprocess.Popen] = []
+
+    def start(self, *argv: str) -> subprocess.Popen:
+        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", *argv],
+                                   cwd=ROOT, env=self.env, start_new_session=True,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.running.append(process)
+        return process
+
+    def worker(self) -> subprocess.Popen:
+        return self.start("worker", "-Q", "control", "--pool", "solo", "--loglevel", "INFO",
+                          "-n", f"test-{os.getpid()}-{len(self.running)}@%h")
+
+    def beat(self, schedule_dir: Path) -> subprocess.Popen:
+        return self.start("beat", "--loglevel", "INFO", "--scheduler",
+                          "django_celery_beat.schedulers:DatabaseScheduler",
+                          "--pidfile", str(schedule_dir / "beat.pid"))
+
+    def stop(self) -> None:
+        for process in self.running:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.running:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@pytest.fixture
+def processes(broker, transactional_db, tmp_path):
+    env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
+           "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
+           "KRUNTIMES_RECONCILE_INTERVAL_SECONDS": "1", "PYTHONPATH": str(ROOT)}
+    if "KRUNTIMES_DATA_DIR" not in broker:
+        env["KRUNTIMES_DATA_DIR"] = str(settings.DATA_DIR)
+    from portal.models import Namespace
+
+    # transactional tests flush tables, the migration's "default" namespace included
+    Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": ["kubernetes"]}})
+    procs = Processes(env)
+    yield procs
+    procs.stop()
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
