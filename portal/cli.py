@@ -405,6 +405,8 @@ def delete_target(target: Target, cascade: str = "background") -> str:
 def fetch(group: ResourceGroup, namespace: str | None, all_namespaces: bool,
           selector: str = "") -> tuple[list[Any], list[str]]:
     """The objects of one kind: the named ones, else the list (``-l`` filtered)."""
+    if all_namespaces and group.names and group.kind.namespaced:
+        raise CLIError.client("a resource cannot be retrieved by name across all namespaces")
     ns = None if all_namespaces else request_namespace(group.kind, namespace)
     if not group.names:
         try:

@@ -308,13 +308,15 @@ def delete(kind: ResourceKind, namespace: str | None, name: str, *,
         _check_resource_version(kind, obj, preconditions)
         if context.dry_run:
             return obj, not blocking_finalizers(kind, obj)
-        seen = obj.resource_version
+        seen, seen_finalizers = obj.resource_version, list(obj.finalizers)
         if propagation == "Orphan":
             OwnerLink.orphan_dependents(obj.uid)
         elif propagation == "Foreground" and OwnerLink.has_dependents(obj.uid) \
                 and FOREGROUND not in obj.finalizers:
             obj.finalizers = [*obj.finalizers, FOREGROUND]
         if blocking_finalizers(kind, obj):
+            if obj.deletion_timestamp is not None and seen_finalizers == obj.finalizers:
+                return obj, False  # already terminating: a repeated delete changes nothing
             if obj.deletion_timestamp is None:
                 obj.deletion_timestamp = timezone.now()
             _save_if_unchanged(kind, obj, seen)

@@ -219,7 +219,7 @@ def list_objects(kind: ResourceKind, namespace: str | None, params) -> tuple[lis
     limit = _parse_limit(params.get("limit"))
     query = kind.model.objects.filter(**field_filters)
     order = ("namespace", "name") if kind.namespaced else ("name",)
-    if namespace is not None:
+    if namespace is not None and kind.namespaced:
         query = query.filter(namespace=namespace)
     query = query.order_by(*order)
     token = params.get("continue")

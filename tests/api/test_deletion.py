@@ -39,9 +39,10 @@ def test_finalizer_holds_the_object_until_removed(admin_api):
     assert held.status_code == 200
     meta = held.json()["metadata"]
     assert meta["deletionTimestamp"] and meta["finalizers"] == ["example.com/hold"]
-    # a second delete changes nothing and still answers with the object
-    assert admin_api.delete(f"{widgets()}/a").json()["metadata"]["deletionTimestamp"] == \
-        meta["deletionTimestamp"]
+    # a second delete changes nothing (not even resourceVersion) and answers with the object
+    again = admin_api.delete(f"{widgets()}/a").json()["metadata"]
+    assert (again["deletionTimestamp"], again["resourceVersion"]) == (
+        meta["deletionTimestamp"], meta["resourceVersion"])
     released = merge_patch(admin_api, f"{widgets()}/a", {"metadata": {"finalizers": None}})
     assert released.status_code == 200
     assert_status(admin_api.get(f"{widgets()}/a"), 404, "NotFound")
