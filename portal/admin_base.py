@@ -26,7 +26,8 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import ImproperlyConfigured
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models.fields.json import KeyTextTransform
+from django.db.models import Q
+from django.db.models.fields.json import KeyTransform
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
@@ -136,6 +137,9 @@ def phase_tone(phase: str) -> str:
     if key in PENDING_PHASES:
         return "pending"
     return "info"
+
+
+NONE = mark_safe('<span class="k-muted">none</span>')
 
 
 def badge(text: Any, tone: str, title: str = "") -> SafeString:
@@ -269,8 +273,7 @@ def skeleton_manifest(kind: ResourceKind, namespace: str = "default") -> dict:
     for wire, spec in kind.body.items():
         if wire == kind.status_field:
             continue
-        many = isinstance(spec, serializers.ListSerializer) or (
-            isinstance(spec, serializers.ListField))
+        many = isinstance(spec, (serializers.ListSerializer, serializers.ListField))
         manifest[wire] = [] if many else {}
     return manifest
 
@@ -295,7 +298,7 @@ class ManifestForm(forms.ModelForm):
                                      "autocomplete": "off"}),
         help_text="labels, annotations, finalizers and the spec; status is written by "
                   "controllers. Saved through the API (validation, resourceVersion).")
-    resource_version = forms.CharField(widget=forms.HiddenInput, required=False)
+    loaded_resource_version = forms.CharField(widget=forms.HiddenInput, required=False)
 
     # set by ResourceAdmin.get_form
     resource_kind: ResourceKind | None = None
@@ -312,7 +315,7 @@ class ManifestForm(forms.ModelForm):
             except Exception as exc:  # a row too broken to render: show why, keep the page up
                 text = f"# could not render this object: {exc}\n"
             self.initial["manifest"] = text
-            self.initial["resource_version"] = str(self.instance.resource_version)
+            self.initial["loaded_resource_version"] = str(self.instance.resource_version)
 
     @property
     def adding(self) -> bool:
@@ -358,7 +361,7 @@ class ManifestForm(forms.ModelForm):
                 current = self.instance
                 if manifest == editable_manifest(kind, current):
                     return  # nothing changed: no write, no new resourceVersion
-                loaded = self.cleaned_data.get("resource_version") or str(
+                loaded = self.cleaned_data.get("loaded_resource_version") or str(
                     current.resource_version)
                 manifest["metadata"] = {**manifest["metadata"], "resourceVersion": loaded}
                 obj = store.replace(kind, getattr(current, "namespace", None), current.name,
@@ -404,13 +407,13 @@ def filter_by_label(queryset, term: str):
     term = term.strip()
     if "!=" in term:
         key, _, value = term.partition("!=")
-        field = KeyTextTransform(key.strip(), "labels")
-        return queryset.exclude(**{"labels__has_key": key.strip()}) | queryset.alias(
-            _label_value=field).exclude(_label_value=value.strip())
+        key, value = key.strip(), value.strip()
+        return queryset.alias(_label_value=KeyTransform(key, "labels")).filter(
+            ~Q(labels__has_key=key) | ~Q(_label_value=value))
     if "=" in term:
         key, _, value = term.partition("=")
         value = value[1:] if value.startswith("=") else value
-        return queryset.alias(_label_value=KeyTextTransform(key.strip(), "labels")).filter(
+        return queryset.alias(_label_value=KeyTransform(key.strip(), "labels")).filter(
             _label_value=value.strip())
     if term.startswith("!"):
         return queryset.exclude(labels__has_key=term[1:].strip())
@@ -612,7 +615,7 @@ class ResourceAdmin(admin.ModelAdmin):
                           {"fields": ["labels_display", "annotations_display"]}))
         if self.has_change_permission(request, obj):
             fieldsets.append(("Edit", {
-                "fields": ["manifest", "resource_version"],
+                "fields": ["manifest", "loaded_resource_version"],
                 "description": "Saved through the API write path with the resourceVersion "
                                "shown above as a precondition: a concurrent change is reported "
                                "instead of overwritten."}))
@@ -627,7 +630,7 @@ class ResourceAdmin(admin.ModelAdmin):
         for _title, options in self.get_fieldsets(request, obj):
             for field in options.get("fields", ()):
                 for name in (field if isinstance(field, (list, tuple)) else [field]):
-                    if name not in ("manifest", "resource_version"):
+                    if name not in ("manifest", "loaded_resource_version"):
                         names.append(name)
         return names
 
@@ -674,11 +677,11 @@ class ResourceAdmin(admin.ModelAdmin):
         return link_to(Namespace.objects.filter(name=obj.namespace).first(), obj.namespace,
                        self.admin_site)
 
-    @admin.display(description="uid")
+    @admin.display(description="UID")
     def uid_display(self, obj):
         return format_html("<code>{}</code>", obj.uid)
 
-    @admin.display(description="resourceVersion")
+    @admin.display(description="resource version")
     def resource_version_display(self, obj):
         return str(obj.resource_version)
 
@@ -686,12 +689,12 @@ class ResourceAdmin(admin.ModelAdmin):
     def generation_display(self, obj):
         return str(obj.generation)
 
-    @admin.display(description="creationTimestamp")
+    @admin.display(description="created")
     def created_display(self, obj):
         return format_html("{} <span class='k-muted'>({} ago)</span>",
                            timestamp(obj.creation_timestamp), age(obj.creation_timestamp))
 
-    @admin.display(description="deletionTimestamp")
+    @admin.display(description="deletion requested")
     def deletion_display(self, obj):
         waiting = store.blocking_finalizers(self.resource_kind, obj)
         note = (f"waiting for finalizers: {', '.join(map(str, waiting))}" if waiting
@@ -702,9 +705,9 @@ class ResourceAdmin(admin.ModelAdmin):
 
     @admin.display(description="finalizers")
     def finalizers_display(self, obj):
-        return code_list(obj.finalizers or [])
+        return code_list(obj.finalizers) if obj.finalizers else NONE
 
-    @admin.display(description="ownerReferences")
+    @admin.display(description="owner references")
     def owner_references_display(self, obj):
         refs = obj.owner_references if isinstance(obj.owner_references, list) else []
         rows = []
@@ -727,12 +730,12 @@ class ResourceAdmin(admin.ModelAdmin):
                          format_html("<code>{}</code>", compact(ref.get("uid"))),
                          "yes" if ref.get("controller") else ""))
         if not rows:
-            return ""
+            return NONE
         return simple_table(("kind", "name", "apiVersion", "uid", "controller"), rows)
 
     @admin.display(description="phase")
     def phase_display(self, obj):
-        return self.phase_cell(obj)
+        return self.phase_cell(obj) or NONE
 
     @admin.display(description="conditions")
     def conditions_table(self, obj):
@@ -755,7 +758,7 @@ class ResourceAdmin(admin.ModelAdmin):
             if raw not in (None, [], {}):
                 return format_html("<span class='k-muted'>unexpected conditions value:</span> "
                                    "<code>{}</code>", compact(raw))
-            return ""
+            return NONE
         return simple_table(("type", "status", "reason", "message", "lastTransitionTime",
                              "observedGeneration"), rows, "k-table k-conditions")
 
@@ -763,7 +766,7 @@ class ResourceAdmin(admin.ModelAdmin):
     def labels_display(self, obj):
         if obj.labels and not isinstance(obj.labels, dict):
             return compact(obj.labels)
-        return label_chips(obj.labels)
+        return label_chips(obj.labels) if obj.labels else NONE
 
     @admin.display(description="annotations")
     def annotations_display(self, obj):
@@ -778,7 +781,7 @@ class ResourceAdmin(admin.ModelAdmin):
             rows.append((format_html("<code>{}</code>", key),
                          format_html('<span class="k-pre">{}</span>', text)))
         if not rows:
-            return ""
+            return NONE
         return simple_table(("key", "value"), rows)
 
     @admin.display(description="manifest")
@@ -873,8 +876,6 @@ class ResourceAdmin(admin.ModelAdmin):
             "opts": self.model._meta,
             "action_name": action,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "select_across": request.POST.get("select_across", "0"),
-            "index": request.POST.get("index", "0"),
             "media": self.media,
         }
         request.current_app = self.admin_site.name

@@ -80,10 +80,10 @@ class Supervisor:
                 child.start()
 
     def stop(self) -> None:
-        """SIGTERM every process group, wait, then SIGKILL what is left."""
+        """SIGTERM each child (it shuts its own workers down), wait, then SIGKILL the group."""
         for child in self.children:
             if child.alive():
-                os.killpg(child.process.pid, signal.SIGTERM)
+                child.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + self.stop_timeout
         for child in self.children:
             if child.process is None:

@@ -136,13 +136,17 @@ SUBJECT_CASES = [
                  id="serviceaccount-empty-namespace-defaults"),
     pytest.param({"kind": "ServiceAccount", "name": "builder"}, BOT, "", False,
                  id="serviceaccount-without-any-namespace"),
+    pytest.param({"kind": "ServiceAccount", "name": "builder"},
+                 UserInfo(username="system:serviceaccount::builder"), "", False,
+                 id="serviceaccount-without-namespace-is-not-empty-namespace"),
     pytest.param({"kind": "ServiceAccount", "name": "builder", "namespace": "ci"},
                  UserInfo(username="builder"), "ci", False,
                  id="serviceaccount-is-not-plain-user"),
     pytest.param({"kind": "User", "name": "system:serviceaccount:ci:builder"}, BOT, "", True,
                  id="user-naming-serviceaccount"),
     pytest.param({"kind": "Robot", "name": "alice"}, ALICE, "", False, id="unknown-kind"),
-    pytest.param({"kind": "User"}, UserInfo(username=""), "", False, id="nameless"),
+    pytest.param({"kind": "User", "name": ""}, UserInfo(username=""), "", False,
+                 id="nameless-subject-names-nobody"),
 ]
 
 
