@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.auth.rbac_serializers import PolicyRuleSerializer, RoleRefSerializer, SubjectSerializer
+from portal.auth.rbac_serializers import (
+    RBAC_GROUP,
+    PolicyRuleSerializer,
+    RoleRefSerializer,
+    SubjectSerializer,
+    cluster_binding_rules,
+)
 from portal.machinery import errors
 from portal.machinery.registry import Column, ResourceKind, registry
 from portal.machinery.serializers import StrictSerializer
-
-RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 class NamespaceSpecSerializer(StrictSerializer):
@@ -49,13 +53,14 @@ def register_portal_kinds() -> None:
             namespaced=namespaced, body=rules, status_field=None, generation_fields=("rules",),
             columns=(Column("RULES", lambda o: len(o.rules or [])),),
         ))
-    for kind, plural, model, namespaced in (
-        ("RoleBinding", "rolebindings", RoleBinding, True),
-        ("ClusterRoleBinding", "clusterrolebindings", ClusterRoleBinding, False),
+    for kind, plural, model, namespaced, validators in (
+        ("RoleBinding", "rolebindings", RoleBinding, True, (role_ref_immutable,)),
+        ("ClusterRoleBinding", "clusterrolebindings", ClusterRoleBinding, False,
+         (role_ref_immutable, cluster_binding_rules)),
     ):
         registry.register(ResourceKind(
             group=RBAC_GROUP, version="v1", kind=kind, plural=plural, model=model,
             namespaced=namespaced, body=binding, status_field=None,
-            generation_fields=("roleRef", "subjects"), validators=(role_ref_immutable,),
+            generation_fields=("roleRef", "subjects"), validators=validators,
             columns=(role_ref_column,),
         ))

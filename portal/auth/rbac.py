@@ -95,18 +95,20 @@ def subject_prefilter(user: UserInfo) -> Q:
 
 @dataclass(frozen=True)
 class Grant:
-    """One binding that names the user, with the role it references."""
+    """One binding that names the user (through ``subject``), with the role it references."""
 
     binding_kind: str
     binding: Any  # a ClusterRoleBinding or RoleBinding row
+    subject: dict
     role_kind: str
     role_name: str
 
-    def describe(self, user: UserInfo) -> str:
+    def describe(self) -> str:
         where = f' in namespace "{self.binding.namespace}"' if self.binding_kind == "RoleBinding" \
             else ""
         return (f'RBAC: allowed by {self.binding_kind} "{self.binding.name}"{where} of '
-                f'{self.role_kind} "{self.role_name}" to User "{user.username}"')
+                f'{self.role_kind} "{self.role_name}" to {self.subject["kind"]} '
+                f'"{self.subject["name"]}"')
 
 
 def grants_for(bindings: Iterable, binding_kind: str, user: UserInfo) -> list[Grant]:
@@ -121,8 +123,10 @@ def grants_for(bindings: Iterable, binding_kind: str, user: UserInfo) -> list[Gr
         if binding_kind == "ClusterRoleBinding" and role_kind != "ClusterRole":
             continue
         subjects = binding.subjects if isinstance(binding.subjects, list) else []
-        if any(isinstance(s, dict) and subject_matches(s, user, namespace) for s in subjects):
-            grants.append(Grant(binding_kind, binding, role_kind, role_name))
+        subject = next((s for s in subjects
+                        if isinstance(s, dict) and subject_matches(s, user, namespace)), None)
+        if subject is not None:
+            grants.append(Grant(binding_kind, binding, subject, role_kind, role_name))
     return grants
 
 
@@ -157,7 +161,7 @@ class RBACAuthorizer:
             rules = (cluster_roles if grant.role_kind == "ClusterRole" else roles).get(
                 grant.role_name)
             if rules_allow(rules, attrs):
-                return Decision(True, grant.describe(user))
+                return Decision(True, grant.describe())
         return Decision(False, DENIED)
 
 

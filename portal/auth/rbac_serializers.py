@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.machinery import errors
 from portal.machinery.serializers import StrictSerializer, field_error
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 VERBS_HINT = "get, list, watch, create, update, patch, delete, deletecollection, use, or *"
 
@@ -30,7 +33,7 @@ class PolicyRuleSerializer(StrictSerializer):
 
 
 class RoleRefSerializer(StrictSerializer):
-    apiGroup = serializers.ChoiceField(choices=["rbac.authorization.k8s.io"])
+    apiGroup = serializers.ChoiceField(choices=[RBAC_GROUP])
     kind = serializers.ChoiceField(choices=["Role", "ClusterRole"])
     name = serializers.CharField()
 
@@ -42,8 +45,29 @@ class SubjectSerializer(StrictSerializer):
     apiGroup = serializers.CharField(required=False, allow_blank=True)
 
     def validate(self, attrs):
-        if attrs["kind"] == "ServiceAccount" and not attrs.get("namespace"):
-            raise serializers.ValidationError(
-                {"namespace": [field_error("a ServiceAccount subject needs a namespace",
-                                           "FieldValueRequired").detail]})
+        # Kubernetes defaults User/Group subjects to the RBAC group; ServiceAccounts have none.
+        expected = "" if attrs["kind"] == "ServiceAccount" else RBAC_GROUP
+        attrs.setdefault("apiGroup", expected)
+        if attrs["apiGroup"] == "" and expected:
+            attrs["apiGroup"] = expected
+        if attrs["apiGroup"] != expected:
+            raise serializers.ValidationError({"apiGroup": [field_error(
+                f'must be "{expected}" for a {attrs["kind"]} subject',
+                "FieldValueNotSupported").detail]})
+        if attrs["kind"] != "ServiceAccount" and attrs.get("namespace"):
+            raise serializers.ValidationError({"namespace": [field_error(
+                f'a {attrs["kind"]} subject has no namespace', "FieldValueForbidden").detail]})
         return attrs
+
+
+def cluster_binding_rules(new: dict, old: dict | None) -> list:
+    """A ClusterRoleBinding grants only a ClusterRole, to ServiceAccounts named with their
+    namespace (a RoleBinding defaults a ServiceAccount's namespace to its own)."""
+    causes = []
+    if (new.get("roleRef") or {}).get("kind") != "ClusterRole":
+        causes.append(errors.not_supported("roleRef.kind", (new.get("roleRef") or {}).get("kind"),
+                                           ["ClusterRole"]))
+    for index, subject in enumerate(new.get("subjects") or []):
+        if subject.get("kind") == "ServiceAccount" and not subject.get("namespace"):
+            causes.append(errors.required(f"subjects[{index}].namespace"))
+    return causes

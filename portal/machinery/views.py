@@ -159,8 +159,8 @@ class CollectionView(KubeView):
         if self.kind.namespaced and namespace is None:
             raise errors.method_not_allowed("create needs a namespace in the path")
         body = self.body(request)
-        name = body.get("metadata", {}).get("name", "") if isinstance(body, dict) else ""
-        self.authorize(request, "create", namespace, name)
+        # Kubernetes authorizes a create without a name: resourceNames cannot restrict it
+        self.authorize(request, "create", namespace)
         obj = store.create(self.kind, body, namespace=namespace, context=self.context(request))
         return Response(self.manifest(obj), status=201)
 

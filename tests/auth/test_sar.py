@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -76,13 +77,15 @@ def test_empty_attributes_are_omitted(access_reviews):
         "user": "alice", "resourceAttributes": {"verb": "list", "resource": "namespaces"}}
 
 
-def test_each_review_is_asked_anew(access_reviews):
+def test_each_review_is_asked_anew(access_reviews, kube_emulator):
     access_reviews.allow()
     assert review().allowed
     access_reviews.deny("changed my mind")
 
+    # plain kmock stores the first review and answers 409 to the second; the harness must not
     assert not review().allowed
     assert len(access_reviews.bodies) == 2
+    assert not kube_emulator.emulator.objects
 
 
 @pytest.mark.parametrize("code", [500, 503])
@@ -122,6 +125,22 @@ def test_unreachable_server_fails_closed(settings):
 
     assert not decision.allowed
     assert decision.reason.startswith("authorization check failed: cannot reach the Kubernetes API")
+
+
+def test_kubeconfig_from_settings(access_reviews, kube_emulator, settings, tmp_path):
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
+        "clusters": [{"name": "emulator", "cluster": {"server": kube_emulator.url}}],
+        "users": [{"name": "portal", "user": {"token": "portal-token"}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "portal"}}],
+    }))
+    settings.KRUNTIMES_KUBERNETES_HOST = None
+    settings.KRUNTIMES_KUBECONFIG = str(kubeconfig)
+    access_reviews.allow()
+
+    assert review().allowed
+    assert access_reviews.requests[0].headers["Authorization"] == "Bearer portal-token"
 
 
 def test_answer_without_status_fails_closed(kube_emulator, settings):

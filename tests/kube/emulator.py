@@ -111,11 +111,15 @@ class ScriptedAccessReviews:
     """
 
     def __init__(self) -> None:
-        self.bodies: list[dict] = []
+        self.requests: list[kmock.Request] = []
         self._answer: dict = {"allowed": True}
         self._error_code: int | None = None
         self._held = threading.Event()
         self._released = threading.Event()
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [request.data for request in self.requests]
 
     def route(self, emulator: kmock.KubernetesEmulator) -> ScriptedAccessReviews:
         emulator[SUBJECT_ACCESS_REVIEWS] << self
@@ -138,7 +142,7 @@ class ScriptedAccessReviews:
         self._released.set()
 
     async def __call__(self, request: kmock.Request) -> dict:
-        self.bodies.append(request.data)
+        self.requests.append(request)
         if self._held.is_set():
             deadline = time.monotonic() + MAX_HOLD_SECONDS
             while not self._released.is_set() and time.monotonic() < deadline:
