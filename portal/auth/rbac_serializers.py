@@ -23,12 +23,12 @@ class PolicyRuleSerializer(StrictSerializer):
     def validate(self, attrs):
         if attrs.get("resources") and "apiGroups" not in attrs:
             raise serializers.ValidationError(
-                {"apiGroups": [field_error("resource rules must supply at least one api group",
-                                           "FieldValueRequired").detail]})
+                {"apiGroups": field_error("resource rules must supply at least one api group",
+                                           "FieldValueRequired").detail})
         if not attrs.get("resources") and not attrs.get("nonResourceURLs"):
             raise serializers.ValidationError(
-                {"resources": [field_error("rules must supply resources or nonResourceURLs",
-                                           "FieldValueRequired").detail]})
+                {"resources": field_error("rules must supply resources or nonResourceURLs",
+                                           "FieldValueRequired").detail})
         return attrs
 
 
@@ -51,12 +51,12 @@ class SubjectSerializer(StrictSerializer):
         if attrs["apiGroup"] == "" and expected:
             attrs["apiGroup"] = expected
         if attrs["apiGroup"] != expected:
-            raise serializers.ValidationError({"apiGroup": [field_error(
+            raise serializers.ValidationError({"apiGroup": field_error(
                 f'must be "{expected}" for a {attrs["kind"]} subject',
-                "FieldValueNotSupported").detail]})
+                "FieldValueNotSupported").detail})
         if attrs["kind"] != "ServiceAccount" and attrs.get("namespace"):
-            raise serializers.ValidationError({"namespace": [field_error(
-                f'a {attrs["kind"]} subject has no namespace', "FieldValueForbidden").detail]})
+            raise serializers.ValidationError({"namespace": field_error(
+                f'a {attrs["kind"]} subject has no namespace', "FieldValueForbidden").detail})
         return attrs
 
 
