@@ -296,8 +296,8 @@ class ManifestForm(forms.ModelForm):
         label="Manifest (YAML)",
         widget=forms.Textarea(attrs={"class": "k-manifest", "rows": 24, "spellcheck": "false",
                                      "autocomplete": "off"}),
-        help_text="labels, annotations, finalizers and the spec; status is written by "
-                  "controllers. Saved through the API (validation, resourceVersion).")
+        help_text="metadata (labels, annotations, finalizers) and the spec; status is written "
+                  "by controllers and ignored here.")
     loaded_resource_version = forms.CharField(widget=forms.HiddenInput, required=False)
 
     # set by ResourceAdmin.get_form
@@ -405,16 +405,18 @@ class TerminatingFilter(admin.SimpleListFilter):
 def filter_by_label(queryset, term: str):
     """``key=value`` (or ``key==value``), ``key!=value``, ``key`` (exists), ``!key``."""
     term = term.strip()
+    # one alias per selector term, so several terms AND together
+    alias = f"_label_{len(queryset.query.annotations)}"
     if "!=" in term:
         key, _, value = term.partition("!=")
         key, value = key.strip(), value.strip()
-        return queryset.alias(_label_value=KeyTransform(key, "labels")).filter(
-            ~Q(labels__has_key=key) | ~Q(_label_value=value))
+        return queryset.alias(**{alias: KeyTransform(key, "labels")}).filter(
+            ~Q(labels__has_key=key) | ~Q(**{alias: value}))
     if "=" in term:
         key, _, value = term.partition("=")
         value = value[1:] if value.startswith("=") else value
-        return queryset.alias(_label_value=KeyTransform(key.strip(), "labels")).filter(
-            _label_value=value.strip())
+        return queryset.alias(**{alias: KeyTransform(key.strip(), "labels")}).filter(
+            **{alias: value.strip()})
     if term.startswith("!"):
         return queryset.exclude(labels__has_key=term[1:].strip())
     return queryset.filter(labels__has_key=term)
@@ -784,7 +786,7 @@ class ResourceAdmin(admin.ModelAdmin):
             return NONE
         return simple_table(("key", "value"), rows)
 
-    @admin.display(description="manifest")
+    @admin.display(description="object")
     def yaml_display(self, obj):
         try:
             text = dump(to_manifest(self.resource_kind, obj))

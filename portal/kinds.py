@@ -38,6 +38,7 @@ def register_portal_kinds() -> None:
     registry.register(ResourceKind(
         group="", version="v1", kind="Namespace", plural="namespaces", model=Namespace,
         namespaced=False, short_names=("ns",), name_is_label=True,
+        protected_names=("default",),
         body={"spec": NamespaceSpecSerializer, "status": NamespaceStatusSerializer},
         columns=(Column("STATUS", lambda o: o.phase),),
     ))

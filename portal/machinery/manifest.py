@@ -82,7 +82,10 @@ def validate_owner_references(refs: Any, path: str) -> list[FieldError]:
         for key in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(ref.get(key), str) or not ref.get(key):
                 causes.append(errors.required(f"{at}.{key}"))
-        controllers += bool(ref.get("controller"))
+        for key in ("controller", "blockOwnerDeletion"):
+            if key in ref and not isinstance(ref[key], bool):
+                causes.append(FieldError(f"{at}.{key}", errors.TYPE_INVALID, "must be a boolean"))
+        controllers += ref.get("controller") is True
     if controllers > 1:
         causes.append(errors.invalid(path, "Only one reference can have Controller set to true"))
     return causes

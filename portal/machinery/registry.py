@@ -44,6 +44,8 @@ class ResourceKind:
     # Name syntax: DNS-1123 subdomain by default; a label for Namespaces.
     name_is_label: bool = False
     categories: tuple[str, ...] = ()
+    # Names that may never be deleted (the ``default`` Namespace).
+    protected_names: tuple[str, ...] = ()
     # Hooks run inside the write transaction after the object is saved (e.g. requeue work).
     on_change: tuple[Callable[[Any, str], None], ...] = ()
 

@@ -299,6 +299,9 @@ def delete(kind: ResourceKind, namespace: str | None, name: str, *,
             f'unsupported propagationPolicy "{propagation}"',
             [errors.not_supported("propagationPolicy", propagation,
                                   ["Background", "Foreground", "Orphan"])])
+    if name in kind.protected_names:
+        raise errors.forbidden_status(f'{kind.plural} "{name}" is forbidden: this object may not '
+                                      "be deleted", kind.plural, kind.group, name)
     with transaction.atomic():
         obj = get_object(kind, namespace, name)
         preconditions = preconditions or {}

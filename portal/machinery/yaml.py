@@ -9,7 +9,17 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.renderers import BaseRenderer
 
-Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Loader(_BaseLoader):
+    """YAML read as Kubernetes reads it: as JSON, so an unquoted date stays a string."""
+
+
+Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
 Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 

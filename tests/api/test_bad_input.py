@@ -175,3 +175,24 @@ def test_token_keyword_also_accepted(admin_user):
 def test_session_auth_works_for_console_users(client, admin_user):
     client.force_login(admin_user)
     assert client.get(widgets()).status_code == 200
+
+
+def test_yaml_dates_stay_strings_like_json(admin_api):
+    text = "metadata:\n  name: a\n  labels:\n    day: 2024-01-01\nspec:\n  size: 1\n"
+    assert admin_api.post(widgets(), text, content_type="application/yaml").status_code == 201
+    assert admin_api.get(f"{widgets()}/a").json()["metadata"]["labels"] == {"day": "2024-01-01"}
+
+
+@pytest.mark.parametrize("value", ["2024-01-01", "yes", 1])
+def test_owner_reference_flags_must_be_booleans(admin_api, value):
+    ref = {"apiVersion": "v1", "kind": "Namespace", "name": "default", "uid": "u",
+           "controller": value}
+    response = admin_api.post(widgets(), widget("a", metadata={"ownerReferences": [ref]}),
+                              format="json")
+    assert_status(response, 422, "Invalid")
+    assert causes(response) == {"metadata.ownerReferences[0].controller": "FieldValueTypeInvalid"}
+
+
+def test_default_namespace_cannot_be_deleted(admin_api):
+    assert_status(admin_api.delete("/api/v1/namespaces/default"), 403, "Forbidden")
+    assert admin_api.get("/api/v1/namespaces/default").status_code == 200

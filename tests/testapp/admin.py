@@ -1,0 +1,8 @@
+from django.contrib import admin
+
+from portal.admin_base import ResourceAdmin
+
+from .models import Gadget, Widget
+
+admin.site.register(Widget, ResourceAdmin)
+admin.site.register(Gadget, ResourceAdmin)
