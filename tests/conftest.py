@@ -59,3 +59,11 @@ def user_api(user) -> APIClient:
 @pytest.fixture
 def anon_api() -> APIClient:
     return APIClient()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Expose each phase's report on the item (``item.rep_call``) for fixtures' teardown."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

@@ -48,16 +48,24 @@ def broker(request, tmp_path) -> dict[str, str]:
 
 
 class Processes:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
         self.env = env
+        self.logs = logs
         self.running: list[subprocess.Popen] = []
 
     def start(self, *argv: str) -> subprocess.Popen:
+        log = open(self.logs / f"{argv[0]}-{len(self.running)}.log", "wb")  # noqa: SIM115
         process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", *argv],
                                    cwd=ROOT, env=self.env, start_new_session=True,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   stdout=log, stderr=subprocess.STDOUT)
+        log.close()
         self.running.append(process)
         return process
+
+    def output(self) -> str:
+        """Every process's log, for a failing test's report."""
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+                         for p in sorted(self.logs.glob("*.log")))
 
     def worker(self) -> subprocess.Popen:
         return self.start("worker", "-Q", "control", "--pool", "solo", "--loglevel", "INFO",
@@ -81,7 +89,7 @@ class Processes:
 
 
 @pytest.fixture
-def processes(broker, transactional_db, tmp_path):
+def processes(request, broker, transactional_db, tmp_path):
     env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
            "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
            "KRUNTIMES_RECONCILE_INTERVAL_SECONDS": "1", "PYTHONPATH": str(ROOT)}
@@ -91,9 +99,13 @@ def processes(broker, transactional_db, tmp_path):
 
     # transactional tests flush tables, the migration's "default" namespace included
     Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": ["kubernetes"]}})
-    procs = Processes(env)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs = Processes(env, logs)
     yield procs
     procs.stop()
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        print(procs.output())
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.2) -> bool:

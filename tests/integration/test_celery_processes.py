@@ -36,9 +36,11 @@ def test_worker_runs_a_control_task_sent_through_the_broker(processes):
     gadgets, widgets, owner = _owner_with_child()
     gadgets.model.objects.filter(pk=owner.pk).delete()  # the owner vanished, no event sent
     processes.worker()
-    sender = Celery("sender", broker=processes.env["CELERY_BROKER_URL"])
+    url = processes.env["CELERY_BROKER_URL"]
+    sender = Celery("sender", broker=url)
     sender.conf.broker_transport_options = _transport_options(processes.env)
-    with sender.connection_for_write() as conn:
+    # an explicit URL: Celery would otherwise prefer $CELERY_BROKER_URL of this process
+    with sender.connection_for_write(url) as conn:
         sender.send_task("portal.tasks.collect_dependents", args=[str(owner.uid)],
                          queue="control", connection=conn)
     assert wait_until(lambda: _child_gone(widgets)), "the worker never collected the child"
