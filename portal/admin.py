@@ -1,6 +1,6 @@
 """The admin console of the portal's own kinds: Namespace and the RBAC kinds.
 
-Every page comes from ``ResourceAdmin`` (``portal/admin_base.py``); the extras here are the
+Every page comes from ``ResourceAdmin`` (``portal/resource_admin/``); the extras here are the
 RBAC tables an operator reads (rules, roleRef, subjects, who binds a role) and a Namespace's
 contents. DRF's Token admin stays as ``rest_framework.authtoken`` registers it.
 """
@@ -13,7 +13,9 @@ from django.contrib import admin
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
-from portal.admin_base import (
+from portal.machinery.registry import registry
+from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
+from portal.resource_admin import (
     ResourceAdmin,
     code_list,
     compact,
@@ -21,8 +23,6 @@ from portal.admin_base import (
     link_to,
     simple_table,
 )
-from portal.machinery.registry import registry
-from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
 
 admin.site.site_header = "kruntimes portal"
 admin.site.site_title = "kruntimes portal"

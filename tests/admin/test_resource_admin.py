@@ -8,11 +8,11 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from portal.admin_base import human_duration
 from portal.machinery import store
 from portal.machinery.registry import registry
 from portal.machinery.yaml import dump, load_one
 from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
+from portal.resource_admin import human_duration
 from tests.testapp.models import Gadget, Widget
 
 pytestmark = pytest.mark.django_db

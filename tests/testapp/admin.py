@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from portal.admin_base import ResourceAdmin
+from portal.resource_admin import ResourceAdmin
 
 from .models import Gadget, Widget
 

@@ -1,0 +1,192 @@
+"""Deletion with Kubernetes semantics (finalizers, Terminating) and the force-finalize action.
+
+Django's ``delete_selected`` is replaced: it would delete rows behind the store's back.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from portal.machinery import store
+from portal.machinery.errors import StatusError
+
+from .render import admin_change_url
+
+
+class DeletionMixin:
+    """The single-object delete page and ``delete_model`` through ``store.delete``."""
+
+    def _context(self, request) -> store.WriteContext:
+        return store.WriteContext(user=request.user)
+
+    def _delete(self, request, obj) -> tuple[bool | None, str]:
+        """store.delete one object: (gone, error message)."""
+        try:
+            _, gone = store.delete(self.resource_kind, getattr(obj, "namespace", None),
+                                   obj.name, context=self._context(request))
+        except StatusError as exc:
+            return None, exc.message
+        return gone, ""
+
+    def delete_model(self, request, obj):
+        gone, error = self._delete(request, obj)
+        request._resource_delete_result = (gone, error)
+
+    def delete_queryset(self, request, queryset):
+        for obj in list(queryset):
+            self._delete(request, obj)
+
+    def render_delete_form(self, request, context):
+        obj = context.get("object")
+        if obj is not None:
+            context["blocking_finalizers"] = store.blocking_finalizers(self.resource_kind, obj)
+        return super().render_delete_form(request, context)
+
+    def response_delete(self, request, obj_display, obj_id):
+        gone, error = getattr(request, "_resource_delete_result", (True, ""))
+        if gone:
+            return super().response_delete(request, obj_display, obj_id)
+        opts = self.model._meta
+        if error:
+            self.message_user(request, f"Could not delete {obj_display}: {error}",
+                              messages.ERROR)
+        else:
+            obj = self.model.objects.filter(pk=obj_id).first()
+            waiting = store.blocking_finalizers(self.resource_kind, obj) if obj else []
+            self.message_user(
+                request, f"The {opts.verbose_name} “{obj_display}” is Terminating: it stays "
+                f"until its finalizers are removed ({', '.join(map(str, waiting))}).",
+                messages.WARNING)
+        if self.model.objects.filter(pk=obj_id).exists():
+            return HttpResponseRedirect(reverse(
+                f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_change",
+                args=[obj_id]))
+        return HttpResponseRedirect(reverse(
+            f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_changelist"))
+
+
+class ActionsMixin(DeletionMixin):
+    """The ``delete_objects`` and ``remove_finalizers`` actions and their confirmation page."""
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # Django's would delete rows behind the store
+        if "delete_objects" in actions:
+            func, name, _description = actions["delete_objects"]
+            actions["delete_objects"] = (func, name, self.delete_action_label)
+        return actions
+
+    def confirm_action(self, request, queryset, *, action: str, title: str, intro: str,
+                       warning: str = "", button: str = "Yes, I’m sure"):
+        """Django's intermediate-page pattern: the action runs when ``post=yes`` comes back."""
+        kind = self.resource_kind
+        rows = []
+        for obj in queryset:
+            rows.append({
+                "obj": obj,
+                "url": admin_change_url(obj, self.admin_site),
+                "finalizers": store.blocking_finalizers(kind, obj),
+                "terminating": obj.deletion_timestamp is not None,
+            })
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "subtitle": None,
+            "intro": intro,
+            "warning": warning,
+            "button": button,
+            "rows": rows,
+            "queryset": queryset,
+            "opts": self.model._meta,
+            "action_name": action,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "media": self.media,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.action_confirmation_template, context)
+
+    @admin.action(permissions=["delete"], description="Delete (Kubernetes semantics)")
+    def delete_objects(self, request, queryset):
+        opts = self.model._meta
+        if request.POST.get("post") != "yes":
+            return self.confirm_action(
+                request, queryset, action="delete_objects",
+                title=f"Delete {opts.verbose_name_plural}",
+                intro=f"Delete these {opts.verbose_name_plural}? Objects with finalizers are "
+                      "marked Terminating and stay until their finalizers are removed; "
+                      "dependents are garbage-collected through their owner references.")
+        gone, terminating, failed = [], [], []
+        for obj in list(queryset):
+            label = str(obj)
+            done, error = self._delete(request, obj)
+            if error:
+                failed.append(f"{label}: {error}")
+            elif done:
+                gone.append(label)
+            else:
+                terminating.append(label)
+        self._report_deleted(request, gone, terminating, failed)
+        return None
+
+    def _report_deleted(self, request, gone, terminating, failed) -> None:
+        plural = self.model._meta.verbose_name_plural
+        if gone:
+            self.message_user(request, f"Deleted {len(gone)} {plural}: "
+                              f"{', '.join(gone)}.", messages.SUCCESS)
+        if terminating:
+            self.message_user(request, f"{len(terminating)} {plural} are "
+                              f"Terminating, waiting for finalizers: {', '.join(terminating)}.",
+                              messages.WARNING)
+        for line in failed:
+            self.message_user(request, f"Could not delete {line}", messages.ERROR)
+
+    def force_finalize_patch(self, obj) -> dict:
+        """The merge patch that releases every finalizer holding ``obj``."""
+        return {"metadata": {"finalizers": None}}
+
+    @admin.action(permissions=["change"], description="Remove finalizers (force)")
+    def remove_finalizers(self, request, queryset):
+        opts = self.model._meta
+        if request.POST.get("post") != "yes":
+            return self.confirm_action(
+                request, queryset, action="remove_finalizers",
+                title=f"Remove finalizers from {opts.verbose_name_plural}",
+                intro="Remove every finalizer from these objects?",
+                warning="This skips the cleanup the finalizers' controllers would do (e.g. "
+                        "deleting workspace data or external resources). Objects that are "
+                        "Terminating are removed immediately.",
+                button="Yes, remove the finalizers")
+        kind = self.resource_kind
+        released, removed, failed = [], [], []
+        for obj in list(queryset):
+            label = str(obj)
+            if not store.blocking_finalizers(kind, obj):
+                continue
+            try:
+                store.patch(kind, getattr(obj, "namespace", None), obj.name,
+                            self.force_finalize_patch(obj), context=self._context(request))
+            except StatusError as exc:
+                failed.append(f"{label}: {exc.message}")
+                continue
+            still_there = self.model.objects.filter(pk=obj.pk).exists()
+            (released if still_there else removed).append(label)
+        self._report_finalizers_removed(request, released, removed, failed)
+        return None
+
+    def _report_finalizers_removed(self, request, released, removed, failed) -> None:
+        if released:
+            self.message_user(request, f"Removed finalizers from {', '.join(released)}.",
+                              messages.SUCCESS)
+        if removed:
+            self.message_user(request, f"Removed finalizers; these were Terminating and are "
+                              f"now deleted: {', '.join(removed)}.", messages.SUCCESS)
+        if not (released or removed or failed):
+            self.message_user(request, "None of the selected objects had finalizers.",
+                              messages.INFO)
+        for line in failed:
+            self.message_user(request, f"Could not remove finalizers from {line}",
+                              messages.ERROR)
