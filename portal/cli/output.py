@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from portal.machinery import humanize
 from portal.machinery.errors import StatusError
 from portal.machinery.manifest import to_manifest
 from portal.machinery.registry import ResourceKind
@@ -43,35 +44,7 @@ def abort(stream: Any, exc: Exception, summary: str) -> CommandError:
 
 
 def human_duration(delta: timedelta) -> str:
-    """k8s.io/apimachinery ``duration.HumanDuration``: kubectl's AGE (~2-3 significant figures)."""
-    seconds = int(delta.total_seconds())
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 60 * 2:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = seconds // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
+    return humanize.human_duration(delta.total_seconds())
 
 
 def age(timestamp: datetime | None, now: datetime | None = None) -> str:

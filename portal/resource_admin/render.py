@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from portal.machinery.conditions import format_time
+from portal.machinery.humanize import human_duration
 from portal.machinery.registry import ResourceKind
 
 GOOD_PHASES = {"active", "ready", "running", "succeeded", "bound", "available", "complete",
@@ -24,38 +25,6 @@ WARN_PHASES = {"terminating", "deleting", "releasing", "cancelling", "canceling"
                "canceled", "fencing"}
 PENDING_PHASES = {"pending", "waiting", "binding", "provisioning", "scheduling", "scheduled",
                   "creating", "starting", "queued", "unknown", ""}
-
-
-def human_duration(seconds: float) -> str:
-    """kubectl's ``HumanDuration``: 45s, 5m30s, 5m, 3h20m, 30h, 3d4h, 90d, 2y10d."""
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 120:
-        return f"{int(seconds)}s"
-    minutes = int(seconds // 60)
-    if minutes < 10:
-        rest = int(seconds) % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = int(seconds // 3600)
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{days}d{rest}h" if rest else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    years, rest = divmod(days, 365)
-    if years < 8:
-        return f"{years}y{rest}d" if rest else f"{years}y"
-    return f"{years}y"
 
 
 def age(dt: Any) -> str:
