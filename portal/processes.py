@@ -24,6 +24,8 @@ class Child:
     env: dict[str, str] = field(default_factory=dict)
     # Called before each (re)start; may rewrite argv/env (e.g. a new pod name and UID).
     prepare: Callable[[Child], None] | None = None
+    # Called when the child died or was stopped (e.g. remove its RuntimePod row).
+    on_exit: Callable[[Child], None] | None = None
     process: subprocess.Popen | None = None
     restarts: int = 0
     next_start: float = 0.0
@@ -51,7 +53,23 @@ class Supervisor:
         log.info("received %s, stopping", signal.Signals(signum).name)
         self.stopping = True
 
-    def run(self, *, poll: float = 0.5, until: Callable[[], bool] | None = None) -> None:
+    def add(self, child: Child) -> None:
+        """Start supervising a new child (e.g. a Runtime Pod for a new Runtime)."""
+        self.children.append(child)
+        child.start()
+
+    def remove(self, name: str) -> Child | None:
+        """Stop one child and forget it."""
+        child = next((c for c in self.children if c.name == name), None)
+        if child is None:
+            return None
+        self.children.remove(child)
+        self._stop_children([child])
+        return child
+
+    def run(self, *, poll: float = 0.5, until: Callable[[], bool] | None = None,
+            tick: Callable[[], None] | None = None) -> None:
+        """Supervise until stopped; ``tick`` runs every poll (providers sync their pods)."""
         previous = {s: signal.signal(s, self._request_stop) for s in (signal.SIGINT,
                                                                       signal.SIGTERM)}
         try:
@@ -59,6 +77,8 @@ class Supervisor:
                 child.start()
             while not self.stopping and not (until and until()):
                 self._restart_dead(time.monotonic())
+                if tick is not None:
+                    self._tick(tick)
                 time.sleep(poll)
         finally:
             self.stop()
@@ -74,18 +94,31 @@ class Supervisor:
                 backoff = min(2 ** child.restarts, self.max_backoff)
                 log.warning("%s exited with %s; restarting in %.0fs", child.name, code, backoff)
                 child.next_start = now + backoff
+                if child.on_exit is not None:
+                    child.on_exit(child)
             elif now >= child.next_start:
                 child.restarts += 1
                 child.next_start = 0.0
                 child.start()
 
+    @staticmethod
+    def _tick(tick: Callable[[], None]) -> None:
+        try:
+            tick()
+        except Exception:  # noqa: BLE001 - a failing sync must not take the supervisor down
+            log.exception("supervisor tick failed; retrying at the next poll")
+
     def stop(self) -> None:
+        self._stop_children(self.children)
+        log.info("all processes stopped")
+
+    def _stop_children(self, children: list[Child]) -> None:
         """SIGTERM each child (it shuts its own workers down), wait, then SIGKILL the group."""
-        for child in self.children:
+        for child in children:
             if child.alive():
                 child.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + self.stop_timeout
-        for child in self.children:
+        for child in children:
             if child.process is None:
                 continue
             try:
@@ -94,4 +127,5 @@ class Supervisor:
                 log.warning("%s did not stop in time; killing it", child.name)
                 os.killpg(child.process.pid, signal.SIGKILL)
                 child.process.wait()
-        log.info("all processes stopped")
+            if child.on_exit is not None:
+                child.on_exit(child)

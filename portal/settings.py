@@ -186,6 +186,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": KRUNTIMES_RECONCILE_INTERVAL_SECONDS,
         "options": {"queue": "control", "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
     },
+    # Pods and Runs on a short beat: a lost pod fails its Runs within 30 s.
+    "scheduling-reconcile": {
+        "task": "scheduling.reconcile",
+        "schedule": 5.0,
+        "options": {"queue": "control", "expires": 15.0},
+    },
 }
 
 LOGGING = {

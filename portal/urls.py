@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.machinery.routes import api_not_found_patterns, api_urlpatterns
+from portal.metrics import metrics_view
 
 
 def healthz(request):
@@ -16,6 +17,7 @@ def healthz(request):
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("healthz", healthz),
+    path("metrics", metrics_view),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

@@ -1,1 +1,143 @@
-"""Models of the scheduling app (added by the issues that build it)."""
+"""Runtime, RuntimePod and Run: the rows the scheduler snapshots and the API serves.
+
+Fields that are queried or shown (runtime, phase, bound pod, attempt) are real indexed
+columns kept in step with spec/status by ``sync_columns``; nested structures stay JSON.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from portal.machinery.objects import NamespacedObject, unique_name_constraint
+
+
+class RunPhase(models.TextChoices):
+    PENDING = "Pending"
+    SCHEDULED = "Scheduled"
+    RUNNING = "Running"
+    READY = "Ready"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TIMEOUT = "Timeout"
+    CANCELLED = "Cancelled"
+
+
+ACTIVE_PHASES = (RunPhase.SCHEDULED, RunPhase.RUNNING, RunPhase.READY)
+TERMINAL_PHASES = (RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED)
+PRIORITY_ANNOTATION = "scheduling.kruntimes.io/priority"
+
+
+class Runtime(NamespacedObject):
+    spec = models.JSONField(default=dict)
+    status = models.JSONField(default=dict, blank=True)
+    replicas = models.PositiveIntegerField(default=1, editable=False)
+    ready_replicas = models.PositiveIntegerField(default=0, editable=False)
+
+    class Meta(NamespacedObject.Meta):
+        constraints = [unique_name_constraint("runtime", namespaced=True)]
+
+    def sync_columns(self) -> None:
+        self.replicas = int((self.spec or {}).get("replicas") or 1)
+        self.ready_replicas = int((self.status or {}).get("readyReplicas") or 0)
+
+
+class RuntimePod(models.Model):
+    """A Runtime Pod as its provider reports it (local process or Kubernetes Pod).
+
+    Not an API kind: providers keep these rows true, the scheduler snapshots them.
+    """
+
+    namespace = models.CharField(max_length=63, db_index=True)
+    runtime = models.CharField(max_length=63, db_index=True)
+    name = models.CharField(max_length=253)
+    uid = models.UUIDField(default=uuid.uuid4, unique=True)
+    provider = models.CharField(max_length=16, default="local")
+    phase = models.CharField(max_length=16, default="Pending", db_index=True)  # Pending|Running|Terminating
+    ready = models.BooleanField(default=False, db_index=True)
+    capacity = models.JSONField(default=dict, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
+    workspace_path = models.CharField(max_length=4096, blank=True, default="")
+    host = models.CharField(max_length=253, blank=True, default="")
+    pid = models.IntegerField(null=True, blank=True)
+    # The runtimed heartbeat: when, and which Run UIDs (and attempts) it is executing.
+    last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
+    active_runs = models.JSONField(default=list, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("namespace", "runtime", "name")
+        constraints = [models.UniqueConstraint(fields=("namespace", "name"),
+                                               name="runtimepod_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Run(NamespacedObject):
+    spec = models.JSONField(default=dict)
+    status = models.JSONField(default=dict, blank=True)
+    runtime = models.CharField(max_length=63, db_index=True, editable=False, default="")
+    phase = models.CharField(max_length=16, choices=RunPhase.choices, default=RunPhase.PENDING,
+                             db_index=True, editable=False)
+    assigned_pod = models.CharField(max_length=253, blank=True, default="", db_index=True,
+                                    editable=False)
+    assigned_pod_uid = models.CharField(max_length=36, blank=True, default="", editable=False)
+    priority = models.IntegerField(default=0, editable=False)
+    attempt = models.PositiveIntegerField(default=1, editable=False)
+    cancel_requested = models.BooleanField(default=False, editable=False)
+    # spec.resources.requests with the default filled: what the scheduler sums per pod
+    requests = models.JSONField(default=dict, blank=True, editable=False)
+    # When the bound Run was last handed to its pod's queue (re-sent while not yet Running).
+    dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta(NamespacedObject.Meta):
+        constraints = [unique_name_constraint("run", namespaced=True)]
+        indexes = [models.Index(fields=("phase", "priority", "creation_timestamp"),
+                                name="run_queue_order")]
+
+    @staticmethod
+    def status_columns(status: dict) -> dict:
+        """The indexed columns a status determines (controllers update both together)."""
+        status = status or {}
+        return {
+            "phase": status.get("phase") or RunPhase.PENDING,
+            "assigned_pod": status.get("assignedPod", "") or "",
+            "assigned_pod_uid": status.get("assignedPodUID", "") or "",
+            "attempt": int(status.get("attempt") or 1),
+        }
+
+    def sync_columns(self) -> None:
+        spec = self.spec or {}
+        self.runtime = spec.get("runtime", "")
+        for column, value in self.status_columns(self.status).items():
+            setattr(self, column, value)
+        self.cancel_requested = bool(spec.get("cancelRequested"))
+        self.requests = ((spec.get("resources") or {}).get("requests")) or {"runs": 1}
+        try:
+            self.priority = int((self.annotations or {}).get(PRIORITY_ANNOTATION, 0))
+        except (TypeError, ValueError):
+            self.priority = 0
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+
+class SchedulerLease(models.Model):
+    """The scheduler's leader lock and wake-up flag: one row per scheduling loop.
+
+    A pass runs only while its holder owns an unexpired lease; a wake-up that finds the lease
+    taken bumps ``requested_at`` so the holder runs one more pass before letting go.
+    """
+
+    name = models.CharField(max_length=63, unique=True)
+    holder = models.CharField(max_length=255, blank=True, default="")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    requested_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} held by {self.holder or 'nobody'}"

@@ -1,8 +1,11 @@
-"""``manage.py up``: web, the control worker and beat in the foreground; Ctrl-C stops all."""
+"""``manage.py up``: web, the control worker, beat and (locally) the Runtime Pods, in the
+foreground; Ctrl-C stops them all."""
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sys
 
 from django.conf import settings
@@ -24,8 +27,16 @@ def control_plane(port: int, bind: str) -> list[Child]:
     return [Child("web", web), Child("control-worker", worker), Child("beat", beat)]
 
 
+def metrics_dir() -> str:
+    """prometheus-client multiprocess mode: web serves what the workers count."""
+    path = settings.DATA_DIR / "metrics"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return str(path)
+
+
 class Command(BaseCommand):
-    help = "Start the web server, the control worker and beat in the foreground."
+    help = "Start the web server, the control worker, beat and the local Runtime Pods."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--port", type=int, default=8000)
@@ -35,7 +46,15 @@ class Command(BaseCommand):
     def handle(self, *args, port: int, bind: str, **options) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
         (settings.DATA_DIR / "beat.pid").unlink(missing_ok=True)
-        children = control_plane(port, bind)
+        os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir())
+        supervisor = Supervisor(control_plane(port, bind))
+        tick = None
+        if settings.KRUNTIMES_CLUSTER == "local":
+            from scheduling.providers.local import LocalProvider
+
+            provider = LocalProvider(supervisor)
+            provider.cleanup_orphans()
+            tick = provider.sync
         self.stdout.write(f"kruntimes portal: admin http://{bind}:{port}/admin/ , "
                           f"API http://{bind}:{port}/apis , Ctrl-C stops everything")
-        Supervisor(children).run()
+        supervisor.run(tick=tick, poll=0.5)

@@ -1,0 +1,68 @@
+"""The Celery app of one Runtime Pod: consumes only ``runtimed.<pod-name>``, no Django."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from celery import Celery
+from kombu import Exchange, Queue
+
+from . import heartbeat as heartbeats
+from .config import PodConfig
+from .execute import Clock, utc_now
+from .reporting import Reporter
+from .tasks import ActiveRuns, RunService, register
+
+
+@dataclass
+class Runtimed:
+    """Everything one pod's worker is made of, for ``__main__`` and for tests."""
+
+    config: PodConfig
+    app: Celery
+    reporter: Reporter
+    service: RunService
+    heartbeat: heartbeats.Heartbeat
+
+
+def configure(app: Celery, config: PodConfig) -> None:
+    queue = config.queue
+    app.conf.update(
+        broker_url=config.broker_url,
+        broker_transport_options=config.transport_options(),
+        broker_connection_retry_on_startup=True,
+        # publishing a report must not hang on a dead broker; Reporter retries on top
+        broker_connection_timeout=2,
+        task_publish_retry_policy={"max_retries": 2, "interval_start": 0,
+                                   "interval_step": 0.2, "interval_max": 0.5},
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        # On purpose: a runtimed that dies mid-Run must not get the Run redelivered and run it
+        # twice; the control plane fails it ExecutionLost instead.
+        task_acks_late=False,
+        task_reject_on_worker_lost=False,
+        worker_prefetch_multiplier=1,
+        task_default_queue=queue,
+        task_queues=[Queue(queue, Exchange(queue, type="direct"), routing_key=queue)],
+        worker_hijack_root_logger=False,
+        enable_utc=True,
+        timezone="UTC",
+    )
+
+
+def build(config: PodConfig, *, clock: Clock = utc_now) -> Runtimed:
+    app = Celery(f"runtimed.{config.pod_name}", set_as_current=False)
+    configure(app, config)
+    reporter = Reporter(app.send_task)
+    active = ActiveRuns()
+    service = RunService(config, reporter, clock=clock, active=active)
+    register(app, service)
+    beat = heartbeats.pod_heartbeat(config, active, reporter, clock)
+    heartbeats.connect(app, beat)
+    return Runtimed(config, app, reporter, service, beat)
+
+
+def make_app(config: PodConfig) -> Celery:
+    return build(config).app

@@ -1,0 +1,141 @@
+"""The Runtime Pod's identity and wiring, read once from the environment.
+
+runtimed never reads Django settings: everything it needs arrives as environment variables set
+by whoever starts the pod (``manage.py up`` for the local provider, the Deployment's downward
+API for the kubernetes provider).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_CAPACITY = {"runs": 2}
+DEFAULT_HEARTBEAT_SECONDS = 5.0
+DEFAULT_POLLING_INTERVAL = 0.05
+BROKER_SUBFOLDERS = ("queue", "processed", "control")
+# The Redis transport's redelivery window for unacknowledged messages (as the portal uses).
+REDIS_VISIBILITY_TIMEOUT = 3600
+
+
+class ConfigError(ValueError):
+    """The environment does not describe a usable Runtime Pod."""
+
+
+@dataclass(frozen=True)
+class PodConfig:
+    pod_name: str
+    pod_uid: str
+    namespace: str
+    runtime: str
+    workspace: Path
+    capacity: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPACITY))
+    heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    broker_url: str = "filesystem://"
+    broker_dir: Path | None = None
+    polling_interval: float = DEFAULT_POLLING_INTERVAL
+
+    @property
+    def queue(self) -> str:
+        """The one queue this pod consumes: ``runtimed.<pod-name>``."""
+        return f"runtimed.{self.pod_name}"
+
+    @property
+    def runs_capacity(self) -> int:
+        return max(1, int(self.capacity.get("runs", 1)))
+
+    def transport_options(self) -> dict:
+        """Broker transport options, matching what the portal's settings use."""
+        if not self.broker_url.startswith("filesystem://"):
+            return {"visibility_timeout": REDIS_VISIBILITY_TIMEOUT}
+        assert self.broker_dir is not None  # from_env guarantees it
+        return {
+            "data_folder_in": str(self.broker_dir / "queue"),
+            "data_folder_out": str(self.broker_dir / "queue"),
+            "processed_folder": str(self.broker_dir / "processed"),
+            "store_processed": False,
+            "control_folder": str(self.broker_dir / "control"),
+            "polling_interval": self.polling_interval,
+        }
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> PodConfig:
+        env = os.environ if environ is None else environ
+        missing = [name for name in ("KRUNTIME_POD_NAME", "KRUNTIME_POD_UID",
+                                     "KRUNTIME_POD_NAMESPACE", "KRUNTIME_RUNTIME",
+                                     "KRUNTIME_WORKSPACE") if not env.get(name, "").strip()]
+        if missing:
+            raise ConfigError("runtimed needs these environment variables: " + ", ".join(missing))
+        broker_url = env.get("CELERY_BROKER_URL", "").strip() or "filesystem://"
+        return cls(
+            pod_name=env["KRUNTIME_POD_NAME"].strip(),
+            pod_uid=env["KRUNTIME_POD_UID"].strip(),
+            namespace=env["KRUNTIME_POD_NAMESPACE"].strip(),
+            runtime=env["KRUNTIME_RUNTIME"].strip(),
+            workspace=_workspace(env["KRUNTIME_WORKSPACE"].strip()),
+            capacity=_capacity(env.get("KRUNTIME_CAPACITY", "")),
+            heartbeat_seconds=_positive(env, "KRUNTIME_HEARTBEAT_SECONDS",
+                                        DEFAULT_HEARTBEAT_SECONDS),
+            broker_url=broker_url,
+            broker_dir=_broker_dir(env) if broker_url.startswith("filesystem://") else None,
+            polling_interval=_positive(env, "CELERY_POLLING_INTERVAL", DEFAULT_POLLING_INTERVAL),
+        )
+
+
+def _workspace(value: str) -> Path:
+    path = Path(value)
+    if not path.is_absolute():
+        raise ConfigError(f"KRUNTIME_WORKSPACE must be an absolute path, got {value!r}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"KRUNTIME_WORKSPACE {value!r} cannot be created: {exc}") from exc
+    return path.resolve()
+
+
+def _capacity(value: str) -> dict[str, int]:
+    if not value.strip():
+        return dict(DEFAULT_CAPACITY)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"KRUNTIME_CAPACITY is not JSON: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise ConfigError('KRUNTIME_CAPACITY must be a JSON object, e.g. {"runs": 2}')
+    for name, amount in parsed.items():
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            raise ConfigError(f"KRUNTIME_CAPACITY[{name!r}] must be a non-negative integer, "
+                              f"got {amount!r}")
+    return parsed
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def _broker_dir(env: Mapping[str, str]) -> Path:
+    raw = env.get("KRUNTIMES_BROKER_DIR", "").strip()
+    if not raw:
+        raise ConfigError("the filesystem broker (CELERY_BROKER_URL=filesystem://) needs "
+                          "KRUNTIMES_BROKER_DIR, the folder holding queue/, processed/, control/")
+    path = Path(raw)
+    if not path.is_absolute():
+        raise ConfigError(f"KRUNTIMES_BROKER_DIR must be an absolute path, got {raw!r}")
+    try:
+        for sub in BROKER_SUBFOLDERS:
+            (path / sub).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"KRUNTIMES_BROKER_DIR {raw!r} cannot be created: {exc}") from exc
+    return path

@@ -1,0 +1,170 @@
+"""Run one step: ``bash <script> <args...>`` in its own process group with a clean environment.
+
+The step sees only the Run's ``env`` plus the ``KRUNTIME_*`` identity variables (bash supplies
+its default ``PATH``). Its stdout and stderr go, merged, to ``<run dir>/attempt-<n>.log``. At the
+deadline the whole group gets SIGTERM, then SIGKILL after a grace period; after any ending,
+whatever the step left behind in its group is killed too.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from . import procgroup
+from .staging import PrepareError
+
+log = logging.getLogger("runtimed.execute")
+
+SUCCEEDED, FAILED, TIMEOUT = "Succeeded", "Failed", "Timeout"
+KILL_GRACE_SECONDS = 5.0
+READER_JOIN_SECONDS = 5.0
+CHUNK = 65536
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Result:
+    phase: str
+    reason: str
+    message: str
+    exit_code: int | None
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class Step:
+    script: Path
+    args: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]
+    log_path: Path
+    timeout: float | None = None
+
+
+def identity_env(*, run_name: str, run_namespace: str, run_uid: str, attempt: int,
+                 pod_name: str, workspace: Path, run_dir: Path) -> dict[str, str]:
+    return {
+        "KRUNTIME_RUN_NAME": run_name,
+        "KRUNTIME_RUN_NAMESPACE": run_namespace,
+        "KRUNTIME_RUN_UID": run_uid,
+        "KRUNTIME_ATTEMPT": str(attempt),
+        "KRUNTIME_POD_NAME": pod_name,
+        "KRUNTIME_WORKSPACE": str(workspace),
+        "KRUNTIME_RUN_DIR": str(run_dir),
+    }
+
+
+def step_env(run_env: Iterable[tuple[str, str]], identity: Mapping[str, str]) -> dict[str, str]:
+    """The Run's variables (last one wins), then runtimed's ``KRUNTIME_*`` ones on top."""
+    env = dict(run_env)
+    env.update(identity)
+    return env
+
+
+def working_directory(workspace: Path, working_dir: str | None) -> Path:
+    """The step's cwd: the workspace root, or ``working_dir`` under it (created if missing)."""
+    root = workspace.resolve()
+    if not working_dir:
+        return root
+    if Path(working_dir).is_absolute():
+        raise PrepareError(f"workingDir {working_dir!r} must be relative to the workspace")
+    target = (root / working_dir).resolve()
+    if not target.is_relative_to(root):
+        raise PrepareError(f"workingDir {working_dir!r} resolves outside the workspace")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(f"workingDir {working_dir!r} cannot be created: {exc}") from exc
+    return target
+
+
+def pump(stream: BinaryIO, write: Callable[[bytes], object]) -> None:
+    """The reading side: copy the step's output to ``write`` until EOF."""
+    try:
+        while chunk := stream.read1(CHUNK):
+            write(chunk)
+    except (OSError, ValueError):  # the sink or the pipe was closed under us
+        log.debug("log pump stopped early", exc_info=True)
+
+
+def start_reader(stream: BinaryIO, write: Callable[[bytes], object]) -> threading.Thread:
+    reader = threading.Thread(target=pump, args=(stream, write), name="runtimed-log", daemon=True)
+    reader.start()
+    return reader
+
+
+def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SECONDS) -> Result:
+    procgroup.become_subreaper()
+    start = clock()
+    bash = shutil.which("bash") or "/bin/bash"
+    with open(step.log_path, "wb", buffering=0) as sink:
+        try:
+            process = subprocess.Popen(
+                [bash, str(step.script), *step.args], cwd=step.cwd, env=dict(step.env),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True)
+        except OSError as exc:
+            return Result(FAILED, "RuntimeError", f"cannot start the step: {exc}", None,
+                          start, clock())
+        procgroup.track(process.pid)
+        try:
+            reader = start_reader(process.stdout, sink.write)
+            timed_out = _wait(process, step.timeout)
+            # On a timeout this kills the step; otherwise it kills what the step left running.
+            procgroup.terminate_group(process.pid, grace, process)
+            process.wait()
+        except BaseException:
+            procgroup.signal_group(process.pid, signal.SIGKILL)
+            raise
+        finally:
+            procgroup.untrack(process.pid)
+        reader.join(READER_JOIN_SECONDS)
+        if reader.is_alive():
+            log.warning("step %s: output still open after the group was killed", step.script)
+    return outcome(process.returncode, timed_out, step.timeout, start, clock())
+
+
+def _wait(process: subprocess.Popen, timeout: float | None) -> bool:
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
+def outcome(returncode: int, timed_out: bool, timeout: float | None,
+            start: datetime, end: datetime) -> Result:
+    if timed_out:
+        return Result(TIMEOUT, "Timeout", f"the step did not finish within {timeout:g}s "
+                      "and was killed", None, start, end)
+    if returncode == 0:
+        return Result(SUCCEEDED, "", "", 0, start, end)
+    if returncode < 0:
+        name = _signal_name(-returncode)
+        code = 128 - returncode
+        return Result(FAILED, "RuntimeExecute",
+                      f"the step exited with exit code {code} (killed by {name})", code, start, end)
+    return Result(FAILED, "RuntimeExecute", f"the step exited with exit code {returncode}",
+                  returncode, start, end)
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

@@ -1,0 +1,165 @@
+"""The ``runtimed.execute_run`` payload, parsed into a typed value.
+
+Shape (unknown keys are ignored, later features add ``artifactInputs``, ``workspace``)::
+
+    {"run": {"namespace", "name", "uid", "attempt"}, "pod": {"name", "uid"},
+     "source": {"inline": str} | {"repoURL": str, "commitSHA": str?},
+     "mode": {"task": {"entrypoint": str?, "args": [str]}},
+     "env": [{"name", "value"}], "timeoutSeconds": float | null, "workingDir": str | null}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# A Run UID names a directory: keep it to one safe path component.
+_UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class PayloadError(ValueError):
+    """The payload is not the shape the control plane promised."""
+
+
+@dataclass(frozen=True)
+class RunRef:
+    namespace: str
+    name: str
+    uid: str
+    attempt: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.uid, self.attempt)
+
+
+@dataclass(frozen=True)
+class Source:
+    inline: str | None = None
+    repo_url: str | None = None
+    commit_sha: str | None = None
+
+
+@dataclass(frozen=True)
+class RunPayload:
+    run: RunRef
+    pod_name: str
+    pod_uid: str
+    source: Source
+    mode: str  # "task" is the only one this runtimed executes
+    entrypoint: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    timeout_seconds: float | None = None
+    working_dir: str | None = None
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def parse_run_ref(payload: Any) -> RunRef:
+    """Just the Run's identity: enough to report on, even when the rest is broken."""
+    run = _mapping(payload, "payload").get("run")
+    run = _mapping(run, "run")
+    uid = _string(run, "uid", "run")
+    if not _UID.match(uid) or ".." in uid:
+        raise PayloadError(f"run.uid {uid!r} is not a valid UID")
+    attempt = run.get("attempt")
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
+        raise PayloadError(f"run.attempt must be a non-negative integer, got {attempt!r}")
+    return RunRef(_string(run, "namespace", "run"), _string(run, "name", "run"), uid, attempt)
+
+
+def parse(payload: Any) -> RunPayload:
+    run = parse_run_ref(payload)
+    pod = _mapping(payload.get("pod"), "pod")
+    mode, entrypoint, args = _mode(payload.get("mode"))
+    return RunPayload(
+        run=run,
+        pod_name=_string(pod, "name", "pod"),
+        pod_uid=_string(pod, "uid", "pod"),
+        source=_source(payload.get("source")),
+        mode=mode,
+        entrypoint=entrypoint,
+        args=args,
+        env=_env(payload.get("env")),
+        timeout_seconds=_timeout(payload.get("timeoutSeconds")),
+        working_dir=_optional_string(payload, "workingDir", "payload"),
+        raw=payload,
+    )
+
+
+def _source(value: Any) -> Source:
+    source = _mapping(value, "source")
+    inline = source.get("inline")
+    repo_url = source.get("repoURL")
+    if (inline is None) == (repo_url in (None, "")):
+        raise PayloadError("source needs exactly one of inline or repoURL")
+    if inline is not None:
+        if not isinstance(inline, str):
+            raise PayloadError("source.inline must be a string")
+        return Source(inline=inline)
+    if not isinstance(repo_url, str):
+        raise PayloadError("source.repoURL must be a string")
+    commit = _optional_string(source, "commitSHA", "source") or None
+    return Source(repo_url=repo_url, commit_sha=commit)
+
+
+def _mode(value: Any) -> tuple[str, str | None, tuple[str, ...]]:
+    mode = _mapping(value, "mode")
+    if "task" not in mode:
+        if not mode:
+            raise PayloadError("mode needs task")
+        return sorted(mode)[0], None, ()  # e.g. function: refused when the Run executes
+    task = _mapping(mode.get("task") or {}, "mode.task")
+    entrypoint = _optional_string(task, "entrypoint", "mode.task") or None
+    args = task.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise PayloadError("mode.task.args must be a list of strings")
+    return "task", entrypoint, tuple(args)
+
+
+def _env(value: Any) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise PayloadError("env must be a list of {name, value}")
+    pairs = []
+    for index, item in enumerate(value):
+        item = _mapping(item, f"env[{index}]")
+        name = _string(item, "name", f"env[{index}]")
+        if "=" in name or "\0" in name:
+            raise PayloadError(f"env[{index}].name {name!r} is not a valid variable name")
+        text = item.get("value")
+        text = "" if text is None else text
+        if not isinstance(text, str) or "\0" in text:
+            raise PayloadError(f"env[{index}].value must be a string without NUL")
+        pairs.append((name, text))
+    return tuple(pairs)
+
+
+def _timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise PayloadError(f"timeoutSeconds must be a positive number or null, got {value!r}")
+    return float(value)
+
+
+def _mapping(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise PayloadError(f"{where} must be an object")
+    return value
+
+
+def _string(mapping: dict, key: str, where: str) -> str:
+    value = mapping.get(key)
+    if not isinstance(value, str) or not value:
+        raise PayloadError(f"{where}.{key} must be a non-empty string")
+    return value
+
+
+def _optional_string(mapping: dict, key: str, where: str) -> str | None:
+    value = mapping.get(key)
+    if value is not None and not isinstance(value, str):
+        raise PayloadError(f"{where}.{key} must be a string or null")
+    return value

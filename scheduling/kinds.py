@@ -1,0 +1,57 @@
+"""The kinds the scheduling app serves: kruntimes.io/v1alpha1 Runtime and Run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from portal.machinery.registry import Column, ResourceKind, registry
+
+GROUP = "kruntimes.io"
+VERSION = "v1alpha1"
+
+
+def runtime_image(runtime: Any) -> str:
+    """The first (``runtime``) container's image of a Runtime's Pod template."""
+    template = (runtime.spec or {}).get("template") or {}
+    containers = (template.get("spec") or {}).get("containers") or [{}]
+    first = containers[0] if isinstance(containers[0], dict) else {}
+    return first.get("image", "")
+
+
+def _status(obj: Any, field: str) -> str:
+    return (obj.status or {}).get(field, "") or ""
+
+
+def register_scheduling_kinds() -> None:
+    from .models import Run, Runtime
+    from .serializers import (
+        RunSpecSerializer,
+        RunStatusSerializer,
+        RuntimeSpecSerializer,
+        RuntimeStatusSerializer,
+    )
+    from .triggers import on_run_change
+    from .validators import RUN_VALIDATORS, RUNTIME_VALIDATORS
+
+    registry.register(ResourceKind(
+        group=GROUP, version=VERSION, kind="Runtime", plural="runtimes", model=Runtime,
+        short_names=("rt",),
+        body={"spec": RuntimeSpecSerializer, "status": RuntimeStatusSerializer},
+        validators=RUNTIME_VALIDATORS,
+        columns=(Column("REPLICAS", lambda o: o.replicas),
+                 Column("READY", lambda o: o.ready_replicas),
+                 Column("IMAGE", runtime_image, wide=True)),
+    ))
+    registry.register(ResourceKind(
+        group=GROUP, version=VERSION, kind="Run", plural="runs", model=Run,
+        short_names=("rn",),
+        body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
+        validators=RUN_VALIDATORS,
+        on_change=(on_run_change,),
+        columns=(Column("RUNTIME", lambda o: o.runtime),
+                 Column("PHASE", lambda o: o.phase),
+                 Column("POD", lambda o: o.assigned_pod),
+                 Column("ATTEMPT", lambda o: o.attempt),
+                 Column("REASON", lambda o: _status(o, "reason"), wide=True),
+                 Column("MESSAGE", lambda o: _status(o, "message"), wide=True)),
+    ))

@@ -1,0 +1,113 @@
+"""The Run lifecycle after Bind: reports from runtimed, lost pods and lost executions.
+
+Everything here is idempotent and level-triggered: a duplicate or late report changes
+nothing, and the periodic pass fails Runs whose pod is gone (PodGone) or whose runtimed no
+longer executes them (ExecutionLost), so no Run stays Running forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from scheduling import run_status
+from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
+
+log = logging.getLogger(__name__)
+TERMINAL_REPORTS = {RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT}
+POD_SILENT_GONE_AFTER = timedelta(seconds=20)
+EXECUTION_GRACE = timedelta(seconds=10)
+
+
+def write_status(run: Run, status: dict) -> bool:
+    """Controller status write: compare-and-set on resourceVersion, columns kept in step."""
+    updated = Run.objects.filter(pk=run.pk, resource_version=run.resource_version).update(
+        status=status, resource_version=run.resource_version + 1, **Run.status_columns(status))
+    if updated:
+        run.status, run.resource_version = status, run.resource_version + 1
+        for column, value in Run.status_columns(status).items():
+            setattr(run, column, value)
+    return bool(updated)
+
+
+def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
+    """The new status for a report, or None when it changes nothing (duplicate, late, stale)."""
+    if run.is_terminal:
+        return None
+    if (str(run.uid) != report.get("uid") or run.attempt != int(report.get("attempt") or 0)
+            or run.assigned_pod_uid != report.get("podUID")):
+        return None  # a report about another attempt or another pod incarnation
+    phase = report.get("phase")
+    if phase == RunPhase.RUNNING:
+        if run.phase != RunPhase.SCHEDULED:
+            return None
+        return run_status.running(run.status, report.get("startTime"), now, run.generation)
+    if phase in TERMINAL_REPORTS:
+        status = dict(run.status)
+        if report.get("startTime") and not status.get("startTime"):
+            status["startTime"] = report["startTime"]
+        return run_status.finished(
+            status, phase, report.get("reason") or "", report.get("message") or "", now,
+            run.generation, exit_code=report.get("exitCode"),
+            completion=report.get("completionTime"))
+    log.warning("ignoring a report with unknown phase %r", phase)
+    return None
+
+
+def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
+    """Apply one runtimed report; True when it changed the Run."""
+    for _ in range(attempts):
+        run = Run.objects.filter(namespace=report.get("namespace"), name=report.get("name"),
+                                 uid=report.get("uid")).first()
+        if run is None:
+            return False
+        status = _report_status(run, report, now)
+        if status is None:
+            return False
+        if write_status(run, status):
+            return True
+    log.warning("report for %s/%s lost %d write races", report.get("namespace"),
+                report.get("name"), attempts)
+    return False
+
+
+def fail(run: Run, reason: str, message: str, now: datetime) -> bool:
+    status = run_status.finished(run.status, RunPhase.FAILED, reason, message, now,
+                                 run.generation)
+    return write_status(run, status)
+
+
+def _lost_execution(run: Run, pod: RuntimePod) -> bool:
+    """Running, the pod keeps heartbeating, but no longer lists this Run (attempt) as active."""
+    if run.phase not in (RunPhase.RUNNING, RunPhase.READY) or pod.last_heartbeat is None:
+        return False
+    started = run.status.get("startTime")
+    from portal.machinery.conditions import parse_time
+
+    try:
+        start = parse_time(started) if started else None
+    except ValueError:
+        start = None
+    if start is None or pod.last_heartbeat < start + EXECUTION_GRACE:
+        return False
+    active = {(r.get("uid"), int(r.get("attempt") or 0)) for r in pod.active_runs or []}
+    return (str(run.uid), run.attempt) not in active
+
+
+def reconcile_runs(now: datetime, batch: int = 1000) -> dict[str, int]:
+    """Fail active Runs whose pod is gone (PodGone) or whose execution was lost."""
+    counts = {"PodGone": 0, "ExecutionLost": 0}
+    pods = {(p.namespace, p.name): p for p in RuntimePod.objects.all()}
+    active = Run.objects.filter(phase__in=ACTIVE_PHASES).order_by("pk")
+    for run in active[:batch]:
+        pod = pods.get((run.namespace, run.assigned_pod))
+        if pod is None or str(pod.uid) != run.assigned_pod_uid:
+            gone = fail(run, "PodGone", "the Runtime Pod this Run was bound to is gone", now)
+            counts["PodGone"] += gone
+        elif pod.last_heartbeat is None or now - pod.last_heartbeat > POD_SILENT_GONE_AFTER:
+            counts["PodGone"] += fail(run, "PodGone", "the Runtime Pod this Run was bound to "
+                                      "stopped sending heartbeats", now)
+        elif _lost_execution(run, pod):
+            counts["ExecutionLost"] += fail(run, "ExecutionLost", "runtimed on the Runtime Pod "
+                                            "is no longer executing this Run", now)
+    return counts

@@ -1,0 +1,61 @@
+"""RuntimePod rows kept true: runtimed heartbeats mark a pod Ready; silence makes it not ready;
+a pod silent for good is removed. Capacity is read from the Runtime (and pod annotations) so
+an edited Runtime takes effect at the next heartbeat."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+
+from scheduling import resources
+from scheduling.models import Runtime, RuntimePod
+
+NOT_READY_AFTER = timedelta(seconds=15)
+REMOVE_AFTER = timedelta(minutes=5)
+
+
+def _capacity(namespace: str, runtime: str, annotations: dict) -> dict[str, int]:
+    spec = Runtime.objects.filter(namespace=namespace, name=runtime).values_list(
+        "spec", flat=True).first()
+    return resources.pod_capacity(spec or {}, annotations)
+
+
+def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod, bool]:
+    """Upsert the pod from a heartbeat. Returns (pod, became_ready)."""
+    namespace, name, uid = beat["namespace"], beat["podName"], beat["podUID"]
+    fields = {
+        "runtime": beat["runtime"], "ready": True, "phase": "Running", "last_heartbeat": now,
+        "active_runs": list(beat.get("activeRuns") or []),
+        "workspace_path": beat.get("workspacePath", "") or "", "host": beat.get("host", "") or "",
+        "pid": beat.get("pid"),
+    }
+    with transaction.atomic():
+        pod = RuntimePod.objects.select_for_update().filter(namespace=namespace, name=name).first()
+        if pod is not None and str(pod.uid) != uid:
+            pod.delete()  # a new incarnation under the old name: the old pod is gone
+            pod = None
+        if pod is None:
+            try:
+                with transaction.atomic():
+                    pod = RuntimePod.objects.create(
+                        namespace=namespace, name=name, uid=uid,
+                        capacity=_capacity(namespace, beat["runtime"], {}), **fields)
+            except IntegrityError:  # the provider created it meanwhile
+                pod = RuntimePod.objects.get(namespace=namespace, name=name)
+            else:
+                return pod, True
+        became_ready = not pod.ready
+        fields["capacity"] = _capacity(namespace, pod.runtime, pod.annotations)
+        RuntimePod.objects.filter(pk=pod.pk).update(**fields)
+        for key, value in fields.items():
+            setattr(pod, key, value)
+    return pod, became_ready
+
+
+def reconcile_pods(now: datetime) -> dict[str, int]:
+    """Silent pods stop being Ready; pods silent for good are removed."""
+    stale = RuntimePod.objects.filter(ready=True, last_heartbeat__lt=now - NOT_READY_AFTER)
+    not_ready = stale.update(ready=False)
+    removed, _ = RuntimePod.objects.filter(last_heartbeat__lt=now - REMOVE_AFTER).delete()
+    return {"not_ready": not_ready, "removed": removed}

@@ -1,0 +1,130 @@
+"""The ``local`` provider: each Runtime Pod is a runtimed worker process on this machine.
+
+``manage.py up`` keeps ``spec.replicas`` pods per Runtime. A pod has a generated name and
+UID and its own workspace directory (an emptyDir: removed with the pod). A pod that dies
+comes back as a NEW pod (new name and UID), so Runs bound to the old one end PodGone.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import shutil
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from portal.processes import Child, Supervisor
+from scheduling import resources
+from scheduling.models import Runtime, RuntimePod
+
+log = logging.getLogger(__name__)
+SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+@dataclass
+class PodIdentity:
+    namespace: str
+    runtime: str
+    name: str
+    uid: str
+
+    @property
+    def workspace(self) -> Path:
+        return Path(settings.DATA_DIR) / "pods" / self.namespace / self.name / "workspace"
+
+
+def new_identity(namespace: str, runtime: str) -> PodIdentity:
+    suffix = "".join(secrets.choice(SUFFIX_ALPHABET) for _ in range(5))
+    return PodIdentity(namespace, runtime, f"{runtime}-{suffix}", str(uuid.uuid4()))
+
+
+def broker_env() -> dict[str, str]:
+    env = {"CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        env["KRUNTIMES_BROKER_DIR"] = str(settings.BROKER_DIR)
+    return env
+
+
+def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
+    import json
+
+    return {**broker_env(), "KRUNTIME_POD_NAME": pod.name, "KRUNTIME_POD_UID": pod.uid,
+            "KRUNTIME_POD_NAMESPACE": pod.namespace, "KRUNTIME_RUNTIME": pod.runtime,
+            "KRUNTIME_WORKSPACE": str(pod.workspace), "KRUNTIME_CAPACITY": json.dumps(capacity)}
+
+
+def register(pod: PodIdentity) -> dict[str, int]:
+    """Create the RuntimePod row (not ready until runtimed's first heartbeat)."""
+    spec = Runtime.objects.filter(namespace=pod.namespace, name=pod.runtime).values_list(
+        "spec", flat=True).first() or {}
+    capacity = resources.pod_capacity(spec, {})
+    pod.workspace.mkdir(parents=True, exist_ok=True)
+    RuntimePod.objects.create(namespace=pod.namespace, runtime=pod.runtime, name=pod.name,
+                              uid=pod.uid, provider="local", phase="Pending", ready=False,
+                              capacity=capacity, workspace_path=str(pod.workspace))
+    return capacity
+
+
+def unregister(pod: PodIdentity) -> None:
+    """The pod is gone: drop its row and its emptyDir, and let reconcile fail its Runs now."""
+    RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
+    shutil.rmtree(pod.workspace.parent, ignore_errors=True)
+    from portal.machinery.events import send_on_commit
+    from scheduling import tasks
+
+    send_on_commit(tasks.reconcile)
+
+
+def runtimed_argv() -> list[str]:
+    return [sys.executable, "-m", "runtimed"]
+
+
+class LocalProvider:
+    """Keeps ``replicas`` runtimed children per Runtime in a Supervisor."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        self.pods: dict[str, PodIdentity | None] = {}  # child name -> current incarnation
+
+    def child(self, namespace: str, runtime: str, index: int) -> Child:
+        name = f"pod:{namespace}/{runtime}#{index}"
+        self.pods[name] = None
+
+        def prepare(child: Child) -> None:
+            pod = new_identity(namespace, runtime)
+            capacity = register(pod)
+            self.pods[name] = pod
+            child.env = pod_env(pod, capacity)
+
+        def on_exit(child: Child) -> None:
+            pod = self.pods.get(name)
+            if pod is not None:
+                unregister(pod)
+                self.pods[name] = None
+
+        return Child(name, runtimed_argv(), prepare=prepare, on_exit=on_exit)
+
+    def desired(self) -> set[tuple[str, str, int]]:
+        rows = Runtime.objects.filter(deletion_timestamp__isnull=True).values_list(
+            "namespace", "name", "replicas")
+        return {(ns, name, i) for ns, name, replicas in rows for i in range(replicas)}
+
+    def sync(self) -> None:
+        wanted = {f"pod:{ns}/{rt}#{i}": (ns, rt, i) for ns, rt, i in self.desired()}
+        for name, (ns, rt, i) in sorted(wanted.items()):
+            if name not in self.pods:
+                log.info("starting Runtime Pod for %s/%s (#%d)", ns, rt, i)
+                self.supervisor.add(self.child(ns, rt, i))
+        for name in sorted(set(self.pods) - set(wanted)):
+            log.info("stopping %s", name)
+            self.supervisor.remove(name)
+            self.pods.pop(name, None)
+
+    def cleanup_orphans(self) -> int:
+        """Rows of local pods from an earlier run of ``up`` are gone pods."""
+        removed, _ = RuntimePod.objects.filter(provider="local").delete()
+        return removed

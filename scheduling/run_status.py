@@ -1,0 +1,67 @@
+"""Run status transitions as pure functions: the new status for each lifecycle event.
+
+Conditions: Scheduled, Running, Ready (function mode), Completed; lastTransitionTime moves
+only when a condition's status flips (``set_condition``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from portal.machinery.conditions import format_time, set_condition
+from scheduling.models import RunPhase
+
+MESSAGE_LIMIT = 4096
+
+
+def _with(status: dict, now: datetime, generation: int, **conditions) -> dict:
+    new = dict(status or {})
+    current = list(new.get("conditions") or [])
+    for ctype, (cstatus, reason, message) in conditions.items():
+        current = set_condition(current, type=ctype, status=cstatus, reason=reason,
+                                message=message[:MESSAGE_LIMIT], observed_generation=generation,
+                                now=now)
+    new["conditions"] = current
+    new["observedGeneration"] = generation
+    return new
+
+
+def pending(status: dict, message: str, now: datetime, generation: int) -> dict:
+    new = _with(status, now, generation, Scheduled=("False", "Unschedulable", message))
+    new.update(phase=RunPhase.PENDING, message=message[:MESSAGE_LIMIT])
+    new.setdefault("attempt", 1)
+    return new
+
+
+def scheduled(status: dict, pod_name: str, pod_uid: str, now: datetime,
+              generation: int) -> dict:
+    new = _with(status, now, generation,
+                Scheduled=("True", "Scheduled", "bound to a Runtime Pod"))
+    new.update(phase=RunPhase.SCHEDULED, assignedPod=pod_name, assignedPodUID=pod_uid,
+               message="")
+    new.setdefault("attempt", 1)
+    return new
+
+
+def running(status: dict, start: str | None, now: datetime, generation: int) -> dict:
+    new = _with(status, now, generation, Running=("True", "Running", "the step is running"))
+    new.update(phase=RunPhase.RUNNING, startTime=start or format_time(now))
+    return new
+
+
+def finished(status: dict, phase: str, reason: str, message: str, now: datetime,
+             generation: int, *, exit_code: int | None = None,
+             completion: str | None = None) -> dict:
+    """A terminal phase: Succeeded, Failed, Timeout or Cancelled."""
+    ok = phase == RunPhase.SUCCEEDED
+    reason = reason or ("Succeeded" if ok else phase)
+    conditions = {"Completed": ("True", reason, message)}
+    if (status or {}).get("phase") in (RunPhase.RUNNING, RunPhase.READY) or any(
+            c.get("type") == "Running" for c in (status or {}).get("conditions") or []):
+        conditions["Running"] = ("False", reason, message)
+    new = _with(status, now, generation, **conditions)
+    new.update(phase=phase, reason=reason, message=message[:MESSAGE_LIMIT],
+               completionTime=completion or format_time(now))
+    if exit_code is not None:
+        new["exitCode"] = exit_code
+    return new

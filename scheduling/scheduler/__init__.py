@@ -1,0 +1,14 @@
+"""The scheduler framework: one loop at a time, a single-Run queue, and plugins at
+PreFilter, Filter, Score, Reserve/Assume and Bind. Workflow-agnostic by construction."""
+
+from .cycle import PassOptions, PassResult, run_pass
+from .framework import Decision, Framework, Plugin, Verdict, pending_message
+from .plugins import default_plugins
+
+
+def default_framework() -> Framework:
+    return Framework(default_plugins())
+
+
+__all__ = ["Decision", "Framework", "PassOptions", "PassResult", "Plugin", "Verdict",
+           "default_framework", "default_plugins", "pending_message", "run_pass"]

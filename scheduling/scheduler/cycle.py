@@ -1,0 +1,137 @@
+"""One scheduling pass: snapshot, then each pending Run in queue order through the framework,
+Assume, and Bind in batches. Runs that cannot be placed get a bounded Pending message
+(written only when it changes); Runs that can never be placed end Failed."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from scheduling import metrics, run_status
+from scheduling.models import Run, RunPhase
+
+from . import bind as binding
+from .framework import Framework, Verdict
+from .loading import pending_runs, take_snapshot
+from .snapshot import PendingRun, PodState, Snapshot
+
+
+@dataclass
+class PassResult:
+    considered: int = 0
+    bound: int = 0
+    pending: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    conflicts: int = 0
+    bound_runs: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class PassOptions:
+    page_size: int = 2000
+    bind_batch: int = 500
+    write_pending_messages: bool = True
+
+
+def _write_status(run: PendingRun, status: dict) -> bool:
+    """Compare-and-set a Pending Run's status (a stale write loses, the next pass retries)."""
+    return bool(Run.objects.filter(pk=run.pk, resource_version=run.resource_version,
+                                   phase=RunPhase.PENDING)
+                .update(status=status, resource_version=run.resource_version + 1,
+                        **Run.status_columns(status)))
+
+
+def _record_pending(run: PendingRun, message: str, now: datetime) -> None:
+    scheduled = next((c for c in run.status.get("conditions") or []
+                      if c.get("type") == "Scheduled"), {})
+    if run.status.get("message") == message and scheduled.get("reason") == "Unschedulable":
+        return  # unchanged: no write
+    _write_status(run, run_status.pending(run.status, message, now, run.generation))
+
+
+def _fail(run: PendingRun, verdict: Verdict, now: datetime) -> None:
+    _write_status(run, run_status.finished(run.status, RunPhase.FAILED, verdict.reason,
+                                           verdict.message, now, run.generation))
+
+
+def _cancel(run: PendingRun, now: datetime) -> None:
+    _write_status(run, run_status.finished(run.status, RunPhase.CANCELLED, "Cancelled",
+                                           "cancelled before it was scheduled", now,
+                                           run.generation))
+
+
+class Pass:
+    def __init__(self, framework: Framework, now: datetime, options: PassOptions) -> None:
+        self.framework = framework
+        self.now = now
+        self.options = options
+        self.result = PassResult()
+        self.batch: list[tuple[PendingRun, PodState]] = []
+
+    def run(self) -> PassResult:
+        started = time.perf_counter()
+        snapshot = take_snapshot(self.now)
+        after = None
+        while True:
+            page = pending_runs(self.options.page_size, after)
+            for run in page:
+                self._schedule(run, snapshot)
+            self._flush(snapshot)
+            if len(page) < self.options.page_size:
+                break
+            last = page[-1]
+            after = (last.priority, last.creation_timestamp, last.pk)
+        self.result.seconds = time.perf_counter() - started
+        metrics.PASS_SECONDS.observe(self.result.seconds)
+        return self.result
+
+    def _schedule(self, run: PendingRun, snapshot: Snapshot) -> None:
+        self.result.considered += 1
+        if run.cancel_requested:
+            _cancel(run, self.now)
+            self.result.cancelled += 1
+            return
+        started = time.perf_counter()
+        decision = self.framework.schedule_one(run, snapshot)
+        metrics.CYCLE_SECONDS.observe(time.perf_counter() - started)
+        for (plugin, reason), count in decision.rejections.items():
+            metrics.FILTER_REJECTIONS.labels(plugin, reason).inc(count)
+        if decision.verdict is not None and decision.verdict.fatal:
+            _fail(run, decision.verdict, self.now)
+            self.result.failed += 1
+            metrics.RESULTS.labels("failed").inc()
+        elif decision.pod is None:
+            if self.options.write_pending_messages:
+                _record_pending(run, decision.message, self.now)
+            self.result.pending += 1
+            metrics.RESULTS.labels("unschedulable").inc()
+        else:
+            snapshot.assume(run, decision.pod)
+            self.batch.append((run, decision.pod))
+            if len(self.batch) >= self.options.bind_batch:
+                self._flush(snapshot)
+
+    def _flush(self, snapshot: Snapshot) -> None:
+        if not self.batch:
+            return
+        outcome = binding.bind(self.batch, self.now)
+        self.batch = []
+        for run, pod, stage in outcome.conflicts:
+            snapshot.forget(run, pod)  # released; the Run stays Pending for the next pass
+            metrics.RESERVATION_CONFLICTS.labels(stage).inc()
+        self.result.conflicts += len(outcome.conflicts)
+        self.result.bound += len(outcome.bound)
+        self.result.bound_runs += [run.pk for run, _ in outcome.bound]
+        metrics.RESULTS.labels("bound").inc(len(outcome.bound))
+        for run, _ in outcome.bound:
+            metrics.QUEUE_WAIT_SECONDS.observe(
+                max(0.0, (self.now - run.creation_timestamp).total_seconds()))
+
+
+def run_pass(framework: Framework, now: datetime,
+             options: PassOptions | None = None) -> PassResult:
+    return Pass(framework, now, options or PassOptions()).run()
+

@@ -1,0 +1,123 @@
+"""The scheduler framework: plugins at PreFilter, Filter and Score, one Run at a time.
+
+A Filter says why not (a short, bounded reason); a Score says how much. Plugins are pure
+functions of the Run, the pod and the snapshot, so each is tested on its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .snapshot import PendingRun, PodState, Snapshot
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A PreFilter outcome: ``fatal`` ends the Run Failed; otherwise it stays Pending."""
+
+    reason: str
+    message: str
+    fatal: bool = False
+    plugin: str = ""
+
+
+class Plugin:
+    name = "Plugin"
+
+    def pre_filter(self, run: PendingRun, snapshot: Snapshot, state: dict) -> Verdict | None:
+        return None
+
+    def filter(self, run: PendingRun, pod: PodState, snapshot: Snapshot,
+               state: dict) -> str | None:
+        return None
+
+    def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: dict) -> float:
+        return 0.0
+
+    def normalize(self, scores: dict[str, float]) -> dict[str, float]:
+        return scores
+
+    scores = False  # whether this plugin takes part in Score
+
+
+@dataclass
+class Decision:
+    pod: PodState | None = None
+    message: str = ""
+    verdict: Verdict | None = None
+    rejections: Counter = field(default_factory=Counter)  # (plugin, reason) -> pods
+
+
+# Filter reasons (fixed keys, also the metric label) and how a Pending message says them.
+REASON_TEXT = {
+    "NotReady": ("is not ready", "are not ready"),
+    "HeartbeatStale": ("has no recent runtimed heartbeat", "have no recent runtimed heartbeat"),
+    "MissingResource": ("lacks a requested resource", "lack a requested resource"),
+    "AtCapacity": ("at capacity", "at capacity"),
+    "NoAffinityTarget": ("waits for a runAffinity target", "wait for a runAffinity target"),
+    "AffinityMismatch": ("does not match runAffinity", "do not match runAffinity"),
+    "AntiAffinityViolation": ("violates runAntiAffinity", "violate runAntiAffinity"),
+}
+
+
+def reason_text(reason: str, count: int) -> str:
+    singular, plural = REASON_TEXT.get(reason, (reason, reason))
+    return singular if count == 1 else plural
+
+
+def pending_message(total: int, rejections: Counter) -> str:
+    """``0/3 pods: 2 at capacity, 1 violates runAntiAffinity``: bounded, names no pods/Runs."""
+    if total == 0:
+        return "0/0 pods: no Runtime Pods for this Runtime in this namespace"
+    by_reason: Counter = Counter()
+    for (_, reason), count in rejections.items():
+        by_reason[reason] += count
+    parts = [f"{count} {reason_text(reason, count)}" for reason, count in sorted(
+        by_reason.items(), key=lambda item: (-item[1], item[0]))]
+    return f"0/{total} pods: " + ", ".join(parts)
+
+
+class Framework:
+    def __init__(self, plugins: list[Any]) -> None:
+        self.plugins = plugins
+        self.scorers = [p for p in plugins if p.scores]
+
+    def schedule_one(self, run: PendingRun, snapshot: Snapshot) -> Decision:
+        state: dict = {}
+        for plugin in self.plugins:
+            verdict = plugin.pre_filter(run, snapshot, state)
+            if verdict is not None:
+                return Decision(message=verdict.message, verdict=verdict)
+        candidates = snapshot.candidates(run)
+        feasible: list[PodState] = []
+        rejections: Counter = Counter()
+        for pod in candidates:
+            reason = self._first_rejection(run, pod, snapshot, state)
+            if reason is None:
+                feasible.append(pod)
+            else:
+                rejections[reason] += 1
+        if not feasible:
+            return Decision(message=pending_message(len(candidates), rejections),
+                            rejections=rejections)
+        return Decision(pod=self._best(run, feasible, snapshot, state), rejections=rejections)
+
+    def _first_rejection(self, run, pod, snapshot, state) -> tuple[str, str] | None:
+        for plugin in self.plugins:
+            reason = plugin.filter(run, pod, snapshot, state)
+            if reason is not None:
+                return plugin.name, reason
+        return None
+
+    def _best(self, run, feasible, snapshot, state) -> PodState:
+        if len(feasible) == 1:
+            return feasible[0]
+        totals = dict.fromkeys((pod.name for pod in feasible), 0.0)
+        for plugin in self.scorers:
+            raw = {pod.name: plugin.score(run, pod, snapshot, state) for pod in feasible}
+            for name, value in plugin.normalize(raw).items():
+                totals[name] += value
+        # highest total wins; ties go to the smallest pod name
+        return min(feasible, key=lambda pod: (-totals[pod.name], pod.name))

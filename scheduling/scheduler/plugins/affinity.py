@@ -1,0 +1,88 @@
+"""Run-to-Run affinity over the ``kruntimes.io/runtime-pod`` topology (pod name equality).
+
+Targets are actual (bound, active) and assumed (reserved this pass) Runs in the namespace.
+Bootstrap: a required runAffinity term with no target anywhere lets the Run seed the cohort
+only if the Run's own labels match the term; otherwise it waits (so two Runs that each
+require only the other stay Pending).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from portal.machinery.labels import Selector, compile_selector
+
+from ..framework import Plugin
+
+WAITING_FOR_TARGET = "NoAffinityTarget"
+NOT_WITH_TARGET = "AffinityMismatch"
+VIOLATES_ANTI = "AntiAffinityViolation"
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+@lru_cache(maxsize=4096)
+def _compiled(selector_json: str) -> Selector:
+    return compile_selector(json.loads(selector_json))
+
+
+def selector_of(term: dict) -> Selector:
+    return _compiled(json.dumps(term.get("labelSelector"), sort_keys=True))
+
+
+def compile_affinity(affinity: dict) -> dict:
+    """PreFilter: every term's selector compiled once per Run (and cached across Runs)."""
+    rules = {}
+    for kind in ("runAffinity", "runAntiAffinity"):
+        spec = (affinity or {}).get(kind) or {}
+        rules[kind] = {
+            "required": [selector_of(t) for t in spec.get(REQUIRED) or []],
+            "preferred": [(int(t.get("weight", 0)), selector_of(t.get("runAffinityTerm") or {}))
+                          for t in spec.get(PREFERRED) or []],
+        }
+    return rules
+
+
+class RunAffinity(Plugin):
+    name = "RunAffinity"
+
+    def pre_filter(self, run, snapshot, state):
+        state["affinity"] = compile_affinity(run.affinity)
+        return None
+
+    def filter(self, run, pod, snapshot, state):
+        rules = state["affinity"]
+        for selector in rules["runAffinity"]["required"]:
+            targets = snapshot.targets(run.namespace, selector)
+            if not targets:
+                if not selector.matches(run.labels):
+                    return WAITING_FOR_TARGET
+                continue  # bootstrap: this Run seeds the cohort
+            if targets.get(pod.name, 0) == 0:
+                return NOT_WITH_TARGET
+        for selector in rules["runAntiAffinity"]["required"]:
+            if snapshot.targets(run.namespace, selector).get(pod.name, 0) > 0:
+                return VIOLATES_ANTI
+        return None
+
+
+class PreferredRunAffinity(Plugin):
+    name = "PreferredRunAffinity"
+    scores = True
+
+    def score(self, run, pod, snapshot, state):
+        rules = state.get("affinity") or compile_affinity(run.affinity)
+        total = 0.0
+        for sign, kind in ((1, "runAffinity"), (-1, "runAntiAffinity")):
+            for weight, selector in rules[kind]["preferred"]:
+                if snapshot.targets(run.namespace, selector).get(pod.name, 0) > 0:
+                    total += sign * weight
+        return total
+
+    def normalize(self, scores):
+        """Scale to 0..100 across the feasible pods, as kube-scheduler's inter-pod affinity."""
+        low, high = min(scores.values()), max(scores.values())
+        if high == low:
+            return dict.fromkeys(scores, 0.0)
+        return {name: 100.0 * (value - low) / (high - low) for name, value in scores.items()}

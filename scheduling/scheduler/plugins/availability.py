@@ -1,0 +1,38 @@
+"""RuntimePodAvailability: the pod is Running, Ready, heard from within 15 s, advertises every
+requested resource, and the whole request vector fits what is left of its capacity."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ..framework import Plugin, Verdict
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=15)
+NOT_READY = "NotReady"
+STALE = "HeartbeatStale"
+MISSING_RESOURCE = "MissingResource"
+AT_CAPACITY = "AtCapacity"
+FRACTIONAL = "FractionalResourceRequest"
+
+
+class RuntimePodAvailability(Plugin):
+    name = "RuntimePodAvailability"
+
+    def pre_filter(self, run, snapshot, state):
+        if run.fractional:
+            names = ", ".join(run.fractional)
+            return Verdict(FRACTIONAL, f"resource requests must be whole numbers; {names} "
+                           "cannot be placed on any Runtime Pod", fatal=True, plugin=self.name)
+        return None
+
+    def filter(self, run, pod, snapshot, state):
+        if pod.phase != "Running" or not pod.ready:
+            return NOT_READY
+        if pod.last_heartbeat is None or snapshot.now - pod.last_heartbeat > HEARTBEAT_TIMEOUT:
+            return STALE
+        for resource, amount in run.requests.items():
+            if resource not in pod.capacity:
+                return MISSING_RESOURCE
+            if pod.used.get(resource, 0) + amount > pod.capacity[resource]:
+                return AT_CAPACITY
+        return None

@@ -1,0 +1,242 @@
+"""Shapes Runtime and Run share: ResourceList quantities, the artifact store configuration,
+ArtifactRef, and conditions."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail, ValidationError
+
+from portal.machinery import errors
+from portal.machinery.conditions import validate_conditions
+from portal.machinery.errors import FieldError
+from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
+from portal.machinery.validation import invalid_value, qualified_name_errors
+
+from .fields import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    TimeField,
+    raise_causes,
+)
+
+FILESYSTEM, S3 = "filesystem", "s3"
+DRIVERS = (FILESYSTEM, S3)
+ARTIFACT_TYPES = ("file", "directory", "archive", "blob")
+RUNS_RESOURCE = "runs"
+MIN_UPLOAD_PART_SIZE = 5 * 1024 * 1024
+
+# --- resource.Quantity ---------------------------------------------------------------------
+
+_QUANTITY_RE = re.compile(
+    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?")
+_INTEGER_STRING_RE = re.compile(r"\+?[0-9]+")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
+            "E": 18}
+
+
+def parse_quantity(value: Any) -> Decimal:
+    """A Kubernetes quantity (``2``, ``"2"``, ``"500m"``, ``"1Gi"``, ``"1e3"``) as a Decimal.
+
+    Raises ValueError for anything else. The scheduler uses this to read ResourceLists.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"quantities must be numbers or strings, not {value!r}")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    match = _QUANTITY_RE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"quantities must match the regular expression "
+                         f"'{_QUANTITY_RE.pattern}'")
+    number, suffix = Decimal(match.group(1)), match.group(2) or ""
+    try:
+        if suffix in _BINARY:
+            return number * (1024 ** _BINARY[suffix])
+        if suffix in _DECIMAL:
+            return number.scaleb(_DECIMAL[suffix])
+        return number.scaleb(int(suffix[1:]))
+    except ArithmeticError:  # decimal Overflow/InvalidOperation for absurd exponents
+        raise ValueError("quantity out of range") from None
+
+
+def quantity_errors(value: Any, *, integer_only: bool) -> list[str]:
+    try:
+        amount = parse_quantity(value)
+    except ValueError as exc:
+        return [str(exc)]
+    if amount < 0:
+        return ["must be greater than or equal to 0"]
+    if integer_only and (amount != amount.to_integral_value() or (
+            isinstance(value, str) and not _INTEGER_STRING_RE.fullmatch(value))):
+        # what scheduling.resources reads: an int or a plain integer string
+        return ['must be an integer, written as a number or a string of digits (2 or "2")']
+    return []
+
+
+class QuantityField(serializers.JSONField):
+    """One non-negative quantity, stored as written (an integer or a string)."""
+
+    def __init__(self, *, integer_only: bool = False, **kwargs: Any) -> None:
+        self.integer_only = integer_only
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        messages = quantity_errors(data, integer_only=self.integer_only)
+        if messages:
+            raise field_error(f'Invalid value: "{data}": {messages[0]}')
+        return data
+
+
+class ResourceListField(FreeformObjectField):
+    """corev1.ResourceList: qualified resource names -> non-negative quantities.
+
+    ``integer_only`` (Runtime capacity) refuses fractions such as ``0.5`` or ``500m``; Run
+    requests admit them and the scheduler fails such a Run with a clear reason.
+    """
+
+    def __init__(self, *, integer_only: bool, **kwargs: Any) -> None:
+        self.integer_only = integer_only
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> dict:
+        data = super().to_internal_value(data)
+        detail: dict = {}
+        for name, value in data.items():
+            messages = [invalid_value("", name, m).message for m in qualified_name_errors(name)]
+            messages += [invalid_value("", value, m).message
+                         for m in quantity_errors(value, integer_only=self.integer_only)]
+            if messages:
+                # reported at <path>.<resource name>
+                detail[name] = [ErrorDetail(m, code=errors.INVALID) for m in messages]
+        if detail:
+            raise ValidationError(detail)
+        return dict(data)
+
+
+# --- the artifact store --------------------------------------------------------------------
+
+
+class FilesystemArtifactStoreSerializer(StrictSerializer):
+    volumeClaimName = StrictCharField(max_length=253)
+
+
+class S3ArtifactStoreSerializer(StrictSerializer):
+    bucket = StrictCharField()
+    prefix = StrictCharField(max_length=1024, required=False, allow_blank=True)
+    region = StrictCharField(max_length=128, required=False, allow_blank=True)
+    endpoint = StrictCharField(max_length=2048, required=False, allow_blank=True)
+    forcePathStyle = StrictBooleanField(required=False)
+    credentialsSecretName = StrictCharField(max_length=253, required=False)
+    uploadPartSize = StrictIntegerField(min_value=MIN_UPLOAD_PART_SIZE, required=False)
+    uploadConcurrency = StrictIntegerField(min_value=1, max_value=2**31 - 1, required=False)
+
+    def validate_bucket(self, value: str) -> str:
+        if "/" in value:
+            raise field_error(f'Invalid value: "{value}": must not contain "/"')
+        return value
+
+
+def driver_errors(driver: str, attrs: dict, what: str) -> list[FieldError]:
+    """Exactly one of ``filesystem`` / ``s3`` set, and it is the one ``driver`` names."""
+    other = S3 if driver == FILESYSTEM else FILESYSTEM
+    causes = []
+    if driver not in attrs:
+        causes.append(errors.required(driver, f'Required value: {what} for driver "{driver}"'))
+    if other in attrs:
+        causes.append(errors.forbidden(
+            other, f'Forbidden: exactly one {what} must be set and it must match driver '
+                   f'"{driver}"'))
+    return causes
+
+
+class ArtifactStoreSerializer(StrictSerializer):
+    """RuntimeArtifactStoreSpec: Runtime.spec.artifactStore and its Run.status snapshot."""
+
+    driver = serializers.ChoiceField(choices=DRIVERS)
+    filesystem = FilesystemArtifactStoreSerializer(required=False)
+    s3 = S3ArtifactStoreSerializer(required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        raise_causes(driver_errors(attrs["driver"], attrs, "artifact store configuration"))
+        return attrs
+
+
+# --- ArtifactRef ---------------------------------------------------------------------------
+
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+class FilesystemArtifactLocationSerializer(StrictSerializer):
+    path = StrictCharField(max_length=4096)
+    volumeClaimName = StrictCharField(max_length=253, required=False, allow_blank=True)
+
+
+class S3ArtifactLocationSerializer(StrictSerializer):
+    bucket = StrictCharField(max_length=255)
+    key = StrictCharField(max_length=4096)
+
+
+class ArtifactLocationSerializer(StrictSerializer):
+    filesystem = FilesystemArtifactLocationSerializer(required=False)
+    s3 = S3ArtifactLocationSerializer(required=False)
+
+
+class ArtifactRefSerializer(StrictSerializer):
+    """Compact coordinates of artifact content stored outside the database."""
+
+    name = StrictCharField()
+    driver = serializers.ChoiceField(choices=DRIVERS)
+    type = serializers.ChoiceField(choices=ARTIFACT_TYPES)
+    location = ArtifactLocationSerializer()
+    sizeBytes = StrictIntegerField(min_value=0, required=False)
+    digest = StrictCharField(required=False, allow_blank=True)
+    contentType = StrictCharField(max_length=255, required=False, allow_blank=True)
+    createdAt = TimeField(required=False)
+
+    def validate_name(self, value: str) -> str:
+        if len(value.encode("utf-8", "surrogatepass")) > 255:
+            raise field_error("Too long: may not be more than 255 bytes", errors.TOO_LONG)
+        if "/" in value or "\x00" in value or value in (".", ".."):
+            raise field_error(f'Invalid value: "{value}": must be a single path component')
+        return value
+
+    def validate_digest(self, value: str) -> str:
+        if value and not _DIGEST_RE.fullmatch(value):
+            raise field_error(f'Invalid value: "{value}": must be "sha256:" and 64 lowercase '
+                              "hexadecimal digits")
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        causes = driver_errors(attrs["driver"], attrs["location"], "artifact location")
+        raise_causes([FieldError(f"location.{c.field}", c.reason, c.message) for c in causes])
+        return attrs
+
+
+# --- conditions ----------------------------------------------------------------------------
+
+
+class ConditionsField(serializers.JSONField):
+    """metav1.Condition list: ≤16, unique by type; ``types`` limits the types allowed."""
+
+    def __init__(self, *, types: tuple[str, ...] = (), max_items: int = 16, **kwargs: Any):
+        self.types = types
+        self.max_items = max_items
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        causes = validate_conditions(data, "", max_items=self.max_items)
+        if self.types and isinstance(data, list):
+            causes += [errors.not_supported(f"[{i}].type", c.get("type"), self.types)
+                       for i, c in enumerate(data)
+                       if isinstance(c, dict) and isinstance(c.get("type"), str)
+                       and c["type"] and c["type"] not in self.types]
+        raise_causes(causes)
+        return data

@@ -1,0 +1,171 @@
+"""Strict JSON primitives for the scheduling kinds, and FieldError -> DRF detail plumbing.
+
+DRF's stock fields coerce (``"5"`` -> 5, ``5`` -> ``"5"``, ``"yes"`` -> True) and trim
+whitespace; a Kubernetes API server rejects the wrong JSON type and keeps strings verbatim, so
+these fields do too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail, ValidationError
+
+from portal.machinery import errors
+from portal.machinery.conditions import parse_time
+from portal.machinery.errors import FieldError
+from portal.machinery.serializers import field_error
+from portal.machinery.validation import parse_duration_ns
+
+INT32_MAX = 2**31 - 1  # Go int32 fields; also the PostgreSQL integer columns they feed
+NON_FIELD = "non_field_errors"  # flatten_errors reports this key at its parent's path
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string, verbatim: numbers are not turned into strings, whitespace is kept."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise field_error(f"expected a string, got {_type_name(data)}", errors.TYPE_INVALID)
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer (an integral float such as ``3.0`` too); strings and booleans fail."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise field_error(f"expected an integer, got {_type_name(data)}", errors.TYPE_INVALID)
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean only (DRF would also take ``"yes"``, ``1``, ``"on"``)."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            raise field_error(f"expected a boolean, got {_type_name(data)}", errors.TYPE_INVALID)
+        return data
+
+
+class BoundedListField(serializers.ListField):
+    """A list with at most ``max_items`` items (FieldValueTooMany, before items are checked)."""
+
+    def __init__(self, *, max_items: int, **kwargs: Any) -> None:
+        self.max_items = max_items
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> list:
+        if isinstance(data, list) and len(data) > self.max_items:
+            raise field_error(f"Too many: {len(data)}: must have at most {self.max_items} items",
+                              errors.TOO_MANY)
+        return super().to_internal_value(data)
+
+
+class BoundedMapField(serializers.DictField):
+    """``map[string]string`` with at most ``max_properties`` keys."""
+
+    def __init__(self, *, max_properties: int, **kwargs: Any) -> None:
+        self.max_properties = max_properties
+        kwargs.setdefault("child", StrictCharField(allow_blank=True))
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> dict:
+        if isinstance(data, dict) and len(data) > self.max_properties:
+            raise field_error(
+                f"Too many: {len(data)}: must have at most {self.max_properties} properties",
+                errors.TOO_MANY)
+        return super().to_internal_value(data)
+
+
+class DurationField(StrictCharField):
+    """A Go duration string (``30s``, ``5m``, ``1h30m``); ``positive`` demands > 0."""
+
+    def __init__(self, *, positive: bool = False, **kwargs: Any) -> None:
+        self.positive = positive
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        try:
+            ns = parse_duration_ns(value)
+        except ValueError as exc:
+            raise field_error(f"{exc} (e.g. '30s', '5m', '1h30m')") from None
+        if ns < 0 or (self.positive and ns == 0):
+            bound = "greater than 0" if self.positive else "greater than or equal to 0"
+            raise field_error(f'Invalid value: "{value}": must be {bound}')
+        return value
+
+
+class TimeField(StrictCharField):
+    """A metav1.Time on the wire: an RFC 3339 string, kept as written."""
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        try:
+            parse_time(value)
+        except ValueError:
+            raise field_error(f'Invalid value: "{value}": must be an RFC 3339 time') from None
+        return value
+
+
+def relative_path_errors(value: str, *, allow_dot_segments: bool = False) -> list[str]:
+    """A relative slash-separated path. Without ``allow_dot_segments``: no empty, ``.`` or
+    ``..`` segment; with it only ``..`` segments are refused (``./run.sh`` is fine)."""
+    if value.startswith("/"):
+        return ["must be a relative path"]
+    segments = value.split("/")
+    if allow_dot_segments:
+        return ["must not contain a '..' segment"] if ".." in segments else []
+    if any(segment in ("", ".", "..") for segment in segments):
+        return ["must not contain empty, '.' or '..' segments"]
+    return []
+
+
+# --- FieldError (paths relative to a field) -> nested DRF error detail -------------------
+
+_PATH_TOKEN = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|\.?([^.\[]+)")
+
+
+def _path_keys(path: str) -> list[Any]:
+    """``a.b[0].c[x.y/z]`` -> ``["a", "b", 0, "c[x.y/z]"]``: flatten_errors joins them back."""
+    keys: list[Any] = []
+    for index, bracket, name in _PATH_TOKEN.findall(path):
+        if index:
+            keys.append(int(index))
+        elif name:
+            keys.append(name)
+        elif keys and isinstance(keys[-1], str):
+            keys[-1] = f"{keys[-1]}[{bracket}]"
+        else:
+            keys.append(f"[{bracket}]")
+    return keys
+
+
+def error_detail(causes: list[FieldError]) -> dict:
+    """Nested detail whose flattening yields each cause at its (relative) path."""
+    tree: dict = {}
+    for cause in causes:
+        node = tree
+        for key in _path_keys(cause.field):
+            node = node.setdefault(key, {})
+        node.setdefault(NON_FIELD, []).append(ErrorDetail(cause.message, code=cause.reason))
+    return tree
+
+
+def raise_causes(causes: list[FieldError]) -> None:
+    """Raise the causes (paths relative to the field or serializer raising them), if any."""
+    if causes:
+        raise ValidationError(error_detail(causes))

@@ -1,0 +1,179 @@
+"""Run.spec: source, mode, workspace, affinity, resources, env, timeout, retries, inputs."""
+
+from __future__ import annotations
+
+import re
+
+from portal.machinery import errors
+from portal.machinery.errors import FieldError
+from portal.machinery.serializers import StrictSerializer, field_error
+from portal.machinery.validation import label_value_errors
+
+from .affinity import RunAffinitySerializer, RunWorkspaceReferenceSerializer
+from .common import RUNS_RESOURCE, ArtifactRefSerializer, ResourceListField
+from .fields import (
+    BoundedListField,
+    DurationField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    raise_causes,
+    relative_path_errors,
+)
+
+MAX_INLINE = 262144
+MAX_PATH = 4096
+MAX_ARGS, MAX_ARG_LENGTH = 256, 8192
+MAX_ENV = 256
+MAX_ARTIFACT_INPUTS = 32
+_HANDLER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+# corev1 EnvVar names: printable ASCII other than "=" (the relaxed Kubernetes rule).
+_ENV_NAME_RE = re.compile(r"[\x20-\x3c\x3e-\x7e]+")
+
+
+def _path_field(value: str, **kwargs) -> str:
+    messages = relative_path_errors(value, **kwargs)
+    if messages:
+        raise field_error(f'Invalid value: "{value}": {messages[0]}')
+    return value
+
+
+class CodeSourceSerializer(StrictSerializer):
+    inline = StrictCharField(max_length=MAX_INLINE, required=False, allow_blank=True)
+    inlinePath = StrictCharField(max_length=MAX_PATH, required=False)
+    repoURL = StrictCharField(max_length=2048, required=False)
+    commitSHA = StrictCharField(max_length=256, required=False)
+
+    def validate_inlinePath(self, value: str) -> str:
+        return _path_field(value)
+
+    def validate(self, attrs: dict) -> dict:
+        if ("inline" in attrs) == ("repoURL" in attrs):
+            raise_causes([errors.invalid("", "Invalid value: exactly one of inline or repoURL "
+                                             "must be set")])
+        if "commitSHA" in attrs and "repoURL" not in attrs:
+            raise_causes([errors.forbidden("commitSHA", "Forbidden: commitSHA requires repoURL")])
+        return attrs
+
+
+class RunTaskModeSerializer(StrictSerializer):
+    entrypoint = StrictCharField(max_length=MAX_PATH, required=False, allow_blank=True)
+    args = BoundedListField(child=StrictCharField(max_length=MAX_ARG_LENGTH, allow_blank=True),
+                            max_items=MAX_ARGS, required=False)
+
+
+class RunFunctionModeSerializer(StrictSerializer):
+    handler = StrictCharField(max_length=512, required=False)
+    idleTimeoutSeconds = StrictIntegerField(min_value=0, required=False)
+
+    def validate_handler(self, value: str) -> str:
+        if not _HANDLER_RE.fullmatch(value):
+            raise field_error(f'Invalid value: "{value}": must be "module.function" (dotted '
+                              "identifiers)")
+        return value
+
+
+class RunModeSerializer(StrictSerializer):
+    task = RunTaskModeSerializer(required=False)
+    function = RunFunctionModeSerializer(required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        if len(attrs) != 1:
+            raise_causes([errors.invalid("", "Invalid value: exactly one of task or function "
+                                             "must be set")])
+        return attrs
+
+
+class EnvVarSerializer(StrictSerializer):
+    name = StrictCharField()
+    value = StrictCharField(required=False, allow_blank=True)
+
+    def validate_name(self, value: str) -> str:
+        if not _ENV_NAME_RE.fullmatch(value):
+            raise field_error(f'Invalid value: "{value}": a valid environment variable name '
+                              "must consist only of printable ASCII characters other than '='")
+        return value
+
+
+class RetryPolicySerializer(StrictSerializer):
+    maxAttempts = StrictIntegerField(min_value=1, max_value=100, required=False)
+    backoff = DurationField(required=False)
+    retryableReasons = BoundedListField(child=StrictCharField(max_length=128), max_items=32,
+                                        required=False)
+
+
+class RunResourceRequirementsSerializer(StrictSerializer):
+    requests = ResourceListField(integer_only=False, required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        requests = dict(attrs.get("requests") or {})
+        requests.setdefault(RUNS_RESOURCE, 1)
+        return {**attrs, "requests": requests}
+
+
+class ArtifactInputSerializer(StrictSerializer):
+    ref = ArtifactRefSerializer()
+    path = StrictCharField(max_length=MAX_PATH)
+
+    def validate_path(self, value: str) -> str:
+        return _path_field(value)
+
+
+def _default_resources() -> dict:
+    return {"requests": {RUNS_RESOURCE: 1}}
+
+
+def _mode_source_errors(attrs: dict) -> list[FieldError]:
+    """The rules between mode and source (upstream's RunSpec XValidation rules)."""
+    mode, source = attrs["mode"], attrs.get("source") or {}
+    inline, causes = "inline" in source, []
+    task = mode.get("task")
+    if task and task.get("entrypoint") and not inline:
+        causes += [errors.invalid("mode.task.entrypoint",
+                                  f'Invalid value: "{task["entrypoint"]}": {m}')
+                   for m in relative_path_errors(task["entrypoint"], allow_dot_segments=True)]
+    if "inlinePath" in source and not ("function" in mode and inline):
+        causes.append(errors.forbidden(
+            "source.inlinePath", "Forbidden: only valid for function mode with inline source"))
+    if "function" in mode and inline and "inlinePath" not in source:
+        causes.append(errors.required(
+            "source.inlinePath", "Required value: function mode with inline source needs "
+                                 "inlinePath"))
+    return causes
+
+
+class RunSpecSerializer(StrictSerializer):
+    runtime = StrictCharField(max_length=63)
+    source = CodeSourceSerializer(required=False)
+    mode = RunModeSerializer()
+    workspace = RunWorkspaceReferenceSerializer(required=False)
+    affinity = RunAffinitySerializer(required=False)
+    resources = RunResourceRequirementsSerializer(default=_default_resources)
+    env = BoundedListField(child=EnvVarSerializer(), max_items=MAX_ENV, required=False)
+    timeout = DurationField(positive=True, required=False)
+    cancelRequested = StrictBooleanField(required=False)
+    retryPolicy = RetryPolicySerializer(required=False)
+    ttlSecondsAfterFinished = StrictIntegerField(min_value=0, required=False)
+    artifactInputs = BoundedListField(child=ArtifactInputSerializer(),
+                                      max_items=MAX_ARTIFACT_INPUTS, required=False)
+
+    def validate_runtime(self, value: str) -> str:
+        messages = label_value_errors(value)
+        if messages:
+            raise field_error(f'Invalid value: "{value}": {messages[0]}')
+        return value
+
+    def validate_env(self, value: list) -> list:
+        seen: set[str] = set()
+        causes = []
+        for index, var in enumerate(value):
+            if var["name"] in seen:
+                causes.append(errors.duplicate(f"[{index}].name", var["name"]))
+            seen.add(var["name"])
+        raise_causes(causes)
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        raise_causes(_mode_source_errors(attrs))
+        return attrs
+

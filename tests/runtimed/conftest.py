@@ -1,0 +1,86 @@
+"""Fixtures for runtimed: plain pytest, no Django, no database."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from runtimed.config import PodConfig
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def need_service(what: str, error: Exception | str) -> None:
+    message = f"{what} is not reachable: {error}"
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+class TickingClock:
+    """A clock for tests: starts at a fixed instant and moves one second per reading."""
+
+    def __init__(self, start: datetime = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        current = self.now
+        self.now += timedelta(seconds=1)
+        return current
+
+
+class FakeReporter:
+    """Collects what runtimed would send to the control plane."""
+
+    def __init__(self) -> None:
+        self.reports: list[dict] = []
+        self.heartbeats: list[dict] = []
+
+    def report_run(self, report: dict) -> bool:
+        self.reports.append(report)
+        return True
+
+    def heartbeat(self, heartbeat: dict) -> bool:
+        self.heartbeats.append(heartbeat)
+        return True
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path.resolve()
+
+
+@pytest.fixture
+def config(workspace) -> PodConfig:
+    return PodConfig(pod_name="pod-a", pod_uid="uid-pod-a", namespace="ci", runtime="bash",
+                     workspace=workspace, capacity={"runs": 2}, heartbeat_seconds=5.0)
+
+
+@pytest.fixture
+def clock() -> TickingClock:
+    return TickingClock()
+
+
+@pytest.fixture
+def reporter() -> FakeReporter:
+    return FakeReporter()
+
+
+def make_payload(script: str = "exit 0", *, uid: str = "run-uid-1", attempt: int = 1,
+                 pod: tuple[str, str] = ("pod-a", "uid-pod-a"), **extra) -> dict:
+    payload = {
+        "run": {"namespace": "ci", "name": "build", "uid": uid, "attempt": attempt},
+        "pod": {"name": pod[0], "uid": pod[1]},
+        "source": {"inline": script},
+        "mode": {"task": {"args": []}},
+        "env": [],
+        "timeoutSeconds": None,
+        "workingDir": None,
+    }
+    payload.update(extra)
+    return payload

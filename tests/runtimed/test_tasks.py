@@ -1,0 +1,174 @@
+"""The execute_run task: reports, idempotency per (uid, attempt), failures, pod fencing."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+import runtimed.execute
+from runtimed.tasks import ActiveRuns, RunService
+
+from .conftest import make_payload
+
+
+@pytest.fixture
+def service(config, reporter, clock) -> RunService:
+    return RunService(config, reporter, clock=clock, grace=1.0)
+
+
+def run_dir(config, uid="run-uid-1"):
+    return config.workspace / ".kruntimes" / "runs" / uid
+
+
+def test_running_then_succeeded(service, reporter, config):
+    counter = config.workspace / "count"
+    payload = make_payload(f'echo "$GREETING $1" >> {counter}', env=[
+        {"name": "GREETING", "value": "hello"}], mode={"task": {"args": ["world"]}},
+        artifactInputs=[{"ignored": True}], workspace={"name": "later"})
+    final = service.execute_run(payload)
+    running, done = reporter.reports
+    assert running == {
+        "namespace": "ci", "name": "build", "uid": "run-uid-1", "attempt": 1,
+        "podName": "pod-a", "podUID": "uid-pod-a", "phase": "Running", "reason": "",
+        "message": "", "exitCode": None, "startTime": "2026-01-02T03:04:05Z",
+        "completionTime": None,
+    }
+    assert done == final
+    assert (done["phase"], done["reason"], done["exitCode"]) == ("Succeeded", "", 0)
+    assert done["startTime"] == "2026-01-02T03:04:05Z"
+    assert done["completionTime"] > done["startTime"]
+    assert counter.read_text() == "hello world\n"
+    directory = run_dir(config)
+    assert (directory / "attempt-1.started").exists()
+    assert json.loads((directory / "attempt-1.result.json").read_text()) == done
+    assert (directory / "attempt-1.log").exists()
+    assert service.active.snapshot() == []
+
+
+def test_same_payload_twice_executes_once_and_resends_the_report(service, reporter, config):
+    counter = config.workspace / "count"
+    payload = make_payload(f"echo ran >> {counter}; exit 3")
+    first = service.execute_run(payload)
+    assert first["phase"] == "Failed" and first["reason"] == "RuntimeExecute"
+    assert "exit code 3" in first["message"] and first["exitCode"] == 3
+    second = service.execute_run(payload)
+    assert counter.read_text() == "ran\n"  # executed once
+    assert second == first
+    assert [r["phase"] for r in reporter.reports] == ["Running", "Failed", "Failed"]
+    assert reporter.reports[2] == first  # the recorded final report, re-sent
+
+
+def test_a_new_attempt_executes_again(service, reporter, config):
+    counter = config.workspace / "count"
+    service.execute_run(make_payload(f"echo $KRUNTIME_ATTEMPT >> {counter}", attempt=1))
+    service.execute_run(make_payload(f"echo $KRUNTIME_ATTEMPT >> {counter}", attempt=2))
+    assert counter.read_text() == "1\n2\n"
+
+
+def test_duplicate_while_running_does_not_execute(service, reporter, config):
+    gate = config.workspace / "gate"
+    counter = config.workspace / "count"
+    payload = make_payload(f"echo ran >> {counter}; while [ ! -e {gate} ]; do sleep 0.02; done")
+    first = threading.Thread(target=service.execute_run, args=(payload,))
+    first.start()
+    try:
+        for _ in range(250):
+            if service.active.snapshot():
+                break
+            threading.Event().wait(0.02)
+        assert service.active.snapshot() == [{"uid": "run-uid-1", "attempt": 1}]
+        assert service.execute_run(payload) is None  # the duplicate: nothing done
+        assert [r["phase"] for r in reporter.reports] == ["Running"]
+    finally:
+        gate.touch()
+        first.join(10)
+    assert [r["phase"] for r in reporter.reports] == ["Running", "Succeeded"]
+    assert counter.read_text() == "ran\n"
+
+
+def test_started_but_never_finished_is_not_run_again(service, reporter, config):
+    directory = run_dir(config)
+    directory.mkdir(parents=True)
+    (directory / "attempt-1.started").write_text("4242\n")  # a runtimed that died mid-Run
+    assert service.execute_run(make_payload("exit 0")) is None
+    assert reporter.reports == []
+
+
+def test_staging_failure_is_prepare_source(service, reporter, config):
+    payload = make_payload(source={"repoURL": str(config.workspace / "missing-repo")},
+                           mode={"task": {"entrypoint": "run.sh", "args": []}})
+    final = service.execute_run(payload)
+    assert [r["phase"] for r in reporter.reports] == ["Running", "Failed"]
+    assert final["reason"] == "PrepareSource" and "git clone failed" in final["message"]
+    assert final["exitCode"] is None and final["completionTime"] is not None
+
+
+def test_working_dir_escape_is_prepare_source(service):
+    final = service.execute_run(make_payload(workingDir="../../elsewhere"))
+    assert final["reason"] == "PrepareSource" and "workingDir" in final["message"]
+
+
+def test_working_dir_is_relative_to_the_workspace(service, config):
+    out = config.workspace / "pwd.txt"
+    final = service.execute_run(make_payload(f"pwd > {out}", workingDir="build"))
+    assert final["phase"] == "Succeeded"
+    assert out.read_text().strip() == str(config.workspace / "build")
+
+
+def test_timeout_is_reported(service):
+    final = service.execute_run(make_payload("sleep 30", timeoutSeconds=0.3))
+    assert (final["phase"], final["reason"], final["exitCode"]) == ("Timeout", "Timeout", None)
+
+
+def test_unexpected_exception_is_runtime_error(service, reporter, monkeypatch):
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(runtimed.execute, "run_step", explode)
+    final = service.execute_run(make_payload())
+    assert [r["phase"] for r in reporter.reports] == ["Running", "Failed"]
+    assert final["reason"] == "RuntimeError" and "disk on fire" in final["message"]
+    assert service.active.snapshot() == []
+
+
+def test_a_broken_payload_body_is_runtime_error(service):
+    final = service.execute_run(make_payload(env="not-a-list"))
+    assert final["reason"] == "RuntimeError" and "env" in final["message"]
+
+
+def test_function_mode_is_not_executed(service):
+    final = service.execute_run(make_payload(mode={"function": {"handler": "m.f"}}))
+    assert final["reason"] == "PrepareSource" and "function" in final["message"]
+
+
+def test_long_messages_are_truncated(service, monkeypatch):
+    def long_failure(step, **kwargs):
+        return runtimed.execute.Result("Failed", "RuntimeExecute", "x" * 10000, 1,
+                                       kwargs["clock"](), kwargs["clock"]())
+
+    monkeypatch.setattr(runtimed.execute, "run_step", long_failure)
+    final = service.execute_run(make_payload())
+    assert len(final["message"]) == 4096
+
+
+def test_dispatch_for_another_pod_incarnation_is_ignored(service, reporter):
+    assert service.execute_run(make_payload(pod=("pod-a", "an-older-uid"))) is None
+    assert reporter.reports == []
+
+
+@pytest.mark.parametrize("payload", [None, {}, {"run": {"namespace": "ci", "name": "b",
+                                                       "uid": "../x", "attempt": 1}}])
+def test_payload_without_a_valid_run_is_dropped(service, reporter, payload):
+    assert service.execute_run(payload) is None
+    assert reporter.reports == []
+
+
+def test_active_runs_snapshot_is_sorted_and_thread_safe():
+    active = ActiveRuns()
+    active.add(("b", 1))
+    active.add(("a", 2))
+    assert active.snapshot() == [{"uid": "a", "attempt": 2}, {"uid": "b", "attempt": 1}]
+    active.discard(("a", 2))
+    assert ("b", 1) in active and ("a", 2) not in active

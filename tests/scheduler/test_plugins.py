@@ -1,0 +1,183 @@
+"""Each plugin's accept and reject cases, on hand-built snapshots."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling.scheduler.framework import Framework
+from scheduling.scheduler.plugins import (
+    LeastLoaded,
+    PreferredRunAffinity,
+    RunAffinity,
+    RuntimePodAvailability,
+    default_plugins,
+)
+
+from .builders import placed, pod, preferred, required, run, snapshot
+
+AVAILABILITY = RuntimePodAvailability()
+
+
+@pytest.mark.parametrize(("candidate", "request_", "expected"), [
+    (pod("p"), {"runs": 1}, None),
+    (pod("p", runs=2, used=1), {"runs": 1}, None),
+    (pod("p", runs=2, used=2), {"runs": 1}, "AtCapacity"),
+    (pod("p", runs=2, used=1), {"runs": 2}, "AtCapacity"),
+    (pod("p", ready=False), {"runs": 1}, "NotReady"),
+    (pod("p", phase="Pending"), {"runs": 1}, "NotReady"),
+    (pod("p", heartbeat_age=15), {"runs": 1}, None),
+    (pod("p", heartbeat_age=15.5), {"runs": 1}, "HeartbeatStale"),
+    (pod("p", heartbeat_age=None), {"runs": 1}, "HeartbeatStale"),
+    (pod("p"), {"runs": 1, "gpu": 1}, "MissingResource"),
+    (pod("p", capacity={"runs": 4, "gpu": 1}), {"runs": 1, "gpu": 1}, None),
+    (pod("p", capacity={"runs": 4, "gpu": 0}), {"runs": 1, "gpu": 1}, "AtCapacity"),
+    (pod("p"), {"runs": 0}, None),
+], ids=["fits", "fits-last-slot", "full", "vector-too-big", "not-ready", "not-running",
+        "heartbeat-at-15s", "heartbeat-stale", "never-heard", "missing-resource",
+        "extra-resource-fits", "extra-resource-full", "zero-request"])
+def test_availability_filter(candidate, request_, expected):
+    the_run = run(requests=request_)
+    assert AVAILABILITY.filter(the_run, candidate, snapshot([candidate]), {}) == expected
+
+
+def test_fractional_request_fails_at_prefilter():
+    verdict = AVAILABILITY.pre_filter(run(fractional=["runs"]), snapshot([]), {})
+    assert verdict.fatal and verdict.reason == "FractionalResourceRequest"
+    assert "runs" in verdict.message
+    assert AVAILABILITY.pre_filter(run(), snapshot([]), {}) is None
+
+
+def _affinity_filter(the_run, candidate, snap):
+    plugin, state = RunAffinity(), {}
+    plugin.pre_filter(the_run, snap, state)
+    return plugin.filter(the_run, candidate, snap, state)
+
+
+BUILD = {"job": "build"}
+
+
+def test_required_affinity_follows_an_actual_target():
+    snap = snapshot([pod("a"), pod("b")], placed("b", BUILD))
+    the_run = run(affinity=required("runAffinity", BUILD))
+    assert _affinity_filter(the_run, pod("a"), snap) == "AffinityMismatch"
+    assert _affinity_filter(the_run, pod("b"), snap) is None
+
+
+def test_required_affinity_follows_an_assumed_target():
+    a, b = pod("a"), pod("b")
+    snap = snapshot([a, b])
+    snap.assume(run("seed", labels=BUILD), b)
+    the_run = run(affinity=required("runAffinity", BUILD))
+    assert _affinity_filter(the_run, a, snap) == "AffinityMismatch"
+    assert _affinity_filter(the_run, b, snap) is None
+
+
+def test_released_assumption_is_no_longer_a_target():
+    a, b = pod("a"), pod("b")
+    snap = snapshot([a, b])
+    seed = run("seed", labels=BUILD)
+    the_run = run(affinity=required("runAffinity", BUILD), labels={"other": "x"})
+    snap.assume(seed, b)
+    assert _affinity_filter(the_run, b, snap) is None
+    snap.forget(seed, b)
+    assert _affinity_filter(the_run, b, snap) == "NoAffinityTarget"
+    assert b.used["runs"] == 0
+
+
+def test_targets_in_other_namespaces_do_not_count():
+    snap = snapshot([pod("a")], placed("a", BUILD, namespace="elsewhere"))
+    the_run = run(affinity=required("runAffinity", BUILD))
+    assert _affinity_filter(the_run, pod("a"), snap) == "NoAffinityTarget"
+
+
+def test_bootstrap_seeds_only_when_own_labels_match():
+    snap = snapshot([pod("a")])
+    seeding = run(labels=BUILD, affinity=required("runAffinity", BUILD))
+    assert _affinity_filter(seeding, pod("a"), snap) is None
+    stranger = run(labels={"job": "test"}, affinity=required("runAffinity", BUILD))
+    assert _affinity_filter(stranger, pod("a"), snap) == "NoAffinityTarget"
+
+
+def test_anti_affinity_rejects_pods_with_matching_runs():
+    snap = snapshot([pod("a"), pod("b")], placed("a", BUILD))
+    the_run = run(affinity=required("runAntiAffinity", BUILD))
+    assert _affinity_filter(the_run, pod("a"), snap) == "AntiAffinityViolation"
+    assert _affinity_filter(the_run, pod("b"), snap) is None
+
+
+def test_anti_affinity_counts_assumed_runs():
+    a = pod("a")
+    snap = snapshot([a])
+    snap.assume(run("first", labels=BUILD), a)
+    assert _affinity_filter(run(affinity=required("runAntiAffinity", BUILD)), a, snap) == \
+        "AntiAffinityViolation"
+
+
+def test_every_required_term_must_hold():
+    snap = snapshot([pod("a"), pod("b")], placed("a", BUILD), placed("b", {"job": "lint"}),
+                    placed("b", BUILD, uid="x"))
+    the_run = run(affinity=required("runAffinity", BUILD, {"job": "lint"}))
+    assert _affinity_filter(the_run, pod("a"), snap) == "AffinityMismatch"
+    assert _affinity_filter(the_run, pod("b"), snap) is None
+
+
+def test_preferred_affinity_scores_and_normalizes():
+    snap = snapshot([pod("a"), pod("b"), pod("c")], placed("b", BUILD), placed("c", {"x": "1"}))
+    plugin = PreferredRunAffinity()
+    the_run = run(affinity={**preferred("runAffinity", (80, BUILD)),
+                            **preferred("runAntiAffinity", (20, {"x": "1"}))})
+    raw = {p: plugin.score(the_run, pod(p), snap, {}) for p in "abc"}
+    assert raw == {"a": 0.0, "b": 80.0, "c": -20.0}
+    assert plugin.normalize(raw) == {"a": 20.0, "b": 100.0, "c": 0.0}
+    assert plugin.normalize({"a": 5.0, "b": 5.0}) == {"a": 0.0, "b": 0.0}
+
+
+def test_least_loaded_prefers_free_capacity():
+    plugin = LeastLoaded()
+    assert plugin.score(run(), pod("a", runs=4, used=0), snapshot([]), {}) == 75.0
+    assert plugin.score(run(), pod("a", runs=4, used=3), snapshot([]), {}) == 0.0
+    assert plugin.score(run(), pod("a", capacity={}), snapshot([]), {}) == 0.0
+
+
+def test_framework_picks_best_and_ties_to_smallest_name():
+    framework = Framework(default_plugins())
+    pods = [pod("c"), pod("a"), pod("b")]
+    assert framework.schedule_one(run(), snapshot(pods)).pod.name == "a"
+    loaded = [pod("a", runs=4, used=2), pod("b", runs=4, used=0)]
+    assert framework.schedule_one(run(), snapshot(loaded)).pod.name == "b"
+
+
+def test_preferred_and_least_loaded_weigh_equally():
+    framework = Framework(default_plugins())
+    # a: preferred target (100) but 1/4 free after placing (25); b: no target (0), 3/4 free (75)
+    pods = [pod("a", runs=4, used=2), pod("b", runs=4, used=0)]
+    snap = snapshot(pods, placed("a", BUILD))
+    chosen = framework.schedule_one(run(affinity=preferred("runAffinity", (1, BUILD))), snap)
+    assert chosen.pod.name == "a"  # 100 + 25 beats 0 + 75
+
+
+def test_pending_message_is_bounded_and_counts_per_reason():
+    framework = Framework(default_plugins())
+    pods = [pod("a", used=2), pod("b", used=2), pod("c")]
+    snap = snapshot(pods, placed("c", BUILD))
+    decision = framework.schedule_one(run(affinity=required("runAntiAffinity", BUILD)), snap)
+    assert decision.pod is None
+    assert decision.message == "0/3 pods: 2 at capacity, 1 violates runAntiAffinity"
+    for name in ("a", "b", "c", "uid-"):
+        assert f" {name} " not in decision.message
+
+
+def test_no_pods_for_the_runtime():
+    decision = Framework(default_plugins()).schedule_one(run(runtime="python"),
+                                                         snapshot([pod("a")]))
+    assert decision.pod is None and decision.message.startswith("0/0 pods")
+
+
+def test_pending_message_agrees_in_number():
+    from collections import Counter
+
+    from scheduling.scheduler.framework import pending_message
+
+    message = pending_message(3, Counter({("RuntimePodAvailability", "NotReady"): 1,
+                                          ("RunAffinity", "AffinityMismatch"): 2}))
+    assert message == "0/3 pods: 2 do not match runAffinity, 1 is not ready"
