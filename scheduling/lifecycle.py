@@ -8,8 +8,10 @@ longer executes them (ExecutionLost), so no Run stays Running forever.
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime, timedelta
 
+from portal.machinery.conditions import parse_time
 from scheduling import run_status
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
 
@@ -17,6 +19,7 @@ log = logging.getLogger(__name__)
 TERMINAL_REPORTS = {RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT}
 POD_SILENT_GONE_AFTER = timedelta(seconds=20)
 EXECUTION_GRACE = timedelta(seconds=10)
+UNSTARTED_GRACE = timedelta(seconds=60)
 
 
 def write_status(run: Run, status: dict) -> bool:
@@ -56,9 +59,14 @@ def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
 
 def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
     """Apply one runtimed report; True when it changed the Run."""
+    try:
+        uid = uuid.UUID(str(report.get("uid")))
+    except ValueError:
+        log.warning("ignoring a report with a malformed uid %r", report.get("uid"))
+        return False
     for _ in range(attempts):
         run = Run.objects.filter(namespace=report.get("namespace"), name=report.get("name"),
-                                 uid=report.get("uid")).first()
+                                 uid=uid).first()
         if run is None:
             return False
         status = _report_status(run, report, now)
@@ -77,18 +85,27 @@ def fail(run: Run, reason: str, message: str, now: datetime) -> bool:
     return write_status(run, status)
 
 
-def _lost_execution(run: Run, pod: RuntimePod) -> bool:
-    """Running, the pod keeps heartbeating, but no longer lists this Run (attempt) as active."""
-    if run.phase not in (RunPhase.RUNNING, RunPhase.READY) or pod.last_heartbeat is None:
-        return False
-    started = run.status.get("startTime")
-    from portal.machinery.conditions import parse_time
-
+def _since(run: Run) -> datetime | None:
+    """When the Run entered its phase: startTime once running, else the Scheduled transition."""
+    if run.phase == RunPhase.SCHEDULED:
+        stamp = next((c.get("lastTransitionTime") for c in run.status.get("conditions") or []
+                      if c.get("type") == "Scheduled"), None)
+    else:
+        stamp = run.status.get("startTime")
     try:
-        start = parse_time(started) if started else None
+        return parse_time(stamp) if stamp else None
     except ValueError:
-        start = None
-    if start is None or pod.last_heartbeat < start + EXECUTION_GRACE:
+        return None
+
+
+def _lost_execution(run: Run, pod: RuntimePod) -> bool:
+    """The pod keeps heartbeating but does not list this Run (attempt) as active: Running past
+    a short grace, or Scheduled (re-dispatched meanwhile) for longer than a start can take."""
+    if pod.last_heartbeat is None:
+        return False
+    since = _since(run)
+    grace = UNSTARTED_GRACE if run.phase == RunPhase.SCHEDULED else EXECUTION_GRACE
+    if since is None or pod.last_heartbeat < since + grace:
         return False
     active = {(r.get("uid"), int(r.get("attempt") or 0)) for r in pod.active_runs or []}
     return (str(run.uid), run.attempt) not in active

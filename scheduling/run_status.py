@@ -56,8 +56,9 @@ def finished(status: dict, phase: str, reason: str, message: str, now: datetime,
     ok = phase == RunPhase.SUCCEEDED
     reason = reason or ("Succeeded" if ok else phase)
     conditions = {"Completed": ("True", reason, message)}
-    if (status or {}).get("phase") in (RunPhase.RUNNING, RunPhase.READY) or any(
-            c.get("type") == "Running" for c in (status or {}).get("conditions") or []):
+    # it ran if it was Running, or if the report says when it started (reports may overtake)
+    if (status or {}).get("startTime") or (status or {}).get("phase") in (
+            RunPhase.RUNNING, RunPhase.READY):
         conditions["Running"] = ("False", reason, message)
     new = _with(status, now, generation, **conditions)
     new.update(phase=phase, reason=reason, message=message[:MESSAGE_LIMIT],

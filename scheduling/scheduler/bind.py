@@ -22,6 +22,8 @@ from .snapshot import PendingRun, PodState
 class BindResult:
     bound: list[tuple[PendingRun, PodState]] = field(default_factory=list)
     conflicts: list[tuple[PendingRun, PodState, str]] = field(default_factory=list)
+    # What the database says each locked pod runs now (pod uid -> requests in use).
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def _fits(used: dict[str, int], requests: dict[str, int], capacity: dict[str, int]) -> bool:
@@ -73,4 +75,5 @@ def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindR
                     result.bound.append((run, pod))
                 else:
                     result.conflicts.append((run, pod, "run"))
+        result.usage = usage
     return result

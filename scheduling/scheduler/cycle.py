@@ -121,6 +121,10 @@ class Pass:
         self.batch = []
         for run, pod, stage in outcome.conflicts:
             snapshot.forget(run, pod)  # released; the Run stays Pending for the next pass
+            if stage == "capacity":
+                pod.used = dict(outcome.usage.get(pod.uid, {}))  # what the database says
+            elif stage == "pod":
+                snapshot.exclude(pod)  # replaced or gone since the snapshot
             metrics.RESERVATION_CONFLICTS.labels(stage).inc()
         self.result.conflicts += len(outcome.conflicts)
         self.result.bound += len(outcome.bound)

@@ -98,6 +98,10 @@ class Snapshot:
                                       if p.uid != run.uid]
         self._index(run, pod.name, -1)
 
+    def exclude(self, pod: PodState) -> None:
+        """Stop offering a pod for the rest of this pass (its bind showed the snapshot stale)."""
+        pod.ready = False
+
     def _index(self, run: PendingRun, pod_name: str, delta: int) -> None:
         for (namespace, selector), counts in self._targets.items():
             if namespace == run.namespace and selector.matches(run.labels):

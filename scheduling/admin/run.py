@@ -1,0 +1,249 @@
+"""Run: why it waits or failed at a glance, its spec and timeline in detail, and Cancel."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from portal.machinery import store
+from portal.machinery.errors import StatusError
+from portal.resource_admin import (
+    NONE,
+    ResourceAdmin,
+    TerminatingFilter,
+    badge,
+    compact,
+    human_duration,
+    timestamp,
+)
+from scheduling.models import Run, RunPhase, RuntimePod
+
+from . import run_detail
+from .common import heartbeat_cell, parse, pod_row_link, ready_badge, runtime_link, runtime_pks
+
+MESSAGE_PREVIEW = 160
+
+
+class AssignedPodFilter(admin.SimpleListFilter):
+    title = "assigned pod"
+    parameter_name = "assigned"
+
+    def lookups(self, request, model_admin):
+        return (("yes", "Has a pod"), ("no", "None"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.exclude(assigned_pod="")
+        if self.value() == "no":
+            return queryset.filter(assigned_pod="")
+        return queryset
+
+
+def annotate_runtime_pks(runs) -> None:
+    """Set ``_runtime_pk`` on each Run of a page (for links to its Runtime): one query."""
+    runs = list(runs)
+    pks = runtime_pks((run.namespace, run.runtime) for run in runs)
+    for run in runs:
+        run._runtime_pk = pks.get((run.namespace, run.runtime))
+
+
+def preview(text: str) -> str:
+    return text if len(text) <= MESSAGE_PREVIEW else text[:MESSAGE_PREVIEW - 1] + "…"
+
+
+@admin.register(Run)
+class RunAdmin(ResourceAdmin):
+    actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
+    extra_list_display = ["duration_cell", "message_cell"]
+    detail_fieldsets = [
+        ("Progress", {"fields": ["assigned_pod_display", "attempt_display", "message_display",
+                                 "timeline_display"]}),
+        ("Spec", {"fields": ["runtime_display", "source_display", "mode_display",
+                             "env_display", "timeout_display", "affinity_display",
+                             "workspace_display", "requests_display", "cancel_display"]}),
+    ]
+    # the kind's printer columns, replaced by linked cells
+    replaced_columns = {"column_runtime": "runtime_cell", "column_pod": "pod_cell"}
+
+    def get_list_display(self, request):
+        return [self.replaced_columns.get(getattr(cell, "__name__", ""), cell)
+                for cell in super().get_list_display(request)]
+
+    def get_list_filter(self, request):
+        filters = list(super().get_list_filter(request))
+        at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
+        return [*filters[:at], "runtime", AssignedPodFilter, *filters[at:]]
+
+    def get_search_fields(self, request):
+        return (*super().get_search_fields(request), "assigned_pod")
+
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        annotate_runtime_pks(changelist.result_list)  # evaluates (and caches) the page
+        return changelist
+
+    def _runtime_pk(self, obj):
+        if not hasattr(obj, "_runtime_pk"):
+            annotate_runtime_pks([obj])
+        return obj._runtime_pk
+
+    # ---------------------------------------------------------------------------- list cells
+
+    @admin.display(description="RUNTIME", ordering="runtime")
+    def runtime_cell(self, obj):
+        return runtime_link(self.admin_site, self._runtime_pk(obj), obj.runtime)
+
+    @admin.display(description="POD", ordering="assigned_pod")
+    def pod_cell(self, obj):
+        if not obj.assigned_pod:
+            return ""
+        return pod_row_link(self.admin_site, self._runtime_pk(obj), obj.assigned_pod)
+
+    @admin.display(description="DURATION")
+    def duration_cell(self, obj):
+        status = run_detail.as_dict(obj.status)
+        start = parse(status.get("startTime"))
+        if start is None:
+            return ""
+        end = parse(status.get("completionTime"))
+        if end is None and obj.is_terminal:
+            return ""
+        text = human_duration(((end or timezone.now()) - start).total_seconds())
+        title = f"{timestamp(start)} → {timestamp(end) if end else 'now'}"
+        if end is None:
+            return format_html('<span title="{}">{} <span class="k-muted">so far</span></span>',
+                               title, text)
+        return format_html('<span title="{}">{}</span>', title, text)
+
+    @admin.display(description="REASON / MESSAGE")
+    def message_cell(self, obj):
+        """Why a Run waits (the scheduler's ``0/3 pods: ...``) or how it ended."""
+        status = run_detail.as_dict(obj.status)
+        reason, message = compact(status.get("reason")), compact(status.get("message"))
+        parts = []
+        if obj.cancel_requested and not obj.is_terminal:
+            parts.append(badge("cancel requested", "warn"))
+        if reason and obj.phase != RunPhase.SUCCEEDED:
+            parts.append(badge(reason, "bad" if obj.is_terminal else "info", message))
+        if message:
+            parts.append(format_html('<span title="{}">{}</span>', message, preview(message)))
+        elif obj.phase == RunPhase.PENDING:
+            parts.append(format_html('<span class="k-muted">{}</span>',
+                                     "waiting for the scheduler"))
+        return format_html_join(" ", "{}", ((part,) for part in parts))
+
+    # ---------------------------------------------------------------------------- detail
+
+    @admin.display(description="assigned pod")
+    def assigned_pod_display(self, obj):
+        if not obj.assigned_pod:
+            return NONE
+        link = pod_row_link(self.admin_site, self._runtime_pk(obj), obj.assigned_pod)
+        pod = RuntimePod.objects.filter(namespace=obj.namespace, name=obj.assigned_pod).first()
+        uid = format_html('<span class="k-muted">uid</span> <code>{}</code>',
+                          obj.assigned_pod_uid or "?")
+        if pod is None or str(pod.uid) != obj.assigned_pod_uid:
+            return format_html("{} {} {}", link, uid, badge(
+                "gone", "bad", "no Runtime Pod with this name and UID exists any more"))
+        return format_html('{} {} {} <span class="k-muted">heartbeat</span> {}', link, uid,
+                           ready_badge(pod.ready), heartbeat_cell(pod.last_heartbeat))
+
+    @admin.display(description="attempt")
+    def attempt_display(self, obj):
+        retry = run_detail.as_dict(run_detail.as_dict(obj.spec).get("retryPolicy"))
+        limit = retry.get("maxAttempts")
+        return f"{obj.attempt} of {limit}" if limit else str(obj.attempt)
+
+    @admin.display(description="reason / message")
+    def message_display(self, obj):
+        status = run_detail.as_dict(obj.status)
+        reason, message = compact(status.get("reason")), compact(status.get("message"))
+        exit_code = status.get("exitCode")
+        if not (reason or message or exit_code is not None):
+            return NONE
+        return format_html('{} <span class="k-pre">{}</span>{}',
+                           badge(reason, "bad" if obj.is_terminal and
+                                 obj.phase != RunPhase.SUCCEEDED else "info") if reason else "",
+                           message,
+                           format_html(' <span class="k-muted">exit code</span> <code>{}</code>',
+                                       exit_code) if exit_code is not None else "")
+
+    @admin.display(description="timeline")
+    def timeline_display(self, obj):
+        return run_detail.timeline(obj)
+
+    def _spec(self, obj) -> dict:
+        return run_detail.as_dict(obj.spec)
+
+    @admin.display(description="runtime")
+    def runtime_display(self, obj):
+        return runtime_link(self.admin_site, self._runtime_pk(obj), obj.runtime)
+
+    @admin.display(description="source")
+    def source_display(self, obj):
+        return run_detail.source_summary(self._spec(obj).get("source"))
+
+    @admin.display(description="mode")
+    def mode_display(self, obj):
+        return run_detail.mode_summary(self._spec(obj).get("mode"))
+
+    @admin.display(description="env")
+    def env_display(self, obj):
+        return run_detail.env_names(self._spec(obj).get("env"))
+
+    @admin.display(description="timeout")
+    def timeout_display(self, obj):
+        return compact(self._spec(obj).get("timeout")) or NONE
+
+    @admin.display(description="affinity")
+    def affinity_display(self, obj):
+        return run_detail.affinity_table(self._spec(obj).get("affinity"))
+
+    @admin.display(description="workspace")
+    def workspace_display(self, obj):
+        return run_detail.workspace_summary(self._spec(obj).get("workspace"), obj.namespace,
+                                            self.admin_site)
+
+    @admin.display(description="requests")
+    def requests_display(self, obj):
+        return run_detail.requests_summary(self._spec(obj))
+
+    @admin.display(description="cancel requested")
+    def cancel_display(self, obj):
+        return badge("yes", "warn") if obj.cancel_requested else "no"
+
+    # ---------------------------------------------------------------------------- actions
+
+    @admin.action(permissions=["change"], description="Cancel")
+    def cancel_runs(self, request, queryset):
+        """Merge-patch ``spec.cancelRequested: true`` through the store; finished Runs are
+        skipped (cancelling them means nothing), as are Runs already being cancelled."""
+        kind = self.resource_kind
+        cancelled, finished, already, failed = [], [], [], []
+        for run in queryset.order_by("namespace", "name"):
+            label = f"{run.namespace}/{run.name}"
+            if run.is_terminal:
+                finished.append(f"{label} ({run.phase})")
+                continue
+            if run.cancel_requested:
+                already.append(label)
+                continue
+            try:
+                store.patch(kind, run.namespace, run.name, {"spec": {"cancelRequested": True}},
+                            context=self._context(request))
+            except StatusError as exc:
+                failed.append(f"{label}: {exc.message}")
+                continue
+            cancelled.append(label)
+        if cancelled:
+            self.message_user(request, f"Requested cancellation of {len(cancelled)} Runs: "
+                              f"{', '.join(cancelled)}.", messages.SUCCESS)
+        if finished:
+            self.message_user(request, f"Skipped {len(finished)} finished Runs: "
+                              f"{', '.join(finished)}.", messages.WARNING)
+        if already:
+            self.message_user(request, f"Cancellation was already requested for "
+                              f"{', '.join(already)}.", messages.INFO)
+        for line in failed:
+            self.message_user(request, f"Could not cancel {line}", messages.ERROR)

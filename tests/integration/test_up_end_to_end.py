@@ -1,0 +1,130 @@
+"""The product loop for real: ``manage.py up`` (web, control worker, beat, local Runtime Pods),
+a Runtime and a Run created over HTTP, runtimed executing it, the report coming back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+from django.db import connection
+
+from .conftest import ROOT, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+API = "/apis/kruntimes.io/v1alpha1/namespaces/default"
+RUNTIME = {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Runtime",
+           "metadata": {"name": "bash"},
+           "spec": {"template": {"spec": {"containers": [{"name": "runtime",
+                                                          "image": "bash:5"}]}},
+                    "replicas": 2}}
+
+
+def run_manifest(name: str, script: str) -> dict:
+    return {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run", "metadata": {"name": name},
+            "spec": {"runtime": "bash", "source": {"inline": script}, "mode": {"task": {}}}}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def portal_up(broker, tmp_path, admin_user):
+    from rest_framework.authtoken.models import Token
+
+    from portal.models import Namespace
+
+    Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": []}})
+    token = Token.objects.create(user=admin_user).key
+    port = free_port()
+    env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
+           "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
+           "PYTHONPATH": str(ROOT), "KRUNTIMES_DATA_DIR": broker.get(
+               "KRUNTIMES_DATA_DIR", str(tmp_path / "data"))}
+    log = open(tmp_path / "up.log", "wb")  # noqa: SIM115
+    up = subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port)], cwd=ROOT,
+                          env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {token}"
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_until(lambda: _answers(session, base), timeout=60), "web never came up"
+        yield session, base
+    finally:
+        up.send_signal(signal.SIGTERM)
+        try:
+            up.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(up.pid, signal.SIGKILL)
+        log.close()
+        print((tmp_path / "up.log").read_text(errors="replace")[-6000:])
+
+
+def _answers(session, base) -> bool:
+    try:
+        return session.get(f"{base}/healthz", timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def _phase(session, base, name) -> str:
+    return session.get(f"{base}{API}/runs/{name}", timeout=5).json().get(
+        "status", {}).get("phase", "")
+
+
+def _ready_pods() -> int:
+    from scheduling.models import RuntimePod
+
+    return RuntimePod.objects.filter(ready=True).count()
+
+
+def test_a_run_created_over_http_succeeds_on_a_local_runtime_pod(portal_up):
+    session, base = portal_up
+    assert session.post(f"{base}{API}/runtimes", json=RUNTIME, timeout=10).status_code == 201
+    assert wait_until(lambda: _ready_pods() == 2, timeout=60), "Runtime Pods never got ready"
+    started = time.monotonic()
+    created = session.post(f"{base}{API}/runs", json=run_manifest("hello", "echo hi"), timeout=10)
+    assert created.status_code == 201, created.text
+    assert wait_until(lambda: _phase(session, base, "hello") == "Succeeded", timeout=30)
+    latency = time.monotonic() - started
+    run = session.get(f"{base}{API}/runs/hello", timeout=5).json()
+    assert run["status"]["exitCode"] == 0
+    assert run["status"]["assignedPod"].startswith("bash-")
+    types = {c["type"]: c["status"] for c in run["status"]["conditions"]}
+    assert types == {"Scheduled": "True", "Running": "False", "Completed": "True"}
+    print(f"echo Run: created -> Succeeded in {latency:.2f}s")
+    metrics = session.get(f"{base}/metrics", timeout=5).text
+    assert "kruntimes_scheduler_results_total" in metrics
+
+
+def test_a_failing_step_and_a_lost_pod(portal_up):
+    from scheduling.models import RuntimePod
+
+    session, base = portal_up
+    session.post(f"{base}{API}/runtimes", json=RUNTIME, timeout=10)
+    assert wait_until(lambda: _ready_pods() == 2, timeout=60)
+    session.post(f"{base}{API}/runs", json=run_manifest("fails", "exit 3"), timeout=10)
+    session.post(f"{base}{API}/runs", json=run_manifest("sleeps", "sleep 120"), timeout=10)
+    assert wait_until(lambda: _phase(session, base, "fails") == "Failed", timeout=30)
+    failed = session.get(f"{base}{API}/runs/fails", timeout=5).json()["status"]
+    assert (failed["reason"], failed["exitCode"]) == ("RuntimeExecute", 3)
+    assert wait_until(lambda: _phase(session, base, "sleeps") == "Running", timeout=30)
+    pod_name = session.get(f"{base}{API}/runs/sleeps", timeout=5).json()["status"]["assignedPod"]
+    pid = RuntimePod.objects.get(name=pod_name).pid
+    os.kill(pid, signal.SIGKILL)  # the pod dies mid-Run
+    killed = time.monotonic()
+    assert wait_until(lambda: _phase(session, base, "sleeps") == "Failed", timeout=30)
+    lost = session.get(f"{base}{API}/runs/sleeps", timeout=5).json()["status"]
+    assert lost["reason"] in ("PodGone", "ExecutionLost")
+    print(f"pod killed -> Run {lost['reason']} in {time.monotonic() - killed:.1f}s")
+    # the supervisor brought the pod back as a new one
+    assert wait_until(lambda: _ready_pods() == 2 and not RuntimePod.objects.filter(
+        name=pod_name).exists(), timeout=60)
