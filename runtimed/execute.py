@@ -122,6 +122,9 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
             return Result(FAILED, "RuntimeError", f"cannot start the step: {exc}", None,
                           start, clock())
         procgroup.track(process.pid)
+        # the pod's provider kills what is named here if runtimed itself dies (kill -9)
+        pgid_file = step.log_path.with_suffix(".pgid")
+        pgid_file.write_text(str(process.pid))
         try:
             reader = start_reader(process.stdout, sink.write)
             timed_out = _wait(process, step.timeout)
@@ -133,6 +136,7 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
             raise
         finally:
             procgroup.untrack(process.pid)
+            pgid_file.unlink(missing_ok=True)
         reader.join(READER_JOIN_SECONDS)
         if reader.is_alive():
             log.warning("step %s: output still open after the group was killed", step.script)

@@ -8,8 +8,10 @@ comes back as a NEW pod (new name and UID), so Runs bound to the old one end Pod
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import shutil
+import signal
 import sys
 import uuid
 from dataclasses import dataclass
@@ -69,8 +71,22 @@ def register(pod: PodIdentity) -> dict[str, int]:
     return capacity
 
 
+def kill_leftover_steps(pod: PodIdentity) -> int:
+    """A pod's processes die with it: kill step process groups a dead runtimed left behind
+    (runtimed names each running step's group in ``attempt-<n>.pgid``)."""
+    killed = 0
+    for pgid_file in pod.workspace.glob(".kruntimes/runs/*/attempt-*.pgid"):
+        try:
+            os.killpg(int(pgid_file.read_text()), signal.SIGKILL)
+            killed += 1
+        except (OSError, ValueError):
+            pass  # already gone
+    return killed
+
+
 def unregister(pod: PodIdentity) -> None:
-    """The pod is gone: drop its row and its emptyDir, and let reconcile fail its Runs now."""
+    """The pod is gone: its processes, its row and its emptyDir; reconcile fails its Runs."""
+    kill_leftover_steps(pod)
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
     shutil.rmtree(pod.workspace.parent, ignore_errors=True)
     from portal.machinery.events import send_on_commit

@@ -80,6 +80,18 @@ def _phase(session, base, name) -> str:
         "status", {}).get("phase", "")
 
 
+def _running_with(marker: str) -> bool:
+    """Is any process running with ``marker`` in its command line?"""
+    for proc in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{proc}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def _ready_pods() -> int:
     from scheduling.models import RuntimePod
 
@@ -112,11 +124,14 @@ def test_a_failing_step_and_a_lost_pod(portal_up):
     session.post(f"{base}{API}/runtimes", json=RUNTIME, timeout=10)
     assert wait_until(lambda: _ready_pods() == 2, timeout=60)
     session.post(f"{base}{API}/runs", json=run_manifest("fails", "exit 3"), timeout=10)
-    session.post(f"{base}{API}/runs", json=run_manifest("sleeps", "sleep 120"), timeout=10)
+    marker = f"120.{os.getpid()}{time.monotonic_ns() % 10**6}"  # a unique sleep argument
+    session.post(f"{base}{API}/runs", json=run_manifest("sleeps", f"sleep {marker}"),
+                 timeout=10)
     assert wait_until(lambda: _phase(session, base, "fails") == "Failed", timeout=30)
     failed = session.get(f"{base}{API}/runs/fails", timeout=5).json()["status"]
     assert (failed["reason"], failed["exitCode"]) == ("RuntimeExecute", 3)
     assert wait_until(lambda: _phase(session, base, "sleeps") == "Running", timeout=30)
+    assert wait_until(lambda: _running_with(f"sleep\0{marker}"), timeout=10)
     pod_name = session.get(f"{base}{API}/runs/sleeps", timeout=5).json()["status"]["assignedPod"]
     pid = RuntimePod.objects.get(name=pod_name).pid
     os.kill(pid, signal.SIGKILL)  # the pod dies mid-Run
@@ -125,6 +140,8 @@ def test_a_failing_step_and_a_lost_pod(portal_up):
     lost = session.get(f"{base}{API}/runs/sleeps", timeout=5).json()["status"]
     assert lost["reason"] in ("PodGone", "ExecutionLost")
     print(f"pod killed -> Run {lost['reason']} in {time.monotonic() - killed:.1f}s")
+    # the step died with its pod: nothing of it is left running
+    assert wait_until(lambda: not _running_with(f"sleep\0{marker}"), timeout=10)
     # the supervisor brought the pod back as a new one
     assert wait_until(lambda: _ready_pods() == 2 and not RuntimePod.objects.filter(
         name=pod_name).exists(), timeout=60)
