@@ -160,7 +160,8 @@ SPECTACULAR_SETTINGS = {
 
 # Celery: the embedded default is kombu's filesystem transport, which needs absolute folders.
 BROKER_DIR = DATA_DIR / "broker"
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+# "localhost" only names the host: the filesystem transport keeps messages in BROKER_DIR.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from scheduling import dispatch, lifecycle, pods, triggers
+from scheduling import dispatch, lifecycle, pods, runtimes, triggers
 from scheduling.scheduler import default_framework, lease, run_pass
 
 log = logging.getLogger(__name__)
@@ -52,8 +52,9 @@ def report_run(report: dict) -> bool:
 
 @shared_task(name="scheduling.runtime_pod_heartbeat", ignore_result=True)
 def runtime_pod_heartbeat(heartbeat: dict) -> None:
-    _, became_ready = pods.record_heartbeat(heartbeat, timezone.now())
+    pod, became_ready = pods.record_heartbeat(heartbeat, timezone.now())
     if became_ready:
+        runtimes.sync_runtime_status(timezone.now(), pod.namespace, pod.runtime)
         triggers.request_scheduling("pod")
 
 
@@ -62,6 +63,7 @@ def reconcile() -> dict:
     """The beat pass: pod readiness, lost pods and executions, undelivered dispatches."""
     now = timezone.now()
     result = {**pods.reconcile_pods(now), **lifecycle.reconcile_runs(now),
-              "redispatched": dispatch.redispatch(now)}
+              "redispatched": dispatch.redispatch(now),
+              "runtimes": runtimes.sync_runtime_status(now)}
     triggers.request_scheduling("beat")
     return result

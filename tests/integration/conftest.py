@@ -44,7 +44,7 @@ def broker(request, tmp_path) -> dict[str, str]:
         return {"CELERY_BROKER_URL": url}
     data = tmp_path / "data"
     data.mkdir()
-    return {"CELERY_BROKER_URL": "filesystem://", "KRUNTIMES_DATA_DIR": str(data)}
+    return {"CELERY_BROKER_URL": "filesystem://localhost/", "KRUNTIMES_DATA_DIR": str(data)}
 
 
 class Processes:

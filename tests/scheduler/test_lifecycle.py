@@ -204,3 +204,23 @@ def test_a_terminal_report_overtaking_running_still_records_that_it_ran(bound):
     assert finished.status["startTime"] == format_time(now)
     running = next(c for c in finished.status["conditions"] if c["type"] == "Running")
     assert (running["status"], running["reason"]) == ("False", "Succeeded")
+
+
+def test_runtime_status_follows_its_ready_pods():
+    from scheduling import runtimes
+    from scheduling.models import Runtime
+
+    make_runtime(replicas=2)
+    make_pod("bash-a")
+    make_pod("bash-b", ready=False)
+    assert runtimes.sync_runtime_status(timezone.now()) == 1
+    runtime = Runtime.objects.get(name="bash")
+    assert runtime.status["readyReplicas"] == 1 and runtime.ready_replicas == 1
+    available = runtime.status["conditions"][0]
+    assert (available["type"], available["status"], available["message"]) == (
+        "Available", "True", "1/2 Runtime Pods ready")
+    assert runtimes.sync_runtime_status(timezone.now()) == 0  # unchanged: no write
+    RuntimePod.objects.update(ready=False)
+    runtimes.sync_runtime_status(timezone.now())
+    runtime = Runtime.objects.get(name="bash")
+    assert runtime.status["conditions"][0]["reason"] == "NoReadyRuntimePods"
