@@ -1,21 +1,26 @@
 """Bind: compare-and-set, so no Run is bound twice and no pod goes over capacity.
 
 Each batch runs in one transaction that locks the target pod rows (in pk order, so two
-schedulers cannot deadlock), re-reads what is already active on them, and binds a Run only
-if it is still Pending at the resourceVersion the snapshot saw and still fits.
+schedulers cannot deadlock) and re-reads what is already active on them. The Runs that still
+fit are then bound by ONE UPDATE (over a JSON array of rows: one parameter, cheap to send)
+that matches a Run only if it is still Pending at the resourceVersion the snapshot saw; a Run
+the UPDATE does not return lost a race.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from scheduling import resources, run_status
-from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
+from scheduling.models import Run, RunPhase, RuntimePod
 
 from .snapshot import PendingRun, PodState
+from .usage import active_usage
 
 
 @dataclass
@@ -31,13 +36,47 @@ def _fits(used: dict[str, int], requests: dict[str, int], capacity: dict[str, in
                for name, amount in requests.items())
 
 
-def _active_usage(pod_uids: list[str]) -> dict[str, dict[str, int]]:
-    usage: dict[str, dict[str, int]] = {}
-    rows = Run.objects.filter(phase__in=ACTIVE_PHASES, assigned_pod_uid__in=pod_uids)
-    for pod_uid, requests in rows.values_list("assigned_pod_uid", "requests"):
-        counted, _ = resources.run_requests({"resources": {"requests": requests}})
-        resources.add(usage.setdefault(pod_uid, {}), counted)
-    return usage
+def _active_usage(pods: list[RuntimePod]) -> dict[str, dict[str, int]]:
+    # assigned_pod is the indexed column; the uid makes the match exact (names are reused)
+    runs = Run.objects.filter(assigned_pod__in={pod.name for pod in pods},
+                              assigned_pod_uid__in=[str(pod.uid) for pod in pods])
+    return {uid: used for (uid,), used in active_usage(runs, "assigned_pod_uid").items()}
+
+
+def _written() -> tuple[str, ...]:
+    """The fields one Run's bind sets: its status and the columns that status determines."""
+    return (*Run.status_columns({}), "status")
+
+
+@lru_cache(maxsize=4)
+def _statement(vendor: str) -> str:
+    """The batch compare-and-set UPDATE over a JSON array of rows; values are parameters."""
+    fields = {name: Run._meta.get_field(name)
+              for name in ("id", "resource_version", *_written(), "dispatched_at",
+                           "deletion_timestamp")}
+    table = connection.ops.quote_name(Run._meta.db_table)
+    column = {name: connection.ops.quote_name(field.column) for name, field in fields.items()}
+    row = ("id", "resource_version", *_written())
+    if vendor == "postgresql":
+        types = ", ".join(f"{name} {fields[name].db_type(connection)}" for name in row)
+        source = f"jsonb_to_recordset(%s::jsonb) AS v({types})"
+    else:  # sqlite
+        picks = ", ".join(f"json_extract(value, '$.{name}') AS {name}" for name in row)
+        source = f"(SELECT {picks} FROM json_each(%s)) AS v"
+    sets = ", ".join([*(f"{column[name]} = v.{name}" for name in _written()),
+                      f"{column['resource_version']} = v.resource_version + 1",
+                      f"{column['dispatched_at']} = NULL"])
+    where = " AND ".join(f"{table}.{column[name]} {test}" for name, test in (
+        ("id", "= v.id"), ("resource_version", "= v.resource_version"), ("phase", "= %s"),
+        ("deletion_timestamp", "IS NULL")))
+    return (f"UPDATE {table} SET {sets} FROM {source} WHERE {where} "
+            f"RETURNING {table}.{column['id']}")
+
+
+def _row(run: PendingRun, pod: PodState, now: datetime) -> dict:
+    status = run_status.scheduled(run.status, pod.name, pod.uid, now, run.generation)
+    return {"id": run.pk, "resource_version": run.resource_version,
+            **Run.status_columns(status), "status": status}
 
 
 def _bind_one(run: PendingRun, pod: PodState, now: datetime) -> bool:
@@ -49,6 +88,47 @@ def _bind_one(run: PendingRun, pod: PodState, now: datetime) -> bool:
                 **Run.status_columns(status)))
 
 
+def compare_and_set(accepted: list[tuple[PendingRun, PodState]], now: datetime) -> set[int]:
+    """Bind every Run still Pending at its snapshot resourceVersion; the pks that were bound."""
+    if not accepted:
+        return set()
+    vendor = connection.vendor
+    if vendor not in ("postgresql", "sqlite"):  # no batch statement: one UPDATE per Run
+        return {run.pk for run, pod in accepted if _bind_one(run, pod, now)}
+    rows = json.dumps([_row(run, pod, now) for run, pod in accepted])
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(vendor), [rows, RunPhase.PENDING])
+        return {pk for (pk,) in cursor.fetchall()}
+
+
+def _still_pending(runs: list[PendingRun]) -> set[int]:
+    """The Runs still Pending at the resourceVersion the snapshot saw, so one that already lost
+    a race is not counted against capacity (the UPDATE re-checks: this only saves conflicts)."""
+    current = dict(Run.objects.filter(pk__in=[run.pk for run in runs], phase=RunPhase.PENDING,
+                                      deletion_timestamp__isnull=True)
+                   .values_list("pk", "resource_version"))
+    return {run.pk for run in runs if current.get(run.pk) == run.resource_version}
+
+
+def _admit(runs: list[PendingRun], pod: PodState, row: RuntimePod | None, pending: set[int],
+           result: BindResult) -> list[tuple[PendingRun, PodState]]:
+    """The Runs that still fit the locked pod (counted in ``result.usage``); the rest conflict."""
+    if row is None or str(row.uid) != pod.uid or not row.ready or row.phase != "Running":
+        result.conflicts += [(run, pod, "pod") for run in runs]
+        return []
+    used = result.usage.setdefault(pod.uid, {})
+    admitted = []
+    for run in runs:
+        if not _fits(used, run.requests, row.capacity or {}):
+            result.conflicts.append((run, pod, "capacity"))
+        elif run.pk not in pending:
+            result.conflicts.append((run, pod, "run"))
+        else:
+            resources.add(used, run.requests)
+            admitted.append((run, pod))
+    return admitted
+
+
 def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindResult:
     result = BindResult()
     by_pod: dict[int, list[PendingRun]] = {}
@@ -58,22 +138,17 @@ def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindR
         pods[pod.pk] = pod
     with transaction.atomic():
         locked = {row.pk: row for row in RuntimePod.objects.select_for_update()
-                  .filter(pk__in=sorted(by_pod)).order_by("pk").only("pk", "uid", "ready",
-                                                                       "phase", "capacity")}
-        usage = _active_usage([str(row.uid) for row in locked.values()])
-        for pk, runs in by_pod.items():
-            pod, row = pods[pk], locked.get(pk)
-            if row is None or str(row.uid) != pod.uid or not row.ready or row.phase != "Running":
-                result.conflicts += [(run, pod, "pod") for run in runs]
-                continue
-            used = usage.setdefault(pod.uid, {})
-            for run in runs:
-                if not _fits(used, run.requests, row.capacity or {}):
-                    result.conflicts.append((run, pod, "capacity"))
-                elif _bind_one(run, pod, now):
-                    resources.add(used, run.requests)
-                    result.bound.append((run, pod))
-                else:
-                    result.conflicts.append((run, pod, "run"))
-        result.usage = usage
+                  .filter(pk__in=sorted(by_pod)).order_by("pk")
+                  .only("pk", "uid", "name", "ready", "phase", "capacity")}
+        result.usage = _active_usage(list(locked.values()))
+        pending = _still_pending([run for run, _ in assignments])
+        accepted = [pair for pk, runs in by_pod.items()
+                    for pair in _admit(runs, pods[pk], locked.get(pk), pending, result)]
+        bound = compare_and_set(accepted, now)
+        for run, pod in accepted:
+            if run.pk in bound:
+                result.bound.append((run, pod))
+            else:  # changed after _still_pending read it: counted, but not bound
+                result.conflicts.append((run, pod, "run"))
+                resources.add(result.usage[pod.uid], run.requests, sign=-1)
     return result

@@ -13,7 +13,7 @@ from scheduling.models import Run, RunPhase
 
 from . import bind as binding
 from .framework import Framework, Verdict
-from .loading import pending_runs, take_snapshot
+from .loading import SQL_SELECTORS_PER_PASS, pending_runs, take_snapshot
 from .snapshot import PendingRun, PodState, Snapshot
 
 
@@ -34,6 +34,7 @@ class PassOptions:
     page_size: int = 2000
     bind_batch: int = 500
     write_pending_messages: bool = True
+    sql_selectors: int = SQL_SELECTORS_PER_PASS  # then a namespace's placed Runs are read
 
 
 def _write_status(run: PendingRun, status: dict) -> bool:
@@ -73,7 +74,7 @@ class Pass:
 
     def run(self) -> PassResult:
         started = time.perf_counter()
-        snapshot = take_snapshot(self.now)
+        snapshot = take_snapshot(self.now, self.options.sql_selectors)
         after = None
         while True:
             page = pending_runs(self.options.page_size, after)
@@ -119,13 +120,17 @@ class Pass:
             return
         outcome = binding.bind(self.batch, self.now)
         self.batch = []
+        for run, _ in outcome.bound:
+            snapshot.finish_binding(run)
         for run, pod, stage in outcome.conflicts:
             snapshot.forget(run, pod)  # released; the Run stays Pending for the next pass
-            if stage == "capacity":
-                pod.used = dict(outcome.usage.get(pod.uid, {}))  # what the database says
-            elif stage == "pod":
+            if stage == "pod":
                 snapshot.exclude(pod)  # replaced or gone since the snapshot
             metrics.RESERVATION_CONFLICTS.labels(stage).inc()
+        # after every release, so none is subtracted from it: what the database says
+        resync = {pod.uid: pod for _, pod, stage in outcome.conflicts if stage == "capacity"}
+        for uid, pod in resync.items():
+            pod.used = dict(outcome.usage.get(uid, {}))
         self.result.conflicts += len(outcome.conflicts)
         self.result.bound += len(outcome.bound)
         self.result.bound_runs += [run.pk for run, _ in outcome.bound]

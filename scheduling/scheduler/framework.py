@@ -1,4 +1,4 @@
-"""The scheduler framework: plugins at PreFilter, Filter and Score, one Run at a time.
+"""The scheduler framework: plugins at PreFilter, Filter, PreScore and Score, one Run at a time.
 
 A Filter says why not (a short, bounded reason); a Score says how much. Plugins are pure
 functions of the Run, the pod and the snapshot, so each is tested on its own.
@@ -32,6 +32,10 @@ class Plugin:
     def filter(self, run: PendingRun, pod: PodState, snapshot: Snapshot,
                state: dict) -> str | None:
         return None
+
+    def pre_score(self, run: PendingRun, snapshot: Snapshot, state: dict) -> bool:
+        """Whether this plugin has anything to say about the Run (False: Score is skipped)."""
+        return True
 
     def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: dict) -> float:
         return 0.0
@@ -79,9 +83,15 @@ def pending_message(total: int, rejections: Counter) -> str:
     return f"0/{total} pods: " + ", ".join(parts)
 
 
+def _implements(plugin: Any, method: str) -> bool:
+    return getattr(type(plugin), method, None) is not getattr(Plugin, method)
+
+
 class Framework:
     def __init__(self, plugins: list[Any]) -> None:
         self.plugins = plugins
+        # Filter runs once per (Run, pod): skip the plugins that do not implement it
+        self.filters = [p for p in plugins if _implements(p, "filter")]
         self.scorers = [p for p in plugins if p.scores]
 
     def schedule_one(self, run: PendingRun, snapshot: Snapshot) -> Decision:
@@ -91,31 +101,31 @@ class Framework:
             if verdict is not None:
                 return Decision(message=verdict.message, verdict=verdict)
         candidates = snapshot.candidates(run)
-        feasible: list[PodState] = []
-        rejections: Counter = Counter()
-        for pod in candidates:
-            reason = self._first_rejection(run, pod, snapshot, state)
-            if reason is None:
-                feasible.append(pod)
-            else:
-                rejections[reason] += 1
+        feasible, rejections = self._filter(run, candidates, snapshot, state)
         if not feasible:
             return Decision(message=pending_message(len(candidates), rejections),
                             rejections=rejections)
         return Decision(pod=self._best(run, feasible, snapshot, state), rejections=rejections)
 
-    def _first_rejection(self, run, pod, snapshot, state) -> tuple[str, str] | None:
-        for plugin in self.plugins:
-            reason = plugin.filter(run, pod, snapshot, state)
-            if reason is not None:
-                return plugin.name, reason
-        return None
+    def _filter(self, run, candidates, snapshot, state) -> tuple[list[PodState], Counter]:
+        """The feasible pods, and per (plugin, reason) how many pods the first rejection hit."""
+        feasible: list[PodState] = []
+        rejections: Counter = Counter()
+        for pod in candidates:
+            for plugin in self.filters:
+                reason = plugin.filter(run, pod, snapshot, state)
+                if reason is not None:
+                    rejections[plugin.name, reason] += 1
+                    break
+            else:
+                feasible.append(pod)
+        return feasible, rejections
 
     def _best(self, run, feasible, snapshot, state) -> PodState:
         if len(feasible) == 1:
             return feasible[0]
         totals = dict.fromkeys((pod.name for pod in feasible), 0.0)
-        for plugin in self.scorers:
+        for plugin in [p for p in self.scorers if p.pre_score(run, snapshot, state)]:
             raw = {pod.name: plugin.score(run, pod, snapshot, state) for pod in feasible}
             for name, value in plugin.normalize(raw).items():
                 totals[name] += value

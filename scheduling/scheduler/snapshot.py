@@ -2,7 +2,10 @@
 
 Pods are grouped by (namespace, runtime); placed Runs (actual: bound and active; assumed:
 reserved in this pass, not yet bound) feed capacity and Run affinity. Affinity targets are
-indexed per (namespace, selector) and kept current as Runs are assumed or released.
+counted per (namespace, selector) and kept current as Runs are assumed or released.
+
+A snapshot read from the database leaves actual Runs' labels to a ``PlacedSource``, asked only
+for the namespaces and selectors a pass needs (see ``loading``); a hand-built one holds them all.
 """
 
 from __future__ import annotations
@@ -10,9 +13,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from portal.machinery.labels import Selector
 from scheduling import resources
+
+from .targets import PlacedRun, Targets
+
+__all__ = ["PendingRun", "PlacedRun", "PlacedSource", "PodState", "Snapshot"]
 
 
 @dataclass
@@ -52,59 +60,77 @@ class PendingRun:
     creation_timestamp: datetime | None = None
 
 
-@dataclass(frozen=True)
-class PlacedRun:
-    uid: str
-    labels: dict[str, str] = field(hash=False, compare=False)
-    pod_name: str = ""
-    assumed: bool = False
+class PlacedSource(Protocol):
+    """Actual Runs as the database has them now (including Runs this pass has bound)."""
+
+    def placed(self, namespace: str) -> list[PlacedRun]: ...
+
+    def targets(self, namespace: str, selector: Selector) -> Counter | None:
+        """Pod name -> matching actual Runs, or None when reading the namespace is cheaper."""
 
 
 class Snapshot:
     def __init__(self, now: datetime, pods: list[PodState],
-                 placed: dict[str, list[PlacedRun]]) -> None:
+                 placed: dict[str, list[PlacedRun]], source: PlacedSource | None = None) -> None:
         self.now = now
         self.pods_by_key = {pod.key: pod for pod in pods}
         self.by_runtime: dict[tuple[str, str], list[PodState]] = {}
         for pod in sorted(pods, key=lambda p: p.name):
             self.by_runtime.setdefault((pod.namespace, pod.runtime), []).append(pod)
-        self.placed = placed  # namespace -> Runs that are actual or assumed targets
-        self._targets: dict[tuple[str, Selector], Counter] = {}
+        self._source = source
+        self._spaces = {namespace: Targets(runs) for namespace, runs in placed.items()}
+        # Namespaces whose actual Runs the source has not been asked for yet -> uids of the
+        # assumed Runs bound since (the source counts those: the assumption must not, too).
+        self._unread: dict[str, set[str]] = {}
 
     def candidates(self, run: PendingRun) -> list[PodState]:
         return self.by_runtime.get((run.namespace, run.runtime), [])
 
     def targets(self, namespace: str, selector: Selector) -> Counter:
         """Pod name -> how many actual or assumed Runs in the namespace match the selector."""
-        key = (namespace, selector)
-        found = self._targets.get(key)
+        space = self._space(namespace)
+        found = space.counter(selector)
         if found is None:
-            found = Counter(p.pod_name for p in self.placed.get(namespace, ())
-                            if selector.matches(p.labels))
-            self._targets[key] = found
+            found = self._count(namespace, space, selector)
+            space.watch(selector, found)
         return found
 
     def assume(self, run: PendingRun, pod: PodState) -> None:
         """Reserve: count the Run on the pod before it is bound."""
         resources.add(pod.used, run.requests)
-        self.placed.setdefault(run.namespace, []).append(
-            PlacedRun(run.uid, run.labels, pod.name, assumed=True))
-        self._index(run, pod.name, +1)
+        self._space(run.namespace).add(PlacedRun(run.uid, run.labels, pod.name, assumed=True))
+
+    def finish_binding(self, run: PendingRun) -> None:
+        """The assumed Run is bound: from now on the database has it too."""
+        if run.namespace in self._unread:
+            self._unread[run.namespace].add(run.uid)
 
     def forget(self, run: PendingRun, pod: PodState) -> None:
         """Release an assumption whose bind lost a race."""
         resources.add(pod.used, run.requests, sign=-1)
-        self.placed[run.namespace] = [p for p in self.placed.get(run.namespace, [])
-                                      if p.uid != run.uid]
-        self._index(run, pod.name, -1)
+        self._space(run.namespace).remove(run.uid, run.labels, pod.name)
 
     def exclude(self, pod: PodState) -> None:
         """Stop offering a pod for the rest of this pass (its bind showed the snapshot stale)."""
         pod.ready = False
 
-    def _index(self, run: PendingRun, pod_name: str, delta: int) -> None:
-        for (namespace, selector), counts in self._targets.items():
-            if namespace == run.namespace and selector.matches(run.labels):
-                counts[pod_name] += delta
-                if counts[pod_name] <= 0:
-                    del counts[pod_name]
+    def _space(self, namespace: str) -> Targets:
+        space = self._spaces.get(namespace)
+        if space is None:
+            space = self._spaces[namespace] = Targets([])
+            if self._source is not None:
+                self._unread[namespace] = set()
+        return space
+
+    def _count(self, namespace: str, space: Targets, selector: Selector) -> Counter:
+        bound = self._unread.get(namespace)
+        if bound is None:  # every placed Run is in memory
+            return space.count(selector)
+        found = self._source.targets(namespace, selector)
+        if found is not None:  # plus what only this pass knows: assumed, not yet bound
+            found.update(space.count(selector, skip=bound))
+            return found
+        space.replace(self._source.placed(namespace)
+                      + [placed for placed in space.placed if placed.uid not in bound])
+        del self._unread[namespace]
+        return space.count(selector)

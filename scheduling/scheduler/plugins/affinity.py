@@ -9,6 +9,7 @@ require only the other stay Pending).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from functools import lru_cache
 
 from portal.machinery.labels import Selector, compile_selector
@@ -44,25 +45,44 @@ def compile_affinity(affinity: dict) -> dict:
     return rules
 
 
+def preferred_weights(run, snapshot, state) -> Counter:
+    """Pod name -> summed signed weight of the preferred terms it has a target for; resolved
+    once per Run (empty: no pod is preferred or avoided, so every pod scores the same)."""
+    weights = state.get("preferred")
+    if weights is None:
+        rules = state.get("affinity") or compile_affinity(run.affinity)
+        weights = state["preferred"] = Counter()
+        for sign, kind in ((1, "runAffinity"), (-1, "runAntiAffinity")):
+            for weight, selector in rules[kind]["preferred"]:
+                for pod_name, count in snapshot.targets(run.namespace, selector).items():
+                    if count > 0:
+                        weights[pod_name] += sign * weight
+    return weights
+
+
 class RunAffinity(Plugin):
     name = "RunAffinity"
 
     def pre_filter(self, run, snapshot, state):
-        state["affinity"] = compile_affinity(run.affinity)
+        rules = state["affinity"] = compile_affinity(run.affinity)
+        # each term's targets once per Run, not once per pod (no Run is assumed meanwhile)
+        state["required"] = [(selector.matches(run.labels),
+                              snapshot.targets(run.namespace, selector))
+                             for selector in rules["runAffinity"]["required"]]
+        state["anti"] = [snapshot.targets(run.namespace, selector)
+                         for selector in rules["runAntiAffinity"]["required"]]
         return None
 
     def filter(self, run, pod, snapshot, state):
-        rules = state["affinity"]
-        for selector in rules["runAffinity"]["required"]:
-            targets = snapshot.targets(run.namespace, selector)
+        for seeds_itself, targets in state["required"]:
             if not targets:
-                if not selector.matches(run.labels):
+                if not seeds_itself:
                     return WAITING_FOR_TARGET
                 continue  # bootstrap: this Run seeds the cohort
             if targets.get(pod.name, 0) == 0:
                 return NOT_WITH_TARGET
-        for selector in rules["runAntiAffinity"]["required"]:
-            if snapshot.targets(run.namespace, selector).get(pod.name, 0) > 0:
+        for targets in state["anti"]:
+            if targets.get(pod.name, 0) > 0:
                 return VIOLATES_ANTI
         return None
 
@@ -71,14 +91,11 @@ class PreferredRunAffinity(Plugin):
     name = "PreferredRunAffinity"
     scores = True
 
+    def pre_score(self, run, snapshot, state):
+        return bool(preferred_weights(run, snapshot, state))
+
     def score(self, run, pod, snapshot, state):
-        rules = state.get("affinity") or compile_affinity(run.affinity)
-        total = 0.0
-        for sign, kind in ((1, "runAffinity"), (-1, "runAntiAffinity")):
-            for weight, selector in rules[kind]["preferred"]:
-                if snapshot.targets(run.namespace, selector).get(pod.name, 0) > 0:
-                    total += sign * weight
-        return total
+        return float(preferred_weights(run, snapshot, state).get(pod.name, 0))
 
     def normalize(self, scores):
         """Scale to 0..100 across the feasible pods, as kube-scheduler's inter-pod affinity."""
