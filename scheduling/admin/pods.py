@@ -193,7 +193,7 @@ class RuntimePodAdmin(admin.ModelAdmin):
         pods = list(queryset)
         if request.POST.get("post") != "yes":
             bound = bound_runs(pods)
-            rows = [{"pod": pod, "url": admin_change_url(pod, self.admin_site),
+            rows = [{"pod": pod, "obj": pod, "url": admin_change_url(pod, self.admin_site),
                      "heartbeat": heartbeat_cell(pod.last_heartbeat),
                      "ready": ready_badge(pod.ready),
                      "runs": run_links(self.admin_site, bound[pod.pk]) if bound[pod.pk]
@@ -204,6 +204,7 @@ class RuntimePodAdmin(admin.ModelAdmin):
                 "title": "Forget Runtime Pods", "subtitle": None, "rows": rows,
                 "opts": self.model._meta, "action_name": "forget_pods",
                 "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME, "media": self.media,
+                "button": "Yes, forget them",
             })
         self.log_deletions(request, pods)
         names = [str(pod) for pod in pods]
