@@ -20,6 +20,7 @@ from .render import (
     compact,
     condition_list,
     condition_tone,
+    failure_reason,
     label_chips,
     link_to,
     simple_table,
@@ -156,7 +157,8 @@ class DetailMixin:
     def conditions_table(self, obj):
         status = self.status_of(obj)
         raw = status.get("conditions") if isinstance(status, dict) else None
-        rows = [_condition_row(cond, obj.generation) for cond in condition_list(status)]
+        failed = failure_reason(status)
+        rows = [_condition_row(cond, obj.generation, failed) for cond in condition_list(status)]
         if not rows:
             if raw not in (None, [], {}):
                 return format_html("<span class='k-muted'>unexpected conditions value:</span> "
@@ -196,7 +198,7 @@ class DetailMixin:
         return format_html('<pre class="k-yaml">{}</pre>', text)
 
 
-def _condition_row(cond: dict, generation: Any) -> tuple:
+def _condition_row(cond: dict, generation: Any, failed: str = "") -> tuple:
     """One row of the conditions table; an observedGeneration behind the object's is stale."""
     state = compact(cond.get("status")) or "Unknown"
     observed = cond.get("observedGeneration")
@@ -206,6 +208,7 @@ def _condition_row(cond: dict, generation: Any) -> tuple:
         observed_cell = format_html(
             '{} <span class="k-muted" title="older than metadata.generation {}">'
             "(stale)</span>", observed, generation)
-    return (compact(cond.get("type")), badge(state, condition_tone(state)),
+    return (compact(cond.get("type")),
+            badge(state, condition_tone(state, cond.get("reason"), failed)),
             compact(cond.get("reason")), compact(cond.get("message")),
             compact(cond.get("lastTransitionTime")), observed_cell)

@@ -89,12 +89,24 @@ def condition_list(status: Any) -> list[dict]:
     return [c for c in conditions if isinstance(c, dict)]
 
 
-def condition_tone(status: Any) -> str:
+def condition_tone(status: Any, reason: Any = None, failure_reason: Any = None) -> str:
+    """Green True, red False, grey Unknown; but a True condition that carries the reason an
+    object failed with (e.g. ``Completed=True`` with ``RuntimeExecute``) is the failure: red."""
+    if str(status) == "True" and failure_reason and reason == failure_reason:
+        return "bad"
     return {"True": "ok", "False": "bad"}.get(str(status), "unknown")
+
+
+def failure_reason(status: Any) -> str:
+    """``status.reason`` when ``status.phase`` is a failed one, else ''."""
+    if not isinstance(status, dict) or phase_tone(str(status.get("phase") or "")) != "bad":
+        return ""
+    return str(status.get("reason") or "")
 
 
 def condition_badges(status: Any) -> SafeString:
     parts = []
+    failed = failure_reason(status)
     for cond in condition_list(status):
         ctype = compact(cond.get("type")) or "?"
         state = compact(cond.get("status")) or "Unknown"
@@ -103,7 +115,7 @@ def condition_badges(status: Any) -> SafeString:
         title = f"{ctype}={state}" + (f" ({reason})" if reason else "")
         if message:
             title += f": {message[:300]}"
-        parts.append(badge(ctype, condition_tone(state), title))
+        parts.append(badge(ctype, condition_tone(state, cond.get("reason"), failed), title))
     return mark_safe(" ".join(parts))  # noqa: S308 - each part is escaped by format_html
 
 

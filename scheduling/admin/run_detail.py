@@ -21,7 +21,7 @@ from portal.resource_admin import (
     simple_table,
     timestamp,
 )
-from portal.resource_admin.render import condition_tone
+from portal.resource_admin.render import condition_tone, failure_reason
 
 from .common import capacity_text, parse
 
@@ -139,6 +139,7 @@ def timeline(obj: Any) -> SafeString:
     creation: where a Run spent its time."""
     created = obj.creation_timestamp
     status = as_dict(obj.status)
+    failed = failure_reason(status)
     events: list[tuple[datetime | None, str, Any, str]] = []
     for cond in condition_list(status):
         ctype = compact(cond.get("type"))
@@ -146,7 +147,8 @@ def timeline(obj: Any) -> SafeString:
             continue
         state = compact(cond.get("status")) or "Unknown"
         events.append((parse(cond.get("lastTransitionTime")), ctype,
-                       badge(state, condition_tone(state)), compact(cond.get("reason"))))
+                       badge(state, condition_tone(state, cond.get("reason"), failed)),
+                       compact(cond.get("reason"))))
     for field, label in (("startTime", "started"), ("completionTime", "completed")):
         if status.get(field):
             events.append((parse(status[field]), label, "", ""))

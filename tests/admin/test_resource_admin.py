@@ -524,3 +524,16 @@ def test_rbac_pages(client):
                             "loaded_resource_version": form.initial["loaded_resource_version"]})
     assert response.status_code == 200
     assert "roleRef: cannot change roleRef" in response.content.decode()
+
+
+def test_a_true_condition_carrying_the_failure_reason_is_shown_as_the_failure():
+    from portal.resource_admin.render import condition_badges
+
+    failed = {"phase": "Failed", "reason": "RuntimeExecute", "conditions": [
+        {"type": "Scheduled", "status": "True", "reason": "Scheduled"},
+        {"type": "Completed", "status": "True", "reason": "RuntimeExecute"}]}
+    html = str(condition_badges(failed))
+    scheduled, completed = html.split("</span>")[:2]
+    assert 'k-ok"' in scheduled and 'k-bad"' in completed
+    succeeded = {**failed, "phase": "Succeeded", "reason": "Succeeded"}
+    assert 'k-bad"' not in str(condition_badges(succeeded))
