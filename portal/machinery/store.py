@@ -271,20 +271,33 @@ def _forbid_new_finalizers_when_terminating(kind: ResourceKind, obj: Any, meta: 
             f"found new finalizers {sorted(added)}")])
 
 
+PATCH_ATTEMPTS = 5
+
+
 def patch(kind: ResourceKind, namespace: str | None, name: str, patch_body: Any, *,
           subresource: str | None = None, context: WriteContext | None = None) -> Any:
-    """JSON merge patch (RFC 7386) applied to the current object, then a PUT of the result."""
+    """JSON merge patch (RFC 7386) applied to the current object, then a PUT of the result.
+
+    Without a resourceVersion precondition a patch applies to whatever is current, so a
+    concurrent write only makes it merge again (as the Kubernetes API server does); with one,
+    a stale version is a 409."""
     if not isinstance(patch_body, dict):
         raise errors.bad_request("a merge patch must be a JSON object")
-    current = get_object(kind, namespace, name)
-    merged = merge_patch(to_manifest(kind, current), patch_body)
-    meta = merged.get("metadata") if isinstance(merged.get("metadata"), dict) else {}
     patch_meta = patch_body.get("metadata") if isinstance(patch_body.get("metadata"), dict) else {}
-    if "resourceVersion" not in patch_meta:
-        # A patch without a precondition applies to the version it was merged onto.
-        meta = {**meta, "resourceVersion": str(current.resource_version)}
-        merged["metadata"] = meta
-    return replace(kind, namespace, name, merged, subresource=subresource, context=context)
+    conditional = "resourceVersion" in patch_meta
+    for attempt in range(1, PATCH_ATTEMPTS + 1):
+        current = get_object(kind, namespace, name)
+        merged = merge_patch(to_manifest(kind, current), patch_body)
+        if not conditional:
+            meta = merged.get("metadata") if isinstance(merged.get("metadata"), dict) else {}
+            merged["metadata"] = {**meta, "resourceVersion": str(current.resource_version)}
+        try:
+            return replace(kind, namespace, name, merged, subresource=subresource,
+                           context=context)
+        except errors.StatusError as exc:
+            if conditional or exc.reason != "Conflict" or attempt == PATCH_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def delete(kind: ResourceKind, namespace: str | None, name: str, *,

@@ -265,3 +265,23 @@ def test_immutable_field_is_invalid_on_update(admin_api):
     response = merge_patch(admin_api, f"{widgets()}/a", {"spec": {"color": "green"}})
     assert_status(response, 422, "Invalid")
     assert causes(response) == {"spec.color": "FieldValueInvalid"}
+
+
+def test_unconditional_patch_merges_again_after_a_concurrent_write(admin_api, monkeypatch):
+    from portal.machinery import store
+
+    admin_api.post(widgets(), widget("a", 1), format="json")
+    real_replace, raced = store.replace, []
+
+    def replace_after_someone_else(kind, namespace, name, manifest, **options):
+        if not raced:  # another writer gets in between our read and our write, once
+            raced.append(True)
+            real_replace(kind, namespace, name, {**widget("a", 1), "metadata": {
+                "name": "a", "labels": {"other": "writer"}}})
+        return real_replace(kind, namespace, name, manifest, **options)
+
+    monkeypatch.setattr(store, "replace", replace_after_someone_else)
+    patched = merge_patch(admin_api, f"{widgets()}/a", {"spec": {"size": 5}})
+    assert patched.status_code == 200
+    body = patched.json()
+    assert body["spec"]["size"] == 5 and body["metadata"]["labels"] == {"other": "writer"}
