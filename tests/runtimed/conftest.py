@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from runtimed.config import PodConfig
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
-
-
-def need_service(what: str, error: Exception | str) -> None:
-    message = f"{what} is not reachable: {error}"
-    if IN_CI:
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
 
 
 class TickingClock:

@@ -16,7 +16,9 @@ import pytest
 from celery import Celery
 from kombu import Connection, Exchange, Queue
 
-from .conftest import make_payload, need_service
+from tests.conftest import need_service
+
+from .conftest import make_payload
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/14"

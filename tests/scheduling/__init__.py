@@ -60,3 +60,8 @@ def with_spec(manifest: dict, **spec) -> dict:
     manifest = copy.deepcopy(manifest)
     manifest["spec"].update(spec)
     return manifest
+
+# metav1 CauseTypes, short, for the validation tables
+REQ, INV, NSUP = "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported"
+LONG, MANY, FORB = "FieldValueTooLong", "FieldValueTooMany", "FieldValueForbidden"
+TYPE, DUP = "FieldValueTypeInvalid", "FieldValueDuplicate"

@@ -7,14 +7,25 @@ import pytest
 
 from scheduling.models import Run
 
-from . import artifact_ref, causes, merge_patch, run_manifest, runs_url
+from . import (
+    DUP,
+    FORB,
+    INV,
+    LONG,
+    MANY,
+    NSUP,
+    REQ,
+    TYPE,
+    artifact_ref,
+    causes,
+    merge_patch,
+    run_manifest,
+    runs_url,
+)
 
 pytestmark = pytest.mark.django_db
 
 OK = None
-REQ, INV, NSUP = "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported"
-LONG, MANY, FORB = "FieldValueTooLong", "FieldValueTooMany", "FieldValueForbidden"
-TYPE, DUP = "FieldValueTypeInvalid", "FieldValueDuplicate"
 STATUS_URL = f"{runs_url()}/r/status"
 UUID = "0b5c3a4e-8f1d-4f7a-9a51-5d4f0c7e2b11"
 ENDPOINT = {"protocol": "HTTPS", "url": "https://fn.example.com/runs/u", "caBundle": "LS0t"}

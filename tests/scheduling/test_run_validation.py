@@ -13,6 +13,14 @@ from portal.machinery.manifest import merge_patch as apply_merge
 from scheduling.models import Run
 
 from . import (
+    DUP,
+    FORB,
+    INV,
+    LONG,
+    MANY,
+    NSUP,
+    REQ,
+    TYPE,
     artifact_ref,
     causes,
     run_manifest,
@@ -26,9 +34,6 @@ from . import (
 pytestmark = pytest.mark.django_db
 
 OK = None
-REQ, INV, NSUP = "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported"
-LONG, MANY, FORB = "FieldValueTooLong", "FieldValueTooMany", "FieldValueForbidden"
-TYPE, DUP = "FieldValueTypeInvalid", "FieldValueDuplicate"
 REQ_TERMS = "spec.affinity.runAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 PREF_TERMS = "spec.affinity.runAffinity.preferredDuringSchedulingIgnoredDuringExecution"
 

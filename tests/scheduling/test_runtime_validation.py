@@ -13,6 +13,14 @@ from scheduling.models import Runtime
 
 from . import (
     API_VERSION,
+    DUP,
+    FORB,
+    INV,
+    LONG,
+    MANY,
+    NSUP,
+    REQ,
+    TYPE,
     causes,
     merge_patch,
     run_manifest,
@@ -24,9 +32,6 @@ from . import (
 pytestmark = pytest.mark.django_db
 
 OK = None
-REQ, INV, NSUP = "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported"
-LONG, MANY, FORB = "FieldValueTooLong", "FieldValueTooMany", "FieldValueForbidden"
-TYPE, DUP = "FieldValueTypeInvalid", "FieldValueDuplicate"
 POD = "spec.template.spec"
 C0 = f"{POD}.containers[0]"
 FS_STORE = {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}}
