@@ -11,7 +11,15 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from portal.machinery.conditions import parse_time
 from portal.machinery.objects import NamespacedObject, unique_name_constraint
+
+
+def _parse_time(value):
+    try:
+        return parse_time(value) if value else None
+    except ValueError:
+        return None
 
 
 class RunPhase(models.TextChoices):
@@ -93,11 +101,18 @@ class Run(NamespacedObject):
     requests = models.JSONField(default=dict, blank=True, editable=False)
     # When the bound Run was last handed to its pod's queue (re-sent while not yet Running).
     dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # A retried Run waits out its backoff: the scheduler leaves it alone until then.
+    not_before = models.DateTimeField(null=True, blank=True, editable=False)
+    # status.completionTime as a column: what ttlSecondsAfterFinished counts from.
+    finished_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # When the cancel of a bound Run was last sent to its pod (re-sent until it ends).
+    cancel_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta(NamespacedObject.Meta):
         constraints = [unique_name_constraint("run", namespaced=True)]
         indexes = [models.Index(fields=("phase", "priority", "creation_timestamp"),
-                                name="run_queue_order")]
+                                name="run_queue_order"),
+                   models.Index(fields=("finished_at",), name="run_finished_at")]
 
     @staticmethod
     def status_columns(status: dict) -> dict:
@@ -108,6 +123,7 @@ class Run(NamespacedObject):
             "assigned_pod": status.get("assignedPod", "") or "",
             "assigned_pod_uid": status.get("assignedPodUID", "") or "",
             "attempt": int(status.get("attempt") or 1),
+            "finished_at": _parse_time(status.get("completionTime")),
         }
 
     def sync_columns(self) -> None:
@@ -125,6 +141,30 @@ class Run(NamespacedObject):
     @property
     def is_terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+
+class RunLogChunk(models.Model):
+    """A piece of one attempt's combined stdout/stderr, as runtimed shipped it.
+
+    ``offset`` is the byte offset of the chunk in the attempt's raw output, so a duplicate
+    delivery is recognised and a gap is visible; the oldest chunks are dropped once an
+    attempt's log is over its bound (the reader shows a truncation marker).
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="log_chunks")
+    attempt = models.PositiveIntegerField()
+    offset = models.BigIntegerField()
+    size = models.PositiveIntegerField()  # raw bytes this chunk stands for
+    text = models.TextField()
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("run", "attempt", "offset")
+        constraints = [models.UniqueConstraint(fields=("run", "attempt", "offset"),
+                                               name="runlogchunk_unique_offset")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} attempt {self.attempt} @{self.offset}"
 
 
 class SchedulerLease(models.Model):
