@@ -17,7 +17,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m runtimed",
                                      description="the per-Runtime-Pod Celery worker")
     parser.add_argument("--concurrency", type=int, default=None,
-                        help="Runs executed at once (default: the pod's `runs` capacity)")
+                        help="tasks executed at once (default: the pod's `runs` capacity + 1, "
+                             "the spare slot serving cancels)")
     parser.add_argument("--loglevel", default=os.environ.get("LOG_LEVEL", "INFO"))
     args = parser.parse_args(argv)
     if args.concurrency is not None and args.concurrency < 1:
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     become_subreaper()  # orphans of steps come back to us, to be killed and reaped
     atexit.register(kill_live_groups)  # a cold shutdown must not leave steps running
     runtimed = build(config)
-    concurrency = args.concurrency or config.runs_capacity
+    # one slot more than the Runs it may hold: a cancel must get through while all slots run
+    concurrency = args.concurrency or config.runs_capacity + 1
     code = runtimed.app.start(worker_argv(config, concurrency, args.loglevel))
     return int(code or 0)
 

@@ -17,6 +17,8 @@ DEFAULT_CAPACITY = {"runs": 2}
 DEFAULT_HEARTBEAT_SECONDS = 5.0
 DEFAULT_POLLING_INTERVAL = 0.05
 BROKER_SUBFOLDERS = ("queue", "processed", "control")
+DEFAULT_MAX_ARTIFACT_BYTES = 1 << 30  # 1 GiB per artifact
+DEFAULT_MAX_RUN_ARTIFACT_BYTES = 10 << 30  # 10 GiB per Run
 # The Redis transport's redelivery window for unacknowledged messages (as the portal uses).
 REDIS_VISIBILITY_TIMEOUT = 3600
 
@@ -37,6 +39,12 @@ class PodConfig:
     broker_url: str = "filesystem://"
     broker_dir: Path | None = None
     polling_interval: float = DEFAULT_POLLING_INTERVAL
+    # Where the artifact-store volumes are mounted, one directory per claim name.
+    artifact_volumes: Path | None = None
+    # Secrets mounted for this pod, one directory per Secret (one file per key).
+    secrets_dir: Path | None = None
+    max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES
+    max_run_artifact_bytes: int = DEFAULT_MAX_RUN_ARTIFACT_BYTES
 
     @property
     def queue(self) -> str:
@@ -82,6 +90,12 @@ class PodConfig:
             broker_url=broker_url,
             broker_dir=_broker_dir(env) if broker_url.startswith("filesystem://") else None,
             polling_interval=_positive(env, "CELERY_POLLING_INTERVAL", DEFAULT_POLLING_INTERVAL),
+            artifact_volumes=_optional_dir(env, "KRUNTIME_ARTIFACT_VOLUMES"),
+            secrets_dir=_optional_dir(env, "KRUNTIME_SECRETS_DIR"),
+            max_artifact_bytes=_bytes(env, "KRUNTIME_ARTIFACT_MAX_BYTES",
+                                      DEFAULT_MAX_ARTIFACT_BYTES),
+            max_run_artifact_bytes=_bytes(env, "KRUNTIME_RUN_ARTIFACT_MAX_BYTES",
+                                          DEFAULT_MAX_RUN_ARTIFACT_BYTES),
         )
 
 
@@ -94,6 +108,25 @@ def _workspace(value: str) -> Path:
     except OSError as exc:
         raise ConfigError(f"KRUNTIME_WORKSPACE {value!r} cannot be created: {exc}") from exc
     return path.resolve()
+
+
+def _optional_dir(env: Mapping[str, str], name: str) -> Path | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_absolute():
+        raise ConfigError(f"{name} must be an absolute path, got {raw!r}")
+    return path
+
+
+def _bytes(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ConfigError(f"{name} must be a positive number of bytes, got {raw!r}")
+    return int(raw)
 
 
 def _capacity(value: str) -> dict[str, int]:

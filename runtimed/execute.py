@@ -24,7 +24,7 @@ from .staging import PrepareError
 
 log = logging.getLogger("runtimed.execute")
 
-SUCCEEDED, FAILED, TIMEOUT = "Succeeded", "Failed", "Timeout"
+SUCCEEDED, FAILED, TIMEOUT, CANCELLED = "Succeeded", "Failed", "Timeout", "Cancelled"
 KILL_GRACE_SECONDS = 5.0
 READER_JOIN_SECONDS = 5.0
 CHUNK = 65536
@@ -46,6 +46,49 @@ class Result:
     end: datetime
 
 
+class StepControl:
+    """Lets another thread cancel a step: SIGTERM to its whole group now, SIGKILL after a grace.
+
+    Only signals are sent from here; the executing thread keeps waiting for (and reaping) its
+    own child, so the exit status is never stolen.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pgid: int | None = None
+        self.cancelled = False
+
+    def attach(self, pgid: int) -> bool:
+        """Record the step's group; True when a cancel already arrived (kill it at once)."""
+        with self._lock:
+            self._pgid = pgid
+            return self.cancelled
+
+    def detach(self) -> None:
+        with self._lock:
+            self._pgid = None
+
+    def cancel(self, grace: float = KILL_GRACE_SECONDS) -> bool:
+        """Request the cancel; False if one was already requested."""
+        with self._lock:
+            if self.cancelled:
+                return False
+            self.cancelled = True
+            pgid = self._pgid
+        if pgid is not None:
+            procgroup.signal_group(pgid, signal.SIGTERM)
+            timer = threading.Timer(grace, self._kill_if_attached, args=(pgid,))
+            timer.daemon = True
+            timer.start()
+        return True
+
+    def _kill_if_attached(self, pgid: int) -> None:
+        with self._lock:
+            still = self._pgid == pgid
+        if still:
+            procgroup.signal_group(pgid, signal.SIGKILL)
+
+
 @dataclass(frozen=True)
 class Step:
     script: Path
@@ -54,6 +97,9 @@ class Step:
     env: Mapping[str, str]
     log_path: Path
     timeout: float | None = None
+    # a copy of every output chunk (the log shipper); must not block
+    on_output: Callable[[bytes], object] | None = None
+    control: StepControl | None = None
 
 
 def identity_env(*, run_name: str, run_namespace: str, run_uid: str, attempt: int,
@@ -108,9 +154,31 @@ def start_reader(stream: BinaryIO, write: Callable[[bytes], object]) -> threadin
     return reader
 
 
+def _tee(sink: BinaryIO, copy: Callable[[bytes], object] | None) -> Callable[[bytes], object]:
+    if copy is None:
+        return sink.write
+
+    def write(chunk: bytes) -> None:
+        sink.write(chunk)
+        try:
+            copy(chunk)
+        except Exception:  # noqa: BLE001 - shipping the log must never stop the step
+            log.warning("log copy failed", exc_info=True)
+
+    return write
+
+
+def cancelled_result(start: datetime, end: datetime) -> Result:
+    return Result(CANCELLED, "Cancelled", "the Run was cancelled; its processes were killed",
+                  None, start, end)
+
+
 def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SECONDS) -> Result:
     procgroup.become_subreaper()
     start = clock()
+    control = step.control or StepControl()
+    if control.cancelled:
+        return cancelled_result(start, clock())
     bash = shutil.which("bash") or "/bin/bash"
     with open(step.log_path, "wb", buffering=0) as sink:
         try:
@@ -122,11 +190,13 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
             return Result(FAILED, "RuntimeError", f"cannot start the step: {exc}", None,
                           start, clock())
         procgroup.track(process.pid)
+        if control.attach(process.pid):  # cancelled while it was starting
+            procgroup.signal_group(process.pid, signal.SIGTERM)
         # the pod's provider kills what is named here if runtimed itself dies (kill -9)
         pgid_file = step.log_path.with_suffix(".pgid")
         pgid_file.write_text(str(process.pid))
         try:
-            reader = start_reader(process.stdout, sink.write)
+            reader = start_reader(process.stdout, _tee(sink, step.on_output))
             timed_out = _wait(process, step.timeout)
             # On a timeout this kills the step; otherwise it kills what the step left running.
             procgroup.terminate_group(process.pid, grace, process)
@@ -135,11 +205,14 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
             procgroup.signal_group(process.pid, signal.SIGKILL)
             raise
         finally:
+            control.detach()
             procgroup.untrack(process.pid)
             pgid_file.unlink(missing_ok=True)
         reader.join(READER_JOIN_SECONDS)
         if reader.is_alive():
             log.warning("step %s: output still open after the group was killed", step.script)
+    if control.cancelled and not timed_out:
+        return cancelled_result(start, clock())
     return outcome(process.returncode, timed_out, step.timeout, start, clock())
 
 

@@ -1,11 +1,13 @@
 """The ``runtimed.execute_run`` payload, parsed into a typed value.
 
-Shape (unknown keys are ignored, later features add ``artifactInputs``, ``workspace``)::
+Shape (unknown keys are ignored)::
 
     {"run": {"namespace", "name", "uid", "attempt"}, "pod": {"name", "uid"},
      "source": {"inline": str} | {"repoURL": str, "commitSHA": str?},
      "mode": {"task": {"entrypoint": str?, "args": [str]}},
-     "env": [{"name", "value"}], "timeoutSeconds": float | null, "workingDir": str | null}
+     "env": [{"name", "value"}], "timeoutSeconds": float | null, "workingDir": str | null,
+     "artifactStore": Runtime.spec.artifactStore | null,
+     "artifactInputs": [{"ref": ArtifactRef, "path": str}]}
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ class Source:
 
 
 @dataclass(frozen=True)
+class ArtifactInput:
+    ref: dict
+    path: str
+
+
+@dataclass(frozen=True)
 class RunPayload:
     run: RunRef
     pod_name: str
@@ -53,6 +61,8 @@ class RunPayload:
     env: tuple[tuple[str, str], ...] = ()
     timeout_seconds: float | None = None
     working_dir: str | None = None
+    artifact_store: dict | None = None
+    artifact_inputs: tuple[ArtifactInput, ...] = ()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -84,6 +94,8 @@ def parse(payload: Any) -> RunPayload:
         env=_env(payload.get("env")),
         timeout_seconds=_timeout(payload.get("timeoutSeconds")),
         working_dir=_optional_string(payload, "workingDir", "payload"),
+        artifact_store=_optional_mapping(payload.get("artifactStore"), "artifactStore"),
+        artifact_inputs=_artifact_inputs(payload.get("artifactInputs")),
         raw=payload,
     )
 
@@ -143,6 +155,23 @@ def _timeout(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise PayloadError(f"timeoutSeconds must be a positive number or null, got {value!r}")
     return float(value)
+
+
+def _artifact_inputs(value: Any) -> tuple[ArtifactInput, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise PayloadError("artifactInputs must be a list of {ref, path}")
+    inputs = []
+    for index, item in enumerate(value):
+        item = _mapping(item, f"artifactInputs[{index}]")
+        ref = _mapping(item.get("ref"), f"artifactInputs[{index}].ref")
+        inputs.append(ArtifactInput(ref, _string(item, "path", f"artifactInputs[{index}]")))
+    return tuple(inputs)
+
+
+def _optional_mapping(value: Any, where: str) -> dict | None:
+    return None if value is None else _mapping(value, where)
 
 
 def _mapping(value: Any, where: str) -> dict:

@@ -72,9 +72,21 @@ class Reporter:
 def run_report(*, namespace: str, name: str, uid: str, attempt: int, pod_name: str,
                pod_uid: str, phase: str, reason: str = "", message: str = "",
                exit_code: int | None = None, start: datetime | None = None,
-               end: datetime | None = None) -> dict:
-    """The ``scheduling.report_run`` kwarg ``report``, exactly as the control plane reads it."""
-    return {
+               end: datetime | None = None, outputs: dict | None = None,
+               artifact_refs: list | None = None, artifact_store: dict | None = None) -> dict:
+    """The ``scheduling.report_run`` kwarg ``report``, exactly as the control plane reads it.
+
+    ``artifactStore`` (the store this attempt used, for cleanup) rides on every report that has
+    it; ``outputs`` and ``artifactRefs`` only on a final report that has any.
+    """
+    extra: dict = {}
+    if outputs:
+        extra["outputs"] = outputs
+    if artifact_refs:
+        extra["artifactRefs"] = artifact_refs
+    if artifact_store:
+        extra["artifactStore"] = artifact_store
+    return {**extra,
         "namespace": namespace, "name": name, "uid": uid, "attempt": attempt,
         "podName": pod_name, "podUID": pod_uid,
         "phase": phase, "reason": reason, "message": truncate(message),

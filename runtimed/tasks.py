@@ -1,10 +1,11 @@
-"""The ``runtimed.execute_run`` task: execute a dispatched Run once per (uid, attempt).
+"""The ``runtimed.execute_run`` and ``runtimed.cancel_run`` tasks, once per (uid, attempt).
 
 Idempotency lives on disk, next to the Run: ``attempt-<n>.started`` is created with ``O_EXCL``
 before anything runs, and ``attempt-<n>.result.json`` keeps the final report. A duplicate
 delivery never executes again; if the attempt already finished it re-sends the recorded report,
 so a lost report heals. A runtimed that died mid-Run leaves a marker without a result: the Run
-is not executed again (the control plane fails it ExecutionLost).
+is not executed again (the control plane fails it ExecutionLost). A cancel for an attempt that
+has not started claims it first, so a late dispatch never runs it.
 """
 
 from __future__ import annotations
@@ -18,16 +19,19 @@ from typing import Any
 
 from celery import Celery
 
-from . import execute
+from .attempt import Attempt, Outcome, StoreFactory
 from .config import PodConfig
-from .execute import FAILED, Clock, Result, Step, identity_env, step_env, utc_now
+from .execute import CANCELLED, FAILED, Clock, Result, StepControl, utc_now
+from .logship import LogShipper
 from .payload import PayloadError, RunRef, parse, parse_run_ref
 from .reporting import Reporter, run_report
-from .staging import GIT_TIMEOUT_SECONDS, PrepareError, ensure_run_dir, stage
+from .staging import GIT_TIMEOUT_SECONDS, PrepareError, ensure_run_dir
+from .stores import build_store
 
 log = logging.getLogger("runtimed.tasks")
 
 EXECUTE_RUN_TASK = "runtimed.execute_run"
+CANCEL_RUN_TASK = "runtimed.cancel_run"
 RUNNING = "Running"
 
 
@@ -85,40 +89,85 @@ def write_result(path: Path, report: dict) -> None:
 
 
 class RunService:
-    """Executes Runs for one pod; the Celery task is a thin wrapper around :meth:`execute_run`."""
+    """Executes Runs for one pod; the Celery tasks are thin wrappers around its methods."""
 
     def __init__(self, config: PodConfig, reporter: Reporter, *, clock: Clock = utc_now,
                  active: ActiveRuns | None = None, grace: float | None = None,
-                 git_timeout: float = GIT_TIMEOUT_SECONDS) -> None:
+                 git_timeout: float = GIT_TIMEOUT_SECONDS,
+                 store_factory: StoreFactory = build_store, ship_logs: bool = True) -> None:
         self.config = config
         self.reporter = reporter
         self.clock = clock
         self.active = active if active is not None else ActiveRuns()
         self.grace = grace
         self.git_timeout = git_timeout
+        self.store_factory = store_factory
+        self.ship_logs = ship_logs
+        self._controls_lock = threading.Lock()
+        self._controls: dict[tuple[str, int], StepControl] = {}
 
     def execute_run(self, payload: Any) -> dict | None:
         """Handle one delivery; returns the final report, or None when nothing was done."""
+        ref, directory = self._accept(payload)
+        if ref is None:
+            return None
+        if isinstance(directory, dict):  # the workspace is broken: already reported
+            return directory
+        if not claim(directory / f"attempt-{ref.attempt}.started"):
+            return self._duplicate(ref, directory)
+        # a cancel landing between the claim and here is re-sent by the control plane
+        control = self._control(ref.key)
+        try:
+            return self._run_claimed(ref, payload, directory, control)
+        finally:
+            self._forget_control(ref.key)
+
+    def cancel_run(self, payload: Any) -> dict | None:
+        """Cancel an attempt: kill it if it runs here, or make sure it never starts."""
+        ref, directory = self._accept(payload)
+        if ref is None or isinstance(directory, dict):
+            return directory if isinstance(directory, dict) else None
+        with self._controls_lock:
+            control = self._controls.get(ref.key)
+        if control is not None:
+            if control.cancel(**({} if self.grace is None else {"grace": self.grace})):
+                log.info("Run %s attempt %s: cancelling", ref.uid, ref.attempt)
+            return None
+        if claim(directory / f"attempt-{ref.attempt}.started"):
+            now = self.clock()
+            final = self._report(ref, CANCELLED, "Cancelled", "the Run was cancelled before "
+                                 "it started", None, None, now)
+            self._record(directory / f"attempt-{ref.attempt}.result.json", final)
+            self.reporter.report_run(final)
+            return final
+        return self._duplicate(ref, directory)
+
+    def _accept(self, payload: Any) -> tuple[RunRef | None, Path | dict | None]:
+        """The Run a delivery names and its directory (or the failure report already sent)."""
         try:
             ref = parse_run_ref(payload)
         except PayloadError as exc:
-            log.error("dropping a dispatch that names no valid Run: %s", exc)
-            return None
+            log.error("dropping a message that names no valid Run: %s", exc)
+            return None, None
         if not self._for_this_pod(ref, payload):
-            return None
+            return None, None
         try:
-            directory = ensure_run_dir(self.config.workspace, ref.uid)
-            claimed = claim(directory / f"attempt-{ref.attempt}.started")
+            return ref, ensure_run_dir(self.config.workspace, ref.uid)
         except (OSError, PrepareError) as exc:  # the workspace itself is broken
             log.error("Run %s attempt %s cannot start: %s", ref.uid, ref.attempt, exc)
             now = self.clock()
             final = self._report(ref, FAILED, "RuntimeError", f"runtimed cannot start the Run: "
                                  f"{exc}", None, now, now)
             self.reporter.report_run(final)
-            return final
-        if not claimed:
-            return self._duplicate(ref, directory)
-        return self._run_claimed(ref, payload, directory)
+            return ref, final
+
+    def _control(self, key: tuple[str, int]) -> StepControl:
+        with self._controls_lock:
+            return self._controls.setdefault(key, StepControl())
+
+    def _forget_control(self, key: tuple[str, int]) -> None:
+        with self._controls_lock:
+            self._controls.pop(key, None)
 
     def _for_this_pod(self, ref: RunRef, payload: dict) -> bool:
         pod = payload.get("pod") if isinstance(payload.get("pod"), dict) else {}
@@ -145,19 +194,29 @@ class RunService:
                         "restarted?); not executing it again", ref.uid, ref.attempt)
         return None
 
-    def _run_claimed(self, ref: RunRef, payload: dict, directory: Path) -> dict:
+    def _run_claimed(self, ref: RunRef, payload: dict, directory: Path,
+                     control: StepControl) -> dict:
         start = self.clock()
         self.active.add(ref.key)
+        store_spec = payload.get("artifactStore") if isinstance(
+            payload.get("artifactStore"), dict) else None
+        shipper = self._shipper(ref)
         try:
             try:
-                self.reporter.report_run(self._report(ref, RUNNING, start=start))
-                result = self._execute(ref, payload, directory, start)
+                self.reporter.report_run(self._report(ref, RUNNING, start=start,
+                                                      artifact_store=store_spec))
+                outcome = self._execute(ref, payload, directory, start, control, shipper)
             except Exception as exc:  # noqa: BLE001 - whatever it is, the Run must end
                 log.exception("Run %s attempt %s: runtimed failed", ref.uid, ref.attempt)
-                result = Result(FAILED, "RuntimeError", f"runtimed failed: {exc}", None, start,
-                                self.clock())
+                outcome = Outcome(Result(FAILED, "RuntimeError", f"runtimed failed: {exc}",
+                                         None, start, self.clock()))
+            if shipper is not None:
+                shipper.close()  # the last output goes out before the final report
+            result = outcome.result
             final = self._report(ref, result.phase, result.reason, result.message,
-                                 result.exit_code, start, result.end)
+                                 result.exit_code, start, result.end, outputs=outcome.outputs,
+                                 artifact_refs=outcome.artifact_refs,
+                                 artifact_store=store_spec)
             self._record(directory / f"attempt-{ref.attempt}.result.json", final)
             self.reporter.report_run(final)
         finally:
@@ -165,29 +224,27 @@ class RunService:
             self.active.discard(ref.key)
         return final
 
-    def _execute(self, ref: RunRef, payload: dict, directory: Path, start) -> Result:
+    def _shipper(self, ref: RunRef) -> LogShipper | None:
+        if not self.ship_logs:
+            return None
+        return LogShipper(self.reporter.send, namespace=ref.namespace, name=ref.name,
+                          uid=ref.uid, attempt=ref.attempt, pod_uid=self.config.pod_uid)
+
+    def _execute(self, ref: RunRef, payload: dict, directory: Path, start,
+                 control: StepControl, shipper: LogShipper | None) -> Outcome:
         spec = parse(payload)  # a PayloadError here is a RuntimeError
-        try:
-            if spec.mode != "task":
-                raise PrepareError(f"mode {spec.mode!r} is not supported by this runtimed")
-            staged = stage(spec.source, spec.entrypoint, directory, git_timeout=self.git_timeout)
-            cwd = execute.working_directory(self.config.workspace, spec.working_dir)
-        except PrepareError as exc:
-            return Result(FAILED, "PrepareSource", exc.message, None, start, self.clock())
-        identity = identity_env(run_name=ref.name, run_namespace=ref.namespace, run_uid=ref.uid,
-                                attempt=ref.attempt, pod_name=self.config.pod_name,
-                                workspace=self.config.workspace, run_dir=directory)
-        step = Step(staged.script, spec.args, cwd, step_env(spec.env, identity),
-                    directory / f"attempt-{ref.attempt}.log", spec.timeout_seconds)
-        options = {} if self.grace is None else {"grace": self.grace}
-        return execute.run_step(step, clock=self.clock, **options)
+        attempt = Attempt(self.config, ref, spec, directory, clock=self.clock, control=control,
+                          on_output=shipper.write if shipper is not None else None,
+                          grace=self.grace, git_timeout=self.git_timeout,
+                          store_factory=self.store_factory)
+        return attempt.run(start)
 
     def _report(self, ref: RunRef, phase: str, reason: str = "", message: str = "",
-                exit_code: int | None = None, start=None, end=None) -> dict:
+                exit_code: int | None = None, start=None, end=None, **extra) -> dict:
         return run_report(namespace=ref.namespace, name=ref.name, uid=ref.uid,
                           attempt=ref.attempt, pod_name=self.config.pod_name,
                           pod_uid=self.config.pod_uid, phase=phase, reason=reason,
-                          message=message, exit_code=exit_code, start=start, end=end)
+                          message=message, exit_code=exit_code, start=start, end=end, **extra)
 
     @staticmethod
     def _record(path: Path, report: dict) -> None:
@@ -198,10 +255,14 @@ class RunService:
 
 
 def register(app: Celery, service: RunService):
-    """Register ``runtimed.execute_run`` on ``app``, delegating to ``service``."""
+    """Register ``runtimed.execute_run`` and ``runtimed.cancel_run`` on ``app``."""
 
     @app.task(name=EXECUTE_RUN_TASK, ignore_result=True, acks_late=False)
     def execute_run(payload: dict) -> None:
         service.execute_run(payload)
+
+    @app.task(name=CANCEL_RUN_TASK, ignore_result=True, acks_late=False)
+    def cancel_run(payload: dict) -> None:
+        service.cancel_run(payload)
 
     return execute_run

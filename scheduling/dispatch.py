@@ -12,35 +12,57 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from portal.machinery.validation import parse_duration
-from scheduling.models import Run, RunPhase
+from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
 
 log = logging.getLogger(__name__)
 EXECUTE_TASK = "runtimed.execute_run"
+CANCEL_TASK = "runtimed.cancel_run"
 REDISPATCH_AFTER = timedelta(seconds=10)
+RESEND_CANCEL_AFTER = timedelta(seconds=10)
 
 
 def pod_queue(pod_name: str) -> str:
     return f"runtimed.{pod_name}"
 
 
-def payload(run: Run) -> dict:
+def identity(run: Run) -> dict:
+    """Which attempt of which Run, on which pod incarnation: what every message carries."""
+    return {"run": {"namespace": run.namespace, "name": run.name, "uid": str(run.uid),
+                    "attempt": run.attempt},
+            "pod": {"name": run.assigned_pod, "uid": run.assigned_pod_uid}}
+
+
+def payload(run: Run, artifact_store: dict | None = None) -> dict:
+    """Everything runtimed needs, so it never asks back: the Run's execution inputs and the
+    Runtime's artifact store (which runtimed echoes in its reports for cleanup)."""
     spec = run.spec or {}
     timeout = spec.get("timeout")
     return {
-        "run": {"namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-                "attempt": run.attempt},
-        "pod": {"name": run.assigned_pod, "uid": run.assigned_pod_uid},
+        **identity(run),
         "source": spec.get("source") or {},
         "mode": spec.get("mode") or {},
         "env": [{"name": e["name"], "value": e.get("value", "")} for e in spec.get("env") or []],
         "timeoutSeconds": parse_duration(timeout) if timeout else None,
         "workingDir": None,
+        "artifactStore": artifact_store,
+        "artifactInputs": list(spec.get("artifactInputs") or []),
     }
 
 
-def _send(app, run: Run) -> bool:
+def _artifact_stores(runs: list[Run]) -> dict[tuple[str, str], dict | None]:
+    keys = {(run.namespace, run.runtime) for run in runs}
+    stores: dict[tuple[str, str], dict | None] = dict.fromkeys(keys)
+    for namespace in {ns for ns, _ in keys}:
+        names = [name for ns, name in keys if ns == namespace]
+        for name, spec in Runtime.objects.filter(namespace=namespace, name__in=names) \
+                .values_list("name", "spec"):
+            stores[(namespace, name)] = (spec or {}).get("artifactStore")
+    return stores
+
+
+def _send(app, run: Run, artifact_store: dict | None) -> bool:
     try:
-        app.send_task(EXECUTE_TASK, kwargs={"payload": payload(run)},
+        app.send_task(EXECUTE_TASK, kwargs={"payload": payload(run, artifact_store)},
                       queue=pod_queue(run.assigned_pod))
         return True
     except Exception:  # noqa: BLE001 - the periodic pass sends it again
@@ -54,8 +76,10 @@ def dispatch(run_pks: list[int], now: datetime, app=None) -> int:
     if app is None:
         from portal.celery import app
     sent = []
-    for run in Run.objects.filter(pk__in=run_pks, phase=RunPhase.SCHEDULED):
-        if _send(app, run):
+    runs = list(Run.objects.filter(pk__in=run_pks, phase=RunPhase.SCHEDULED))
+    stores = _artifact_stores(runs)
+    for run in runs:
+        if _send(app, run, stores[(run.namespace, run.runtime)]):
             sent.append(run.pk)
     Run.objects.filter(pk__in=sent).update(dispatched_at=now)
     return len(sent)
@@ -66,3 +90,36 @@ def redispatch(now: datetime, batch: int = 500, app=None) -> int:
     due = Run.objects.filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=now - REDISPATCH_AFTER),
                              phase=RunPhase.SCHEDULED).order_by("pk").values_list("pk", flat=True)
     return dispatch(list(due[:batch]), now, app=app)
+
+
+# --- cancelling a bound Run ----------------------------------------------------------------
+
+
+def _stopping() -> Q:
+    """Bound Runs that must stop: cancel requested, or deleted while they execute."""
+    return Q(cancel_requested=True) | Q(deletion_timestamp__isnull=False)
+
+
+def send_cancels(run_pks: list[int], now: datetime, app=None) -> int:
+    """Tell the pods of these bound Runs to kill (or never start) their attempt."""
+    if app is None:
+        from portal.celery import app
+    sent = []
+    for run in Run.objects.filter(_stopping(), pk__in=run_pks, phase__in=ACTIVE_PHASES):
+        try:
+            app.send_task(CANCEL_TASK, kwargs={"payload": identity(run)},
+                          queue=pod_queue(run.assigned_pod))
+            sent.append(run.pk)
+        except Exception:  # noqa: BLE001 - resend_cancels sends it again
+            log.warning("could not send the cancel of Run %s/%s; will retry", run.namespace,
+                        run.name, exc_info=True)
+    Run.objects.filter(pk__in=sent).update(cancel_sent_at=now)
+    return len(sent)
+
+
+def resend_cancels(now: datetime, batch: int = 500, app=None) -> int:
+    """The level-triggered half: stopping Runs still active a while after their cancel."""
+    due = (Run.objects.filter(_stopping(), phase__in=ACTIVE_PHASES)
+           .filter(Q(cancel_sent_at__isnull=True) | Q(cancel_sent_at__lt=now - RESEND_CANCEL_AFTER))
+           .order_by("pk").values_list("pk", flat=True))
+    return send_cancels(list(due[:batch]), now, app=app)

@@ -30,6 +30,7 @@ def register_scheduling_kinds() -> None:
         RuntimeSpecSerializer,
         RuntimeStatusSerializer,
     )
+    from .cleanup import ARTIFACT_CLEANUP
     from .triggers import on_run_change
     from .validators import RUN_VALIDATORS, RUNTIME_VALIDATORS
 
@@ -47,6 +48,7 @@ def register_scheduling_kinds() -> None:
         short_names=("rn",),
         body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
         validators=RUN_VALIDATORS,
+        default_finalizers=(ARTIFACT_CLEANUP,),
         on_change=(on_run_change,),
         columns=(Column("RUNTIME", lambda o: o.runtime),
                  Column("PHASE", lambda o: o.phase),

@@ -2,7 +2,8 @@
 
 Everything here is idempotent and level-triggered: a duplicate or late report changes
 nothing, and the periodic pass fails Runs whose pod is gone (PodGone) or whose runtimed no
-longer executes them (ExecutionLost), so no Run stays Running forever.
+longer executes them (ExecutionLost), so no Run stays Running forever. An attempt that fails
+for a retryable reason (``scheduling.retry``) makes the Run Pending again for the next one.
 """
 
 from __future__ import annotations
@@ -12,25 +13,54 @@ import uuid
 from datetime import datetime, timedelta
 
 from portal.machinery.conditions import parse_time
-from scheduling import run_status
+from scheduling import retry, run_status, triggers
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
 
 log = logging.getLogger(__name__)
-TERMINAL_REPORTS = {RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT}
+TERMINAL_REPORTS = {RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED}
 POD_SILENT_GONE_AFTER = timedelta(seconds=20)
 EXECUTION_GRACE = timedelta(seconds=10)
 UNSTARTED_GRACE = timedelta(seconds=60)
 
 
-def write_status(run: Run, status: dict) -> bool:
+def write_status(run: Run, status: dict, **columns) -> bool:
     """Controller status write: compare-and-set on resourceVersion, columns kept in step."""
+    columns = {**Run.status_columns(status), **columns}
     updated = Run.objects.filter(pk=run.pk, resource_version=run.resource_version).update(
-        status=status, resource_version=run.resource_version + 1, **Run.status_columns(status))
+        status=status, resource_version=run.resource_version + 1, **columns)
     if updated:
         run.status, run.resource_version = status, run.resource_version + 1
-        for column, value in Run.status_columns(status).items():
+        for column, value in columns.items():
             setattr(run, column, value)
     return bool(updated)
+
+
+def end_attempt(run: Run, phase: str, reason: str, message: str, now: datetime, *,
+                status: dict | None = None, **finish) -> tuple[dict, dict]:
+    """The status and columns after the current attempt ended: the next attempt after its
+    backoff when the retry policy allows one, else the Run's terminal phase."""
+    status = run.status if status is None else status
+    reason = reason or (phase if phase != RunPhase.SUCCEEDED else "")
+    stopping = run.cancel_requested or run.deletion_timestamp is not None
+    if phase in (RunPhase.FAILED, RunPhase.TIMEOUT) and retry.should_retry(
+            run.spec, reason, run.attempt, cancel_requested=stopping):
+        delay = retry.backoff(run.spec, run.attempt)
+        new = run_status.retrying(status, reason, message, now, run.generation,
+                                  delay_seconds=delay.total_seconds())
+        return new, {"not_before": now + delay, "dispatched_at": None, "cancel_sent_at": None}
+    new = run_status.finished(status, phase, reason, message, now, run.generation, **finish)
+    return new, {"not_before": None}
+
+
+def write_end(run: Run, phase: str, reason: str, message: str, now: datetime,
+              **finish) -> bool:
+    """Apply :func:`end_attempt`; a retry wakes the scheduler when its backoff is over."""
+    status, columns = end_attempt(run, phase, reason, message, now, **finish)
+    if not write_status(run, status, **columns):
+        return False
+    if columns.get("not_before"):
+        triggers.request_scheduling("retry", eta=columns["not_before"])
+    return True
 
 
 def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
@@ -44,17 +74,33 @@ def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
     if phase == RunPhase.RUNNING:
         if run.phase != RunPhase.SCHEDULED:
             return None
-        return run_status.running(run.status, report.get("startTime"), now, run.generation)
+        return _with_store(run_status.running(run.status, report.get("startTime"), now,
+                                              run.generation), report)
     if phase in TERMINAL_REPORTS:
-        status = dict(run.status)
+        status = _with_store(dict(run.status), report)
         if report.get("startTime") and not status.get("startTime"):
             status["startTime"] = report["startTime"]
-        return run_status.finished(
-            status, phase, report.get("reason") or "", report.get("message") or "", now,
-            run.generation, exit_code=report.get("exitCode"),
-            completion=report.get("completionTime"))
+        return status
     log.warning("ignoring a report with unknown phase %r", phase)
     return None
+
+
+def _with_store(status: dict, report: dict) -> dict:
+    """Keep the store the attempt used: the artifact-cleanup finalizer deletes from it."""
+    if isinstance(report.get("artifactStore"), dict):
+        status["artifactStore"] = report["artifactStore"]
+    return status
+
+
+def _apply(run: Run, report: dict, status: dict, now: datetime) -> bool:
+    if report.get("phase") == RunPhase.RUNNING:
+        return write_status(run, status)
+    outputs = report.get("outputs") if isinstance(report.get("outputs"), dict) else None
+    refs = report.get("artifactRefs") if isinstance(report.get("artifactRefs"), list) else None
+    return write_end(run, report["phase"], report.get("reason") or "",
+                     report.get("message") or "", now, status=status,
+                     exit_code=report.get("exitCode"), completion=report.get("completionTime"),
+                     outputs=outputs, artifact_refs=refs)
 
 
 def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
@@ -72,7 +118,7 @@ def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
         status = _report_status(run, report, now)
         if status is None:
             return False
-        if write_status(run, status):
+        if _apply(run, report, status, now):
             return True
     log.warning("report for %s/%s lost %d write races", report.get("namespace"),
                 report.get("name"), attempts)
@@ -80,9 +126,8 @@ def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
 
 
 def fail(run: Run, reason: str, message: str, now: datetime) -> bool:
-    status = run_status.finished(run.status, RunPhase.FAILED, reason, message, now,
-                                 run.generation)
-    return write_status(run, status)
+    """The control plane ends the attempt Failed (PodGone, ExecutionLost); it may be retried."""
+    return write_end(run, RunPhase.FAILED, reason, message, now)
 
 
 def _since(run: Run) -> datetime | None:

@@ -7,6 +7,7 @@ columns kept in step with spec/status by ``sync_columns``; nested structures sta
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from django.db import models
 from django.utils import timezone
@@ -105,6 +106,8 @@ class Run(NamespacedObject):
     not_before = models.DateTimeField(null=True, blank=True, editable=False)
     # status.completionTime as a column: what ttlSecondsAfterFinished counts from.
     finished_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # spec.ttlSecondsAfterFinished: the finished Run is deleted this long after finished_at.
+    ttl_after_finished = models.DurationField(null=True, blank=True, editable=False)
     # When the cancel of a bound Run was last sent to its pod (re-sent until it ends).
     cancel_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
 
@@ -132,6 +135,8 @@ class Run(NamespacedObject):
         for column, value in self.status_columns(self.status).items():
             setattr(self, column, value)
         self.cancel_requested = bool(spec.get("cancelRequested"))
+        ttl = spec.get("ttlSecondsAfterFinished")
+        self.ttl_after_finished = None if ttl is None else timedelta(seconds=int(ttl))
         self.requests = ((spec.get("resources") or {}).get("requests")) or {"runs": 1}
         try:
             self.priority = int((self.annotations or {}).get(PRIORITY_ANNOTATION, 0))

@@ -49,20 +49,47 @@ def running(status: dict, start: str | None, now: datetime, generation: int) -> 
     return new
 
 
+def _ran(status: dict | None) -> bool:
+    # it ran if it was Running, or if the report says when it started (reports may overtake)
+    status = status or {}
+    return bool(status.get("startTime")) or status.get("phase") in (RunPhase.RUNNING,
+                                                                     RunPhase.READY)
+
+
+def retrying(status: dict, reason: str, message: str, now: datetime, generation: int, *,
+             delay_seconds: float) -> dict:
+    """The failed attempt is over and the next one waits out its backoff, Pending again."""
+    attempt = int((status or {}).get("attempt") or 1)
+    summary = (f"attempt {attempt} failed ({reason}: {message})" if message
+               else f"attempt {attempt} failed ({reason})")
+    waiting = f"{summary}; attempt {attempt + 1} starts after a {delay_seconds:g}s backoff"
+    conditions = {"Scheduled": ("False", "BackOff", waiting)}
+    if _ran(status):
+        conditions["Running"] = ("False", reason, message)
+    new = _with(status, now, generation, **conditions)
+    for key in ("assignedPod", "assignedPodUID", "exitCode", "completionTime", "reason"):
+        new.pop(key, None)
+    new.update(phase=RunPhase.PENDING, attempt=attempt + 1, message=waiting[:MESSAGE_LIMIT])
+    return new
+
+
 def finished(status: dict, phase: str, reason: str, message: str, now: datetime,
              generation: int, *, exit_code: int | None = None,
-             completion: str | None = None) -> dict:
+             completion: str | None = None, outputs: dict | None = None,
+             artifact_refs: list | None = None) -> dict:
     """A terminal phase: Succeeded, Failed, Timeout or Cancelled."""
     ok = phase == RunPhase.SUCCEEDED
     reason = reason or ("Succeeded" if ok else phase)
     conditions = {"Completed": ("True", reason, message)}
-    # it ran if it was Running, or if the report says when it started (reports may overtake)
-    if (status or {}).get("startTime") or (status or {}).get("phase") in (
-            RunPhase.RUNNING, RunPhase.READY):
+    if _ran(status):
         conditions["Running"] = ("False", reason, message)
     new = _with(status, now, generation, **conditions)
     new.update(phase=phase, reason=reason, message=message[:MESSAGE_LIMIT],
                completionTime=completion or format_time(now))
     if exit_code is not None:
         new["exitCode"] = exit_code
+    if outputs:
+        new["outputs"] = dict(outputs)
+    if artifact_refs:
+        new["artifactRefs"] = list(artifact_refs)
     return new

@@ -2,22 +2,51 @@
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
 from portal.machinery.events import send_on_commit
 from scheduling import metrics
+from scheduling.models import ACTIVE_PHASES
 
-SOURCES = ("run", "pod", "workspace", "beat")
+log = logging.getLogger(__name__)
+
+SOURCES = ("run", "pod", "workspace", "beat", "retry")
 
 
-def request_scheduling(source: str) -> None:
+def request_scheduling(source: str, eta: datetime | None = None) -> None:
+    """Wake the scheduler after the commit, or at ``eta`` (a retry's backoff end)."""
     if source not in SOURCES:
         raise ValueError(f"unknown wake-up source {source!r}")
     from scheduling import tasks
 
     metrics.WAKEUPS.labels(source).inc()
-    send_on_commit(tasks.schedule, source)
+    if eta is None:
+        send_on_commit(tasks.schedule, source)
+    else:
+        send_on_commit(tasks.schedule, source, eta=eta)
 
 
 def on_run_change(run, event: str) -> None:
-    """Run kind hook: new or cancelled pending Runs, and finished ones that free capacity."""
+    """Run kind hook: new or cancelled pending Runs, bound ones to stop, deleted ones."""
     if event == "ADDED" or (event == "MODIFIED" and run.phase == "Pending"):
         request_scheduling("run")
+    stopping = run.cancel_requested or run.deletion_timestamp is not None
+    if event == "MODIFIED" and stopping and run.phase in ACTIVE_PHASES:
+        transaction.on_commit(lambda: _send_cancel(run.pk))
+    if event == "MODIFIED" and run.deletion_timestamp is not None:
+        from scheduling import tasks
+
+        send_on_commit(tasks.collect_runs)
+
+
+def _send_cancel(pk: int) -> None:
+    from scheduling import dispatch
+
+    try:
+        dispatch.send_cancels([pk], timezone.now())
+    except Exception:  # noqa: BLE001 - the beat pass re-sends; the write already committed
+        log.warning("could not send a cancel; the beat pass will", exc_info=True)

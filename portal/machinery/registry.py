@@ -46,6 +46,8 @@ class ResourceKind:
     categories: tuple[str, ...] = ()
     # Names that may never be deleted (the ``default`` Namespace).
     protected_names: tuple[str, ...] = ()
+    # Finalizers every new object gets (what a mutating webhook would add in Kubernetes).
+    default_finalizers: tuple[str, ...] = ()
     # Hooks run inside the write transaction after the object is saved (e.g. requeue work).
     on_change: tuple[Callable[[Any, str], None], ...] = ()
 

@@ -165,6 +165,9 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
                 "the request", [errors.invalid("metadata.namespace", "does not match the request")])
     if not meta.get("name") and meta.get("generateName"):
         meta["name"] = _generate_name(meta["generateName"])
+    if kind.default_finalizers and isinstance(meta.get("finalizers") or [], list):
+        have = list(meta.get("finalizers") or [])
+        meta["finalizers"] = have + [f for f in kind.default_finalizers if f not in have]
     name = meta.get("name") or ""
     body, causes = _validate_body(kind, manifest, None, None)
     causes = _meta_shape_causes(manifest.get("metadata")) + validate_metadata(kind, meta) + causes

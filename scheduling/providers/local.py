@@ -20,7 +20,7 @@ from pathlib import Path
 from django.conf import settings
 
 from portal.processes import Child, Supervisor
-from scheduling import resources
+from scheduling import cleanup, resources
 from scheduling.models import Runtime, RuntimePod
 
 log = logging.getLogger(__name__)
@@ -54,9 +54,15 @@ def broker_env() -> dict[str, str]:
 def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
     import json
 
-    return {**broker_env(), "KRUNTIME_POD_NAME": pod.name, "KRUNTIME_POD_UID": pod.uid,
-            "KRUNTIME_POD_NAMESPACE": pod.namespace, "KRUNTIME_RUNTIME": pod.runtime,
-            "KRUNTIME_WORKSPACE": str(pod.workspace), "KRUNTIME_CAPACITY": json.dumps(capacity)}
+    env = {**broker_env(), "KRUNTIME_POD_NAME": pod.name, "KRUNTIME_POD_UID": pod.uid,
+           "KRUNTIME_POD_NAMESPACE": pod.namespace, "KRUNTIME_RUNTIME": pod.runtime,
+           "KRUNTIME_WORKSPACE": str(pod.workspace), "KRUNTIME_CAPACITY": json.dumps(capacity),
+           # every local pod sees the same artifact volumes: the shared-PVC stand-in
+           "KRUNTIME_ARTIFACT_VOLUMES": str(settings.KRUNTIMES_ARTIFACT_VOLUMES)}
+    secrets_dir = cleanup.secrets_dir(pod.namespace)
+    if secrets_dir is not None:
+        env["KRUNTIME_SECRETS_DIR"] = str(secrets_dir)
+    return env
 
 
 def register(pod: PodIdentity) -> dict[str, int]:

@@ -77,7 +77,7 @@ class Pass:
         snapshot = take_snapshot(self.now, self.options.sql_selectors)
         after = None
         while True:
-            page = pending_runs(self.options.page_size, after)
+            page = pending_runs(self.options.page_size, after, now=self.now)
             for run in page:
                 self._schedule(run, snapshot)
             self._flush(snapshot)

@@ -84,9 +84,16 @@ def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) ->
     return Snapshot(now, pods, {}, source=DatabasePlacements(sql_selectors))
 
 
-def pending_runs(limit: int, after: tuple | None = None) -> list[PendingRun]:
-    """The queue, in priority then creation order; spec is read only for its affinity."""
-    query = (Run.objects.filter(after_cursor(after), phase=RunPhase.PENDING,
+def pending_runs(limit: int, after: tuple | None = None, *,
+                 now: datetime | None = None) -> list[PendingRun]:
+    """The queue, in priority then creation order; spec is read only for its affinity.
+
+    A retried Run waiting out its backoff is left out until ``now`` passes it (a cancelled
+    one is not: cancelling a Pending Run ends it at once).
+    """
+    ready = Q() if now is None else (Q(not_before__isnull=True) | Q(not_before__lte=now)
+                                     | Q(cancel_requested=True))
+    query = (Run.objects.filter(after_cursor(after), ready, phase=RunPhase.PENDING,
                                 deletion_timestamp__isnull=True)
              .order_by("-priority", "creation_timestamp", "pk"))
     rows = query.values("pk", "uid", "namespace", "name", "resource_version", "generation",

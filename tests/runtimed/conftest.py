@@ -28,6 +28,16 @@ class FakeReporter:
     def __init__(self) -> None:
         self.reports: list[dict] = []
         self.heartbeats: list[dict] = []
+        self.sent: list[tuple[str, dict]] = []  # other tasks by name (log chunks)
+
+    def send(self, name: str, kwargs: dict, *, retries: int | None = None) -> bool:
+        self.sent.append((name, kwargs))
+        return True
+
+    def log_text(self) -> str:
+        chunks = sorted((kw["chunk"] for name, kw in self.sent if name == "scheduling.append_log"),
+                        key=lambda c: (c["attempt"], c["offset"]))
+        return "".join(c["text"] for c in chunks)
 
     def report_run(self, report: dict) -> bool:
         self.reports.append(report)

@@ -26,7 +26,7 @@ def test_running_then_succeeded(service, reporter, config):
     counter = config.workspace / "count"
     payload = make_payload(f'echo "$GREETING $1" >> {counter}', env=[
         {"name": "GREETING", "value": "hello"}], mode={"task": {"args": ["world"]}},
-        artifactInputs=[{"ignored": True}], workspace={"name": "later"})
+        futureField=[{"ignored": True}], workspace={"name": "later"})
     final = service.execute_run(payload)
     running, done = reporter.reports
     assert running == {
@@ -75,7 +75,7 @@ def test_duplicate_while_running_does_not_execute(service, reporter, config):
     first.start()
     try:
         for _ in range(250):
-            if service.active.snapshot():
+            if service.active.snapshot() and reporter.reports:
                 break
             threading.Event().wait(0.02)
         assert service.active.snapshot() == [{"uid": "run-uid-1", "attempt": 1}]

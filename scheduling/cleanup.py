@@ -1,0 +1,108 @@
+"""Run garbage collection: ``ttlSecondsAfterFinished`` and the artifact-cleanup finalizer.
+
+Both are batched, keyset-paged passes that a Celery task re-enqueues while work remains, so
+no beat ever runs one unbounded query. Every new Run carries the
+``kruntimes.io/artifact-cleanup`` finalizer: when the Run is deleted, its artifacts are
+removed from the store named by ``status.artifactStore`` (the store runtimed actually used)
+before the row goes. A Run deleted while it executes is cancelled first; a store that fails
+keeps the finalizer and the next pass tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import DateTimeField, ExpressionWrapper, F
+
+from portal.machinery import store
+from portal.machinery.errors import StatusError
+from portal.machinery.registry import registry
+from runtimed.stores import RunScope, StoreError, build_store
+from scheduling.models import ACTIVE_PHASES, Run
+
+log = logging.getLogger(__name__)
+ARTIFACT_CLEANUP = "kruntimes.io/artifact-cleanup"
+
+
+@dataclass
+class Progress:
+    expired: int = 0  # finished Runs deleted for their TTL
+    cleaned: int = 0  # deleted Runs whose artifacts are gone and finalizer released
+    waiting: int = 0  # deleted Runs still executing (cancel sent)
+    failed: int = 0  # store errors: retried on the next pass
+    resume_after: int | None = None  # the last pk looked at when a batch was full
+
+
+def expire_finished(now: datetime, batch: int, after_pk: int = 0) -> Progress:
+    """Delete finished Runs whose ``ttlSecondsAfterFinished`` has passed (one batch)."""
+    kind = registry.for_model(Run)
+    expiry = ExpressionWrapper(F("finished_at") + F("ttl_after_finished"),
+                               output_field=DateTimeField())
+    rows = list(Run.objects.filter(pk__gt=after_pk, finished_at__isnull=False,
+                                   finished_at__lte=now, ttl_after_finished__isnull=False,
+                                   deletion_timestamp__isnull=True)
+                .annotate(expires_at=expiry).filter(expires_at__lte=now)
+                .order_by("pk").values_list("pk", "namespace", "name")[:batch])
+    progress = Progress(resume_after=rows[-1][0] if len(rows) == batch else None)
+    for _pk, namespace, name in rows:
+        try:
+            store.delete(kind, namespace, name)
+            progress.expired += 1
+        except StatusError as exc:  # gone meanwhile, or a conflict: the next pass sees it
+            log.info("TTL deletion of Run %s/%s skipped: %s", namespace, name, exc)
+    return progress
+
+
+StoreFactory = Callable[..., object]
+
+
+def secrets_dir(namespace: str) -> Path | None:
+    """Where the control plane finds the Secrets of ``namespace`` (one dir per Secret)."""
+    root = settings.KRUNTIMES_SECRETS_DIR
+    return Path(root) / namespace if root else None
+
+
+def delete_artifacts(run: Run, store_factory: StoreFactory = build_store) -> int:
+    """Remove everything the Run stored; 0 when it never had a store. Raises StoreError."""
+    snapshot = (run.status or {}).get("artifactStore")
+    if not snapshot:
+        return 0
+    artifact_store = store_factory(snapshot, volumes_root=Path(settings.KRUNTIMES_ARTIFACT_VOLUMES),
+                                   secrets_dir=secrets_dir(run.namespace))
+    return artifact_store.delete_run(RunScope(run.namespace, str(run.uid)))
+
+
+def release_deleted(batch: int, after_pk: int = 0,
+                    store_factory: StoreFactory = build_store) -> Progress:
+    """One batch of deleted Runs holding the artifact-cleanup finalizer."""
+    kind = registry.for_model(Run)
+    runs = list(Run.objects.filter(pk__gt=after_pk, deletion_timestamp__isnull=False)
+                .order_by("pk")[:batch])
+    progress = Progress(resume_after=runs[-1].pk if len(runs) == batch else None)
+    for run in runs:
+        if ARTIFACT_CLEANUP not in (run.finalizers or []):
+            continue
+        if run.phase in ACTIVE_PHASES:  # cancelled on deletion; cleaned once it has ended
+            progress.waiting += 1
+            continue
+        try:
+            removed = delete_artifacts(run, store_factory)
+        except StoreError as exc:
+            progress.failed += 1
+            log.warning("artifacts of Run %s/%s could not be deleted (will retry): %s",
+                        run.namespace, run.name, exc)
+            continue
+        try:
+            store.remove_finalizer(kind, run, ARTIFACT_CLEANUP)
+        except StatusError as exc:
+            log.info("releasing Run %s/%s deferred: %s", run.namespace, run.name, exc)
+            continue
+        log.info("Run %s/%s: %d artifact(s) deleted, finalizer released", run.namespace,
+                 run.name, removed)
+        progress.cleaned += 1
+    return progress
