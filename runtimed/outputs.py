@@ -1,0 +1,110 @@
+"""Parse the step's outputs: the ``KEY=VALUE`` lines it appended to ``$KRUNTIME_OUTPUTS``.
+
+Lines are trimmed; blank lines and ``#`` comments are skipped; the key is the text before the
+first ``=`` and the value the rest, verbatim; the last repeated key wins. Every failure is an
+:class:`OutputsError` whose ``reason`` is ``OutputsInvalid`` or ``OutputsTooLarge``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+MAX_OUTPUT_KEYS = 64
+MAX_KEY_BYTES = 128
+MAX_VALUE_BYTES = 8192
+MAX_TOTAL_BYTES = 65536
+# Generous: room for a full valid map plus comments and blanks; never read more than this.
+MAX_FILE_BYTES = 1 << 20
+
+OUTPUTS_INVALID = "OutputsInvalid"
+OUTPUTS_TOO_LARGE = "OutputsTooLarge"
+
+_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+
+
+class OutputsError(Exception):
+    """The outputs file breaks the contract; ``reason`` and ``message`` go to the Run's status."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def parse_outputs(path: Path) -> dict[str, str]:
+    """The outputs the step wrote to ``path``; a missing file means none."""
+    data = read_capped(path)
+    if data is None:
+        return {}
+    outputs: dict[str, str] = {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        entry = parse_line(raw, number)
+        if entry is not None:
+            key, value = entry
+            outputs[key] = value  # the last repeated key wins
+    check_limits(outputs)
+    return outputs
+
+
+def read_capped(path: Path) -> bytes | None:
+    """The file's bytes, or None if it does not exist; OutputsTooLarge past MAX_FILE_BYTES."""
+    try:
+        # O_NONBLOCK: a FIFO left at the path must not hang runtimed.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OutputsError(OUTPUTS_INVALID, f"the outputs file cannot be opened: {exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OutputsError(OUTPUTS_INVALID, "the outputs file is not a regular file")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise OutputsError(OUTPUTS_TOO_LARGE,
+                           f"the outputs file is larger than {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def parse_line(raw: bytes, number: int) -> tuple[str, str] | None:
+    """One line as (key, value), or None for a blank line or a comment."""
+    if b"\0" in raw:
+        raise OutputsError(OUTPUTS_INVALID, f"line {number} of the outputs contains a NUL byte")
+    try:
+        line = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise OutputsError(OUTPUTS_INVALID,
+                           f"line {number} of the outputs is not valid UTF-8") from None
+    if not line or line.startswith("#"):
+        return None
+    key, equals, value = line.partition("=")
+    if not equals:
+        raise OutputsError(OUTPUTS_INVALID,
+                           f"line {number} of the outputs is not KEY=VALUE (it has no '=')")
+    if not _KEY.fullmatch(key):
+        raise OutputsError(OUTPUTS_INVALID,
+                           f"line {number} of the outputs has an invalid key {key!r}: keys are "
+                           "non-empty and use only letters, digits, '-', '.' and '_'")
+    return key, value
+
+
+def check_limits(outputs: dict[str, str]) -> None:
+    """Raise OutputsTooLarge for the first key that breaks a limit of the final map."""
+    total = 0
+    for index, (key, value) in enumerate(outputs.items(), start=1):
+        if index > MAX_OUTPUT_KEYS:
+            raise OutputsError(OUTPUTS_TOO_LARGE, f"output {key!r} is key number {index}; "
+                               f"at most {MAX_OUTPUT_KEYS} keys are allowed")
+        key_bytes, value_bytes = len(key.encode("utf-8")), len(value.encode("utf-8"))
+        if key_bytes > MAX_KEY_BYTES:
+            raise OutputsError(OUTPUTS_TOO_LARGE, f"output key {key!r} is {key_bytes} bytes; "
+                               f"the limit is {MAX_KEY_BYTES} bytes")
+        if value_bytes > MAX_VALUE_BYTES:
+            raise OutputsError(OUTPUTS_TOO_LARGE, f"the value of output {key!r} is "
+                               f"{value_bytes} bytes; the limit is {MAX_VALUE_BYTES} bytes")
+        total += key_bytes + value_bytes
+        if total > MAX_TOTAL_BYTES:
+            raise OutputsError(OUTPUTS_TOO_LARGE, f"output {key!r} brings the outputs to "
+                               f"{total} bytes; the limit is {MAX_TOTAL_BYTES} bytes in total")
