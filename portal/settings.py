@@ -180,6 +180,14 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # How often the level-triggered beat passes heal whatever an event missed.
 KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float("KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0)
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# Stored log bytes per Run attempt; the oldest output is truncated beyond it.
+KRUNTIMES_RUN_LOG_LIMIT_BYTES = env.int("KRUNTIMES_RUN_LOG_LIMIT_BYTES", default=4 * 1024 * 1024)
+# The filesystem ArtifactStore's volumes: one directory per claim name (the local provider's
+# stand-in for the shared PVC; the kubernetes provider mounts the claims there).
+KRUNTIMES_ARTIFACT_VOLUMES = Path(env.str("KRUNTIMES_ARTIFACT_VOLUMES",
+                                          default=str(DATA_DIR / "artifact-volumes"))).resolve()
+# Secrets (e.g. S3 credentials) as <dir>/<namespace>/<secret>/<key> files; empty: none.
+KRUNTIMES_SECRETS_DIR = env.str("KRUNTIMES_SECRETS_DIR", default="")
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
 CELERY_BEAT_SCHEDULE = {
     "garbage-collect": {
@@ -192,6 +200,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduling.reconcile",
         "schedule": 5.0,
         "options": {"queue": "control", "expires": 15.0},
+    },
+    # ttlSecondsAfterFinished and the artifact-cleanup finalizer of deleted Runs.
+    "scheduling-collect-runs": {
+        "task": "scheduling.collect_runs",
+        "schedule": KRUNTIMES_RECONCILE_INTERVAL_SECONDS,
+        "options": {"queue": "control", "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
     },
 }
 

@@ -23,6 +23,7 @@ def _status(obj: Any, field: str) -> str:
 
 
 def register_scheduling_kinds() -> None:
+    from .cleanup import ARTIFACT_CLEANUP
     from .models import Run, Runtime
     from .serializers import (
         RunSpecSerializer,
@@ -30,7 +31,6 @@ def register_scheduling_kinds() -> None:
         RuntimeSpecSerializer,
         RuntimeStatusSerializer,
     )
-    from .cleanup import ARTIFACT_CLEANUP
     from .triggers import on_run_change
     from .validators import RUN_VALIDATORS, RUNTIME_VALIDATORS
 
