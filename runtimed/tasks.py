@@ -227,7 +227,9 @@ class RunService:
     def _shipper(self, ref: RunRef) -> LogShipper | None:
         if not self.ship_logs:
             return None
-        return LogShipper(self.reporter.send, namespace=ref.namespace, name=ref.name,
+        # one quick retry: a chunk is not worth stalling the pipe for
+        return LogShipper(lambda name, kwargs: self.reporter.send(name, kwargs, retries=1),
+                          namespace=ref.namespace, name=ref.name,
                           uid=ref.uid, attempt=ref.attempt, pod_uid=self.config.pod_uid)
 
     def _execute(self, ref: RunRef, payload: dict, directory: Path, start,

@@ -9,9 +9,11 @@ import uuid
 from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
-from scheduling import dispatch, lifecycle, pods, runtimes, triggers
+from scheduling import cleanup, dispatch, lifecycle, pods, runtimes, triggers
+from scheduling import logs as _logs  # noqa: F401  (registers scheduling.append_log)
 from scheduling.scheduler import default_framework, lease, run_pass
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,24 @@ def reconcile() -> dict:
     now = timezone.now()
     result = {**pods.reconcile_pods(now), **lifecycle.reconcile_runs(now),
               "redispatched": dispatch.redispatch(now),
+              "cancels": dispatch.resend_cancels(now),
               "runtimes": runtimes.sync_runtime_status(now)}
     triggers.request_scheduling("beat")
     return result
+
+
+@shared_task(name="scheduling.collect_runs", ignore_result=True)
+def collect_runs(expire_after: int = 0, release_after: int = 0) -> dict:
+    """One batch of TTL deletions and of artifact cleanups; re-enqueued while work remains."""
+    batch = settings.KRUNTIMES_GC_BATCH_SIZE
+    expired = cleanup.expire_finished(timezone.now(), batch, expire_after) \
+        if expire_after >= 0 else cleanup.Progress()
+    released = cleanup.release_deleted(batch, release_after) \
+        if release_after >= 0 else cleanup.Progress()
+    if expired.resume_after is not None or released.resume_after is not None:
+        # -1: that half is done; only the unfinished half resumes
+        collect_runs.apply_async(args=(
+            -1 if expired.resume_after is None else expired.resume_after,
+            -1 if released.resume_after is None else released.resume_after), queue="control")
+    return {"expired": expired.expired, "cleaned": released.cleaned,
+            "waiting": released.waiting, "failed": released.failed}

@@ -21,6 +21,7 @@ from scheduling.models import Run, RunPhase, RuntimePod
 
 from . import run_detail
 from .common import heartbeat_cell, parse, pod_row_link, ready_badge, runtime_link, runtime_pks
+from .run_log import RunLogAdminMixin
 
 MESSAGE_PREVIEW = 160
 
@@ -53,7 +54,7 @@ def preview(text: str) -> str:
 
 
 @admin.register(Run)
-class RunAdmin(ResourceAdmin):
+class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log panel
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
     extra_list_display = ["duration_cell", "message_cell"]
     detail_fieldsets = [

@@ -1,0 +1,10 @@
+"""The scheduling app's own API paths: the ``runs/log`` subresource (before the generic ones)."""
+
+from django.urls import path
+
+from scheduling.log_views import RunLogView
+
+urlpatterns = [
+    path("apis/kruntimes.io/v1alpha1/namespaces/<str:namespace>/runs/<str:name>/log",
+         RunLogView.as_view(), name="run-log"),
+]
