@@ -52,6 +52,17 @@ def check_name(name: str) -> str:
     return name
 
 
+def parse_relative(relative: object) -> tuple[RunScope, str]:
+    """The RunScope and name of ``namespaces/<ns>/runs/<uid>/<name>``; RefOutOfScope otherwise."""
+    parts = relative.split("/") if isinstance(relative, str) else []
+    if len(parts) != 5 or parts[0] != "namespaces" or parts[2] != "runs":
+        raise RefOutOfScope(f"{relative!r} is not of the form namespaces/<ns>/runs/<uid>/<name>")
+    try:
+        return RunScope(parts[1], parts[3]), check_name(parts[4])
+    except StoreError as exc:
+        raise RefOutOfScope(f"{relative!r} is not a store path: {exc}") from None
+
+
 class ArtifactStore(Protocol):
     """put / open / delete / delete_run: all a Run's artifacts need."""
 

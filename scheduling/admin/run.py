@@ -19,7 +19,7 @@ from portal.resource_admin import (
 )
 from scheduling.models import Run, RunPhase, RuntimePod
 
-from . import run_detail
+from . import run_data, run_detail
 from .common import heartbeat_cell, parse, pod_row_link, ready_badge, runtime_link, runtime_pks
 from .run_log import RunLogAdminMixin
 
@@ -60,9 +60,12 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
     detail_fieldsets = [
         ("Progress", {"fields": ["assigned_pod_display", "attempt_display", "message_display",
                                  "timeline_display"]}),
+        ("Data", {"fields": ["outputs_display", "artifacts_display",
+                             "artifact_inputs_display", "artifact_store_display"]}),
         ("Spec", {"fields": ["runtime_display", "source_display", "mode_display",
                              "env_display", "timeout_display", "affinity_display",
-                             "workspace_display", "requests_display", "cancel_display"]}),
+                             "workspace_display", "requests_display", "retry_display",
+                             "ttl_display", "cancel_display"]}),
     ]
     # the kind's printer columns, replaced by linked cells
     replaced_columns = {"column_runtime": "runtime_cell", "column_pod": "pod_cell"}
@@ -209,6 +212,31 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
     @admin.display(description="requests")
     def requests_display(self, obj):
         return run_detail.requests_summary(self._spec(obj))
+
+    @admin.display(description="outputs")
+    def outputs_display(self, obj):
+        return run_data.outputs_table(obj.status)
+
+    @admin.display(description="artifacts")
+    def artifacts_display(self, obj):
+        return run_data.artifacts_table(run_detail.as_dict(obj.status).get("artifactRefs"))
+
+    @admin.display(description="artifact inputs")
+    def artifact_inputs_display(self, obj):
+        return run_data.artifact_inputs_table(obj.spec)
+
+    @admin.display(description="artifact store")
+    def artifact_store_display(self, obj):
+        return run_data.store_summary(obj.status)
+
+    @admin.display(description="retries")
+    def retry_display(self, obj):
+        waiting = obj.not_before if obj.phase == RunPhase.PENDING else None
+        return run_data.retry_summary(obj.spec, waiting)
+
+    @admin.display(description="TTL after finished")
+    def ttl_display(self, obj):
+        return run_data.ttl_summary(obj.spec, obj.finished_at, obj.ttl_after_finished)
 
     @admin.display(description="cancel requested")
     def cancel_display(self, obj):

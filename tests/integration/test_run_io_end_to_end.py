@@ -11,15 +11,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import wait_until
-from .test_up_end_to_end import (  # noqa: F401  (portal_up is a fixture)
-    API,
-    RUNTIME,
-    _phase,
-    _ready_pods,
-    _running_with,
-    portal_up,
-    run_manifest,
-)
+from .test_up_end_to_end import API, RUNTIME, _phase, _ready_pods, _running_with, run_manifest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STORE = {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}}

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 
 import pytest
-import requests
-from django.db import connection
 
-from .conftest import ROOT, wait_until
+from .conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 API = "/apis/kruntimes.io/v1alpha1/namespaces/default"
@@ -28,51 +23,6 @@ RUNTIME = {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Runtime",
 def run_manifest(name: str, script: str) -> dict:
     return {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run", "metadata": {"name": name},
             "spec": {"runtime": "bash", "source": {"inline": script}, "mode": {"task": {}}}}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def portal_up(broker, tmp_path, admin_user):
-    from rest_framework.authtoken.models import Token
-
-    from portal.models import Namespace
-
-    Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": []}})
-    token = Token.objects.create(user=admin_user).key
-    port = free_port()
-    env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
-           "PYTHONPATH": str(ROOT), "KRUNTIMES_DATA_DIR": broker.get(
-               "KRUNTIMES_DATA_DIR", str(tmp_path / "data"))}
-    log = open(tmp_path / "up.log", "wb")  # noqa: SIM115
-    up = subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port)], cwd=ROOT,
-                          env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {token}"
-    base = f"http://127.0.0.1:{port}"
-    try:
-        assert wait_until(lambda: _answers(session, base), timeout=60), "web never came up"
-        yield session, base
-    finally:
-        up.send_signal(signal.SIGTERM)
-        try:
-            up.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(up.pid, signal.SIGKILL)
-        log.close()
-        print((tmp_path / "up.log").read_text(errors="replace")[-6000:])
-
-
-def _answers(session, base) -> bool:
-    try:
-        return session.get(f"{base}/healthz", timeout=2).status_code == 200
-    except requests.RequestException:
-        return False
 
 
 def _phase(session, base, name) -> str:

@@ -1,0 +1,97 @@
+"""Build a Runtime's ArtifactStore from its ``spec.artifactStore`` (already validated by the API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import ArtifactStore, StoreError
+from .filesystem import FilesystemStore
+from .s3 import DEFAULT_CONCURRENCY, DEFAULT_PART_SIZE, S3Store
+
+# Secret keys for each credential, as the Secret may spell them: ours first, then AWS's.
+ACCESS_KEY_KEYS = ("accessKeyID", "AWS_ACCESS_KEY_ID")
+SECRET_KEY_KEYS = ("secretAccessKey", "AWS_SECRET_ACCESS_KEY")
+SESSION_TOKEN_KEYS = ("sessionToken", "AWS_SESSION_TOKEN")
+
+
+def build_store(spec: dict, *, volumes_root: Path | None,
+                secrets_dir: Path | None) -> ArtifactStore:
+    """The store ``spec`` names; volumes and secrets are mounted below the given directories."""
+    driver = (spec or {}).get("driver")
+    if driver == "filesystem":
+        return _filesystem_store(spec.get("filesystem") or {}, volumes_root)
+    if driver == "s3":
+        return _s3_store(spec.get("s3") or {}, secrets_dir)
+    raise StoreError(f"unknown artifact store driver {driver!r}")
+
+
+def _filesystem_store(options: dict, volumes_root: Path | None) -> FilesystemStore:
+    claim = _component(options.get("volumeClaimName"), "filesystem.volumeClaimName")
+    if volumes_root is None:
+        raise StoreError("no artifact volumes are mounted on this pod")
+    root = Path(volumes_root) / claim
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the artifact volume directory {root}: "
+                         f"{exc.strerror or exc}") from None
+    return FilesystemStore(root, claim)
+
+
+def _s3_store(options: dict, secrets_dir: Path | None) -> S3Store:
+    bucket = options.get("bucket")
+    if not bucket:
+        raise StoreError("the S3 artifact store names no bucket")
+    secret_name = options.get("credentialsSecretName")
+    credentials = read_s3_credentials(secrets_dir, secret_name) if secret_name else None
+    return S3Store(bucket, prefix=options.get("prefix") or "", region=options.get("region"),
+                   endpoint=options.get("endpoint"),
+                   force_path_style=bool(options.get("forcePathStyle")),
+                   credentials=credentials,
+                   upload_part_size=options.get("uploadPartSize") or DEFAULT_PART_SIZE,
+                   upload_concurrency=options.get("uploadConcurrency") or DEFAULT_CONCURRENCY)
+
+
+def read_s3_credentials(secrets_dir: Path | None, secret_name: str) -> dict:
+    """boto3 Session keywords from Secret ``secret_name`` mounted as one file per key."""
+    _component(secret_name, "s3.credentialsSecretName")
+    if secrets_dir is None:
+        raise StoreError(f'the S3 credentials Secret "{secret_name}" is not mounted on this pod')
+    directory = Path(secrets_dir) / secret_name
+    if not directory.is_dir():
+        raise StoreError(f'the S3 credentials Secret "{secret_name}" is not mounted on this pod '
+                         f"(no {directory})")
+    access_key = _secret_value(directory, ACCESS_KEY_KEYS)
+    secret_key = _secret_value(directory, SECRET_KEY_KEYS)
+    missing = [" or ".join(keys) for keys, value in
+               ((ACCESS_KEY_KEYS, access_key), (SECRET_KEY_KEYS, secret_key)) if not value]
+    if missing:
+        raise StoreError(f'the S3 credentials Secret "{secret_name}" lacks the keys '
+                         f"{'; '.join(missing)}")
+    credentials = {"aws_access_key_id": access_key, "aws_secret_access_key": secret_key}
+    token = _secret_value(directory, SESSION_TOKEN_KEYS)
+    if token:
+        credentials["aws_session_token"] = token
+    return credentials
+
+
+def _secret_value(directory: Path, keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        # A Secret volume's files are symlinks into its ..data directory: follow them.
+        path = directory / key
+        try:
+            value = path.read_text(encoding="utf-8").rstrip("\r\n")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"cannot read key {key} of the S3 credentials Secret "
+                             f"{directory.name!r}: {type(exc).__name__}") from None
+        if value:
+            return value
+    return None
+
+
+def _component(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value or "/" in value or value in (".", ".."):
+        raise StoreError(f"artifactStore {field} {value!r} cannot name a directory")
+    return value
