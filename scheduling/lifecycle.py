@@ -21,6 +21,8 @@ TERMINAL_REPORTS = {RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPh
 POD_SILENT_GONE_AFTER = timedelta(seconds=20)
 EXECUTION_GRACE = timedelta(seconds=10)
 UNSTARTED_GRACE = timedelta(seconds=60)
+TERMINATING = "Terminating"
+LOST_REASONS = ("PodGone", "PodTerminating", "PodUnhealthy", "ExecutionLost")
 
 
 def write_status(run: Run, status: dict, **columns) -> bool:
@@ -156,20 +158,37 @@ def _lost_execution(run: Run, pod: RuntimePod) -> bool:
     return (str(run.uid), run.attempt) not in active
 
 
+def _lost_reason(run: Run, pod: RuntimePod | None, now: datetime) -> tuple[str, str] | None:
+    """Why an active Run can no longer finish on its pod, or None while it still can."""
+    if pod is None or str(pod.uid) != run.assigned_pod_uid:
+        return "PodGone", "the Runtime Pod this Run was bound to is gone"
+    silent = pod.last_heartbeat is None or now - pod.last_heartbeat > POD_SILENT_GONE_AFTER
+    lost = not silent and _lost_execution(run, pod)
+    if pod.phase == TERMINATING and (silent or lost):
+        return "PodTerminating", "the Runtime Pod this Run was bound to is shutting down"
+    if silent:
+        return "PodUnhealthy", "the Runtime Pod this Run was bound to stopped sending heartbeats"
+    if lost:
+        return "ExecutionLost", "runtimed on the Runtime Pod is no longer executing this Run"
+    return None
+
+
 def reconcile_runs(now: datetime, batch: int = 1000) -> dict[str, int]:
-    """Fail active Runs whose pod is gone (PodGone) or whose execution was lost."""
-    counts = {"PodGone": 0, "ExecutionLost": 0}
+    """End (or retry) active Runs whose pod is gone, terminating or silent, or whose runtimed
+    no longer executes them."""
+    counts = dict.fromkeys(LOST_REASONS, 0)
     pods = {(p.namespace, p.name): p for p in RuntimePod.objects.all()}
     active = Run.objects.filter(phase__in=ACTIVE_PHASES).order_by("pk")
     for run in active[:batch]:
-        pod = pods.get((run.namespace, run.assigned_pod))
-        if pod is None or str(pod.uid) != run.assigned_pod_uid:
-            gone = fail(run, "PodGone", "the Runtime Pod this Run was bound to is gone", now)
-            counts["PodGone"] += gone
-        elif pod.last_heartbeat is None or now - pod.last_heartbeat > POD_SILENT_GONE_AFTER:
-            counts["PodGone"] += fail(run, "PodGone", "the Runtime Pod this Run was bound to "
-                                      "stopped sending heartbeats", now)
-        elif _lost_execution(run, pod):
-            counts["ExecutionLost"] += fail(run, "ExecutionLost", "runtimed on the Runtime Pod "
-                                            "is no longer executing this Run", now)
+        lost = _lost_reason(run, pods.get((run.namespace, run.assigned_pod)), now)
+        if lost is not None:
+            counts[lost[0]] += fail(run, *lost, now)
     return counts
+
+
+def fail_runs_on_pod(namespace: str, pod_name: str, pod_uid: str, reason: str, message: str,
+                     now: datetime) -> int:
+    """A provider saw the pod end: its active Runs end (or retry) now, not at the next pass."""
+    runs = Run.objects.filter(namespace=namespace, assigned_pod=pod_name,
+                              assigned_pod_uid=pod_uid, phase__in=ACTIVE_PHASES)
+    return sum(fail(run, reason, message, now) for run in runs)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 from portal.processes import Child, Supervisor
-from scheduling import cleanup, resources
+from scheduling import cleanup, lifecycle, resources
 from scheduling.models import Runtime, RuntimePod
 
 log = logging.getLogger(__name__)
@@ -90,9 +91,24 @@ def kill_leftover_steps(pod: PodIdentity) -> int:
     return killed
 
 
+def mark_terminating(pod: PodIdentity) -> None:
+    """The pod is being stopped on purpose: nothing new lands on it, Runs end PodTerminating."""
+    RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).update(
+        phase=lifecycle.TERMINATING, ready=False)
+
+
 def unregister(pod: PodIdentity) -> None:
-    """The pod is gone: its processes, its row and its emptyDir; reconcile fails its Runs."""
+    """The pod is gone: its processes, its Runs, its row and its emptyDir."""
     kill_leftover_steps(pod)
+    row = RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).first()
+    if row is not None and row.phase == lifecycle.TERMINATING:
+        lifecycle.fail_runs_on_pod(pod.namespace, pod.name, pod.uid, "PodTerminating",
+                                   "the Runtime Pod was stopped while this Run executed",
+                                   timezone.now())
+    else:
+        lifecycle.fail_runs_on_pod(pod.namespace, pod.name, pod.uid, "PodGone",
+                                   "the Runtime Pod this Run was bound to is gone",
+                                   timezone.now())
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
     shutil.rmtree(pod.workspace.parent, ignore_errors=True)
     from portal.machinery.events import send_on_commit
@@ -143,6 +159,9 @@ class LocalProvider:
                 self.supervisor.add(self.child(ns, rt, i))
         for name in sorted(set(self.pods) - set(wanted)):
             log.info("stopping %s", name)
+            pod = self.pods.get(name)
+            if pod is not None:
+                mark_terminating(pod)
             self.supervisor.remove(name)
             self.pods.pop(name, None)
 

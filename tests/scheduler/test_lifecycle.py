@@ -119,11 +119,45 @@ def test_a_run_on_a_pod_that_is_gone_fails_pod_gone(bound):
     assert (gone.phase, gone.status["reason"]) == ("Failed", "PodGone")
 
 
-def test_a_run_on_a_silent_pod_fails_pod_gone(bound):
+def test_a_run_on_a_silent_pod_fails_pod_unhealthy(bound):
     run, pod = bound
     RuntimePod.objects.filter(pk=pod.pk).update(
+        last_heartbeat=timezone.now() - timedelta(seconds=19))
+    assert lifecycle.reconcile_runs(timezone.now())["PodUnhealthy"] == 0  # not silent enough
+    RuntimePod.objects.filter(pk=pod.pk).update(
         last_heartbeat=timezone.now() - timedelta(seconds=21))
-    assert lifecycle.reconcile_runs(timezone.now())["PodGone"] == 1
+    assert lifecycle.reconcile_runs(timezone.now())["PodUnhealthy"] == 1
+    assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodUnhealthy")
+
+
+def test_a_terminating_pod_lets_its_runs_finish_then_fails_them_pod_terminating(bound):
+    run, pod = bound
+    start = timezone.now() - timedelta(seconds=30)
+    lifecycle.apply_report(report(run, pod, "Running", startTime=format_time(start)), start)
+    RuntimePod.objects.filter(pk=pod.pk).update(
+        phase="Terminating", ready=False, last_heartbeat=timezone.now(),
+        active_runs=[{"uid": str(run.uid), "attempt": 1}])
+    assert lifecycle.reconcile_runs(timezone.now())["PodTerminating"] == 0  # still running it
+    RuntimePod.objects.filter(pk=pod.pk).update(active_runs=[])
+    assert lifecycle.reconcile_runs(timezone.now())["PodTerminating"] == 1
+    assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodTerminating")
+
+
+def test_a_terminating_pod_that_went_silent_fails_pod_terminating(bound):
+    run, pod = bound
+    RuntimePod.objects.filter(pk=pod.pk).update(
+        phase="Terminating", last_heartbeat=timezone.now() - timedelta(seconds=21))
+    assert lifecycle.reconcile_runs(timezone.now())["PodTerminating"] == 1
+
+
+def test_a_provider_ending_a_pod_fails_its_runs_at_once(bound):
+    run, pod = bound
+    failed = lifecycle.fail_runs_on_pod("default", pod.name, str(pod.uid), "PodTerminating",
+                                        "stopped", timezone.now())
+    assert failed == 1
+    assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodTerminating")
+    assert lifecycle.fail_runs_on_pod("default", pod.name, str(pod.uid), "PodGone", "x",
+                                      timezone.now()) == 0
 
 
 def test_a_run_the_pod_no_longer_executes_fails_execution_lost(bound):
@@ -132,7 +166,8 @@ def test_a_run_the_pod_no_longer_executes_fails_execution_lost(bound):
     lifecycle.apply_report(report(run, pod, "Running", startTime=format_time(start)), start)
     active = [{"uid": str(run.uid), "attempt": 1}]
     RuntimePod.objects.filter(pk=pod.pk).update(active_runs=active, last_heartbeat=timezone.now())
-    assert lifecycle.reconcile_runs(timezone.now()) == {"PodGone": 0, "ExecutionLost": 0}
+    assert lifecycle.reconcile_runs(timezone.now()) == {
+        "PodGone": 0, "PodTerminating": 0, "PodUnhealthy": 0, "ExecutionLost": 0}
     RuntimePod.objects.filter(pk=pod.pk).update(active_runs=[])  # runtimed restarted
     assert lifecycle.reconcile_runs(timezone.now())["ExecutionLost"] == 1
     assert fresh(run).status["reason"] == "ExecutionLost"
