@@ -49,6 +49,7 @@ def register_scheduling_kinds() -> None:
         body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
         validators=RUN_VALIDATORS,
         default_finalizers=(ARTIFACT_CLEANUP,),
+        subresources={"log": ("get",)},
         on_change=(on_run_change,),
         columns=(Column("RUNTIME", lambda o: o.runtime),
                  Column("PHASE", lambda o: o.phase),

@@ -46,6 +46,8 @@ class ResourceKind:
     categories: tuple[str, ...] = ()
     # Names that may never be deleted (the ``default`` Namespace).
     protected_names: tuple[str, ...] = ()
+    # Subresources served by the kind's own views (e.g. ``log``: verbs), listed in discovery.
+    subresources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Finalizers every new object gets (what a mutating webhook would add in Kubernetes).
     default_finalizers: tuple[str, ...] = ()
     # Hooks run inside the write transaction after the object is saved (e.g. requeue work).

@@ -124,6 +124,10 @@ def resource_list(group: str, version: str) -> dict:
             resources.append({"name": f"{kind.plural}/status", "singularName": "",
                               "namespaced": kind.namespaced, "kind": kind.kind,
                               "verbs": ["get", "patch", "update"]})
+        for name, verbs in sorted(kind.subresources.items()):
+            resources.append({"name": f"{kind.plural}/{name}", "singularName": "",
+                              "namespaced": kind.namespaced, "kind": kind.kind,
+                              "verbs": list(verbs)})
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": resources}

@@ -56,3 +56,11 @@ def test_openapi_schema_describes_every_kind(admin_api):
 
 def test_swagger_ui_is_served(admin_api):
     assert admin_api.get("/api/docs/").status_code == 200
+
+
+def test_resource_list_includes_served_subresources(admin_api):
+    body = admin_api.get("/apis/kruntimes.io/v1alpha1").json()
+    resources = {r["name"]: r for r in body["resources"]}
+    assert resources["runs/log"]["verbs"] == ["get"]
+    assert resources["runs/log"]["kind"] == "Run"
+    assert "runtimes/log" not in resources
