@@ -23,6 +23,7 @@ from portal.machinery import store
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
 from runtimed.stores import RunScope, StoreError, build_store
+from scheduling import metrics
 from scheduling.models import ACTIVE_PHASES, Run
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ def expire_finished(now: datetime, batch: int, after_pk: int = 0) -> Progress:
         try:
             store.delete(kind, namespace, name)
             progress.expired += 1
+            metrics.TTL_DELETIONS.inc()
         except StatusError as exc:  # gone meanwhile, or a conflict: the next pass sees it
             log.info("TTL deletion of Run %s/%s skipped: %s", namespace, name, exc)
     return progress
@@ -94,6 +96,7 @@ def release_deleted(batch: int, after_pk: int = 0,
             removed = delete_artifacts(run, store_factory)
         except StoreError as exc:
             progress.failed += 1
+            metrics.ARTIFACT_CLEANUPS.labels("failed").inc()
             log.warning("artifacts of Run %s/%s could not be deleted (will retry): %s",
                         run.namespace, run.name, exc)
             continue
@@ -105,4 +108,5 @@ def release_deleted(batch: int, after_pk: int = 0,
         log.info("Run %s/%s: %d artifact(s) deleted, finalizer released", run.namespace,
                  run.name, removed)
         progress.cleaned += 1
+        metrics.ARTIFACT_CLEANUPS.labels("cleaned").inc()
     return progress

@@ -12,8 +12,8 @@ import logging
 import uuid
 from datetime import datetime, timedelta
 
-from portal.machinery.conditions import parse_time
-from scheduling import retry, run_status, triggers
+from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, parse_time
+from scheduling import metrics, retry, run_status, triggers
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,11 @@ def write_end(run: Run, phase: str, reason: str, message: str, now: datetime,
     status, columns = end_attempt(run, phase, reason, message, now, **finish)
     if not write_status(run, status, **columns):
         return False
-    if columns.get("not_before"):
+    retried = bool(columns.get("not_before"))
+    metrics.ATTEMPTS_ENDED.labels(phase, metrics.attempt_reason(
+        reason or ("Succeeded" if phase == RunPhase.SUCCEEDED else phase)),
+        "true" if retried else "false").inc()
+    if retried:
         triggers.request_scheduling("retry", eta=columns["not_before"])
     return True
 
@@ -87,6 +91,15 @@ def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
     return None
 
 
+def _reported_reason(report: dict) -> tuple[str, str]:
+    """The report's reason when it is a valid condition reason; else RuntimeError, saying so."""
+    reason, message = report.get("reason") or "", str(report.get("message") or "")
+    if not reason or (isinstance(reason, str) and len(reason) <= MAX_REASON_LENGTH
+                      and CONDITION_REASON_RE.fullmatch(reason)):
+        return reason, message
+    return "RuntimeError", f"runtimed reported an invalid reason {str(reason)[:64]!r}: {message}"
+
+
 def _with_store(status: dict, report: dict) -> dict:
     """Keep the store the attempt used: the artifact-cleanup finalizer deletes from it."""
     if isinstance(report.get("artifactStore"), dict):
@@ -99,8 +112,8 @@ def _apply(run: Run, report: dict, status: dict, now: datetime) -> bool:
         return write_status(run, status)
     outputs = report.get("outputs") if isinstance(report.get("outputs"), dict) else None
     refs = report.get("artifactRefs") if isinstance(report.get("artifactRefs"), list) else None
-    return write_end(run, report["phase"], report.get("reason") or "",
-                     report.get("message") or "", now, status=status,
+    reason, message = _reported_reason(report)
+    return write_end(run, report["phase"], reason, message, now, status=status,
                      exit_code=report.get("exitCode"), completion=report.get("completionTime"),
                      outputs=outputs, artifact_refs=refs)
 

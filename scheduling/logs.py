@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from scheduling import metrics
 from scheduling.models import TERMINAL_PHASES, Run, RunLogChunk
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ def append_chunk(chunk: dict, now) -> bool:
                                        text=parsed["text"], created=now)
     except IntegrityError:  # a redelivery: this offset is stored already
         return False
+    metrics.LOG_BYTES.inc(parsed["size"])
     enforce_limit(run, parsed["attempt"], limit_bytes())
     return True
 

@@ -25,3 +25,25 @@ RESERVATION_CONFLICTS = Counter(
 WAKEUPS = Counter(
     "kruntimes_scheduler_pending_run_wakeups_total", "Requests for a scheduling pass.",
     ["source"])
+
+# --- Runs after Bind ------------------------------------------------------------------------
+
+# The reasons an attempt can end with; anything else (a newer runtimed) counts as "Other".
+ATTEMPT_REASONS = frozenset({
+    "Succeeded", "Timeout", "PrepareSource", "RuntimeExecute", "RuntimeError", "ExecutionLost",
+    "Cancelled", "PodGone", "PodTerminating", "PodUnhealthy", "OutputsInvalid",
+    "OutputsTooLarge", "ArtifactInvalid", "FractionalResourceRequest", "Other"})
+ATTEMPTS_ENDED = Counter(
+    "kruntimes_run_attempts_ended_total", "Run attempts that ended, by how.",
+    ["phase", "reason", "retried"])
+ARTIFACT_CLEANUPS = Counter(
+    "kruntimes_run_artifact_cleanups_total", "Deleted Runs' artifact removals, by result.",
+    ["result"])
+TTL_DELETIONS = Counter(
+    "kruntimes_run_ttl_deletions_total", "Finished Runs deleted by ttlSecondsAfterFinished.")
+LOG_BYTES = Counter(
+    "kruntimes_run_log_bytes_total", "Run output bytes stored from runtimed's log chunks.")
+
+
+def attempt_reason(reason: str) -> str:
+    return reason if reason in ATTEMPT_REASONS else "Other"

@@ -183,3 +183,12 @@ def test_a_lost_cancel_is_sent_again_until_the_run_ends():
 def test_runs_not_asked_to_stop_get_no_cancel():
     run, _ = bind()
     assert dispatch.resend_cancels(timezone.now(), app=RecordingApp()) == 0
+
+
+def test_a_report_with_an_invalid_reason_still_ends_the_run():
+    run, pod = bind()
+    assert lifecycle.apply_report(report(run, pod, "Failed", reason="not a reason!",
+                                         message="boom"), timezone.now())
+    ended = fresh(run)
+    assert (ended.phase, ended.status["reason"]) == ("Failed", "RuntimeError")
+    assert "invalid reason 'not a reason!'" in ended.status["message"]

@@ -17,7 +17,7 @@ from portal.processes import Child, Supervisor
 def control_plane(port: int, bind: str) -> list[Child]:
     python = sys.executable
     web = [python, "-m", "gunicorn", "portal.wsgi:application", "--bind", f"{bind}:{port}",
-           "--worker-class", "gthread", "--workers", "1", "--threads", "8",
+           "--worker-class", "gthread", "--workers", "1", "--threads", "16",
            "--timeout", "120", "--access-logfile", "-"]
     worker = [python, "-m", "celery", "-A", "portal", "worker", "-Q", "control",
               "-n", "control@%h", "--concurrency", "2", "--loglevel", "INFO"]
