@@ -186,6 +186,9 @@ KRUNTIMES_RUN_LOG_LIMIT_BYTES = env.int("KRUNTIMES_RUN_LOG_LIMIT_BYTES", default
 # stand-in for the shared PVC; the kubernetes provider mounts the claims there).
 KRUNTIMES_ARTIFACT_VOLUMES = Path(env.str("KRUNTIMES_ARTIFACT_VOLUMES",
                                           default=str(DATA_DIR / "artifact-volumes"))).resolve()
+# Artifact limits runtimed enforces (bytes): per artifact (a directory counts packed) and per Run.
+KRUNTIMES_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_ARTIFACT_MAX_BYTES", default=1 << 30)
+KRUNTIMES_RUN_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_RUN_ARTIFACT_MAX_BYTES", default=10 << 30)
 # Secrets (e.g. S3 credentials) as <dir>/<namespace>/<secret>/<key> files; empty: none.
 KRUNTIMES_SECRETS_DIR = env.str("KRUNTIMES_SECRETS_DIR", default="")
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).

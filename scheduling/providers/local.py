@@ -59,7 +59,9 @@ def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
            "KRUNTIME_POD_NAMESPACE": pod.namespace, "KRUNTIME_RUNTIME": pod.runtime,
            "KRUNTIME_WORKSPACE": str(pod.workspace), "KRUNTIME_CAPACITY": json.dumps(capacity),
            # every local pod sees the same artifact volumes: the shared-PVC stand-in
-           "KRUNTIME_ARTIFACT_VOLUMES": str(settings.KRUNTIMES_ARTIFACT_VOLUMES)}
+           "KRUNTIME_ARTIFACT_VOLUMES": str(settings.KRUNTIMES_ARTIFACT_VOLUMES),
+           "KRUNTIME_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_ARTIFACT_MAX_BYTES),
+           "KRUNTIME_RUN_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_RUN_ARTIFACT_MAX_BYTES)}
     secrets_dir = cleanup.secrets_dir(pod.namespace)
     if secrets_dir is not None:
         env["KRUNTIME_SECRETS_DIR"] = str(secrets_dir)

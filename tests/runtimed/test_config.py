@@ -37,6 +37,18 @@ def test_defaults_and_filesystem_broker(tmp_path):
     }
 
 
+def test_artifact_wiring_defaults_and_overrides(tmp_path):
+    default = PodConfig.from_env(pod_env(tmp_path))
+    assert (default.artifact_volumes, default.secrets_dir) == (None, None)
+    assert (default.max_artifact_bytes, default.max_run_artifact_bytes) == (1 << 30, 10 << 30)
+    config = PodConfig.from_env(pod_env(
+        tmp_path, KRUNTIME_ARTIFACT_VOLUMES="/mnt/artifacts", KRUNTIME_SECRETS_DIR="/mnt/secrets",
+        KRUNTIME_ARTIFACT_MAX_BYTES="1024", KRUNTIME_RUN_ARTIFACT_MAX_BYTES="4096"))
+    assert (str(config.artifact_volumes), str(config.secrets_dir)) == (
+        "/mnt/artifacts", "/mnt/secrets")
+    assert (config.max_artifact_bytes, config.max_run_artifact_bytes) == (1024, 4096)
+
+
 def test_redis_broker_needs_no_folder(tmp_path):
     config = PodConfig.from_env(pod_env(tmp_path, CELERY_BROKER_URL="redis://h:6379/1",
                                         KRUNTIMES_BROKER_DIR=None,
@@ -62,6 +74,10 @@ def test_missing_identity_is_named(tmp_path):
     ({"KRUNTIME_CAPACITY": '{"runs": -1}'}, "non-negative integer"),
     ({"KRUNTIME_HEARTBEAT_SECONDS": "0"}, "positive"),
     ({"KRUNTIME_HEARTBEAT_SECONDS": "soon"}, "number"),
+    ({"KRUNTIME_ARTIFACT_VOLUMES": "rel/volumes"}, "KRUNTIME_ARTIFACT_VOLUMES must be an abs"),
+    ({"KRUNTIME_SECRETS_DIR": "secrets"}, "KRUNTIME_SECRETS_DIR must be an absolute"),
+    ({"KRUNTIME_ARTIFACT_MAX_BYTES": "0"}, "positive number of bytes"),
+    ({"KRUNTIME_RUN_ARTIFACT_MAX_BYTES": "1GiB"}, "positive number of bytes"),
 ])
 def test_bad_values_are_clear_errors(tmp_path, overrides, match):
     with pytest.raises(ConfigError, match=match):
@@ -77,3 +93,4 @@ def test_app_consumes_only_its_queue_and_never_acks_late(tmp_path):
     assert conf.worker_prefetch_multiplier == 1
     assert conf.task_serializer == "json" and conf.accept_content == ["json"]
     assert "runtimed.execute_run" in app.tasks
+    assert "runtimed.cancel_run" in app.tasks
