@@ -38,9 +38,14 @@ def on_run_change(run, event: str) -> None:
     if event == "MODIFIED" and stopping and run.phase in ACTIVE_PHASES:
         transaction.on_commit(lambda: _send_cancel(run.pk))
     if event == "MODIFIED" and run.deletion_timestamp is not None:
-        from scheduling import tasks
+        request_cleanup()
 
-        send_on_commit(tasks.collect_runs)
+
+def request_cleanup() -> None:
+    """Run the TTL/artifact-cleanup pass after the commit (beat runs it anyway)."""
+    from scheduling import tasks
+
+    send_on_commit(tasks.collect_runs)
 
 
 def _send_cancel(pk: int) -> None:

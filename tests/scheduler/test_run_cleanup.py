@@ -190,3 +190,20 @@ def test_the_collect_runs_task_reports_both_halves(runtime, volumes, settings):
     assert collect_runs() == {"expired": 1, "cleaned": 1, "waiting": 0, "failed": 0}
     assert collect_runs() == {"expired": 0, "cleaned": 0, "waiting": 0, "failed": 0}
     assert not Run.objects.filter(name="old").exists()
+
+
+def test_a_run_deleted_while_it_ran_is_cleaned_up_as_soon_as_it_ends(runtime, volumes,
+                                                                      monkeypatch):
+    from scheduling import triggers
+    from scheduling.scheduler import default_framework, run_pass
+
+    requested = []
+    monkeypatch.setattr(triggers, "request_cleanup", lambda: requested.append(True))
+    run = make_run("busy")
+    run_pass(default_framework(), timezone.now())
+    store.delete(RUNS, "default", "busy")
+    assert requested == [True]  # the delete itself asks for a pass
+    run = fresh(run)
+    pod = type("Pod", (), {"name": run.assigned_pod, "uid": run.assigned_pod_uid})
+    lifecycle.apply_report(report(run, pod, "Cancelled", reason="Cancelled"), timezone.now())
+    assert requested == [True, True]  # and so does its end
