@@ -52,17 +52,11 @@ def parse_bool(params, name: str) -> bool:
 
 
 def parse_int(params, name: str, minimum: int) -> int | None:
-    value = params.get(name)
-    if value in (None, ""):
-        return None
     try:
-        number = int(value)
-    except ValueError:
-        number = None
-    if number is None or number < minimum:
-        raise errors.bad_request(f'invalid {name} "{value}"',
-                                 [errors.invalid(name, f"must be an integer >= {minimum}")])
-    return number
+        return logs.query_int(params, name, minimum)
+    except logs.BadQuery as exc:
+        raise errors.bad_request(f'invalid {name} "{params.get(name)}"',
+                                 [errors.invalid(name, exc.detail)]) from None
 
 
 def check_attempt(run: Run, attempt: int | None) -> int:

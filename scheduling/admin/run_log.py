@@ -19,27 +19,10 @@ from scheduling.models import Run
 POLL_MS = 1000
 
 
-class BadQuery(ValueError):
-    pass
-
-
-def query_int(params, name: str, minimum: int) -> int | None:
-    value = params.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        number = None
-    if number is None or number < minimum:
-        raise BadQuery(f"{name} must be an integer >= {minimum}")
-    return number
-
-
 def requested_attempt(run: Run, params) -> int:
-    attempt = query_int(params, "attempt", 1) or run.attempt
+    attempt = logs.query_int(params, "attempt", 1) or run.attempt
     if attempt > run.attempt:
-        raise BadQuery(f"attempt must be at most {run.attempt}")
+        raise logs.BadQuery("attempt", f"must be at most {run.attempt}")
     return attempt
 
 
@@ -91,8 +74,8 @@ class RunLogAdminMixin:
             return JsonResponse({"error": "no such Run"}, status=404)
         try:
             attempt = requested_attempt(run, request.GET)
-            after = query_int(request.GET, "after", 0)
-        except BadQuery as exc:
+            after = logs.query_int(request.GET, "after", 0)
+        except logs.BadQuery as exc:
             return JsonResponse({"error": str(exc)}, status=400)
         piece = logs.read_log(run, attempt, after_offset=after)
         return JsonResponse({"text": piece.text, "next": piece.next_offset,
@@ -105,7 +88,7 @@ class RunLogAdminMixin:
             return HttpResponse("no such Run\n", status=404, content_type="text/plain")
         try:
             attempt = requested_attempt(run, request.GET)
-        except BadQuery as exc:
+        except logs.BadQuery as exc:
             return HttpResponse(f"{exc}\n", status=400, content_type="text/plain")
         response = HttpResponse(logs.read_log(run, attempt).text.encode(),
                                 content_type="text/plain; charset=utf-8")

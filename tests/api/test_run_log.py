@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 
 from scheduling import logs
 from scheduling.log_views import RunLogView
 from scheduling.models import Run
+from tests.scheduler.fixtures import append_log as append
 from tests.scheduler.fixtures import make_run
 
 from .helpers import assert_status
@@ -21,13 +21,6 @@ ALICE = [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.i
 
 def log_url(name: str = "build", namespace: str = "default") -> str:
     return f"/apis/{GROUP}/v1alpha1/namespaces/{namespace}/runs/{name}/log"
-
-
-def append(run: Run, offset: int, text: str, attempt: int | None = None) -> None:
-    assert logs.append_chunk({
-        "namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-        "attempt": attempt or run.attempt, "podUID": "p", "offset": offset,
-        "size": len(text.encode()), "text": text}, timezone.now())
 
 
 def finish(run: Run, phase: str = "Succeeded") -> None:

@@ -11,7 +11,6 @@ from dataclasses import replace
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from runtimed.tasks import RunService
 
@@ -217,26 +216,17 @@ def test_a_cancel_for_another_pod_is_ignored(service, reporter):
 # --- the same through S3 (moto's server over real HTTP) --------------------------------------
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 @pytest.fixture
-def s3_store(moto_endpoint, tmp_path, config):
+def s3_store(s3_endpoint, tmp_path, config):
     secrets = tmp_path / "secrets" / "s3-creds"
     secrets.mkdir(parents=True)
     (secrets / "accessKeyID").write_text("test-key\n")
     (secrets / "secretAccessKey").write_text("test-secret\n")
-    client = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1",
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
                           aws_access_key_id="test-key", aws_secret_access_key="test-secret")
     client.create_bucket(Bucket="artifacts")
     spec = {"driver": "s3", "s3": {"bucket": "artifacts", "prefix": "ci", "region": "us-east-1",
-                                   "endpoint": moto_endpoint, "forcePathStyle": True,
+                                   "endpoint": s3_endpoint, "forcePathStyle": True,
                                    "credentialsSecretName": "s3-creds"}}
     return spec, client, tmp_path / "secrets"
 

@@ -7,7 +7,6 @@ import uuid
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from runtimed.stores import FilesystemStore, RunScope, S3Store, StoreError, build_store
 from runtimed.stores.factory import read_s3_credentials
@@ -15,16 +14,6 @@ from runtimed.stores.factory import read_s3_credentials
 SCOPE = RunScope("ci", "uid-1")
 ACCESS_KEY = "AKIDFACTORYTEST"
 SECRET_KEY = "factory-secret-value-xyz"
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """One moto S3 server on a free local port, spoken to over HTTP."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture

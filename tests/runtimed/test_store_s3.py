@@ -9,7 +9,6 @@ import uuid
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto.server import ThreadedMotoServer
 
 from runtimed.stores import RefOutOfScope, RunScope, S3Store, StoreError
 
@@ -17,16 +16,6 @@ MIB = 1024 * 1024
 SCOPE = RunScope("ci", "uid-1")
 RUN_KEY = "namespaces/ci/runs/uid-1"
 DUMMY = {"aws_access_key_id": "AKIDTESTDUMMY", "aws_secret_access_key": "dummy-secret-value"}
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """One moto S3 server on a free local port, spoken to over HTTP."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture

@@ -6,20 +6,12 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
-from django.utils import timezone
 
-from scheduling import logs
 from scheduling.models import Run
+from tests.scheduler.fixtures import append_log as append
 from tests.scheduler.fixtures import make_run
 
 pytestmark = pytest.mark.django_db
-
-
-def append(run: Run, offset: int, text: str, attempt: int | None = None) -> None:
-    assert logs.append_chunk({
-        "namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-        "attempt": attempt or run.attempt, "podUID": "p", "offset": offset,
-        "size": len(text.encode()), "text": text}, timezone.now())
 
 
 def change_url(run: Run) -> str:
