@@ -165,6 +165,8 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    # kombu's transport with atomic writes and claims (see runtimed/fstransport.py)
+    CELERY_BROKER_TRANSPORT = "runtimed.fstransport:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

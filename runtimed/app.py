@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from celery import Celery
 from kombu import Exchange, Queue
 
+from . import fstransport
 from . import heartbeat as heartbeats
 from .config import PodConfig
 from .execute import Clock, utc_now
@@ -27,6 +28,8 @@ class Runtimed:
 
 def configure(app: Celery, config: PodConfig) -> None:
     queue = config.queue
+    if config.broker_url.startswith("filesystem://"):
+        app.conf.broker_transport = fstransport.TRANSPORT  # atomic messages
     app.conf.update(
         broker_url=config.broker_url,
         broker_transport_options=config.transport_options(),

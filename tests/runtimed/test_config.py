@@ -94,3 +94,4 @@ def test_app_consumes_only_its_queue_and_never_acks_late(tmp_path):
     assert conf.task_serializer == "json" and conf.accept_content == ["json"]
     assert "runtimed.execute_run" in app.tasks
     assert "runtimed.cancel_run" in app.tasks
+    assert conf.broker_transport == "runtimed.fstransport:Transport"  # atomic messages
