@@ -107,7 +107,10 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and a busy timeout let web, worker and beat share one SQLite file.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+         # take the write lock at BEGIN: a read transaction upgraded to a write fails at once
+         # ("database is locked") instead of waiting out the busy timeout
+         "transaction_mode": "IMMEDIATE"}
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

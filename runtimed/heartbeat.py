@@ -30,6 +30,8 @@ def heartbeat_message(config: PodConfig, active: ActiveRuns, clock: Clock = utc_
         "podUID": config.pod_uid,
         "capacity": dict(config.capacity),
         "activeRuns": active.snapshot(),
+        # repeated until they age out: the control plane applies any it missed
+        "recentReports": active.recent_reports(),
         "time": rfc3339(clock()),
         "workspacePath": str(config.workspace),
         "host": socket.gethostname(),

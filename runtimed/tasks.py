@@ -14,6 +14,9 @@ import json
 import logging
 import os
 import threading
+import time
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +33,35 @@ from .stores import build_store
 
 log = logging.getLogger("runtimed.tasks")
 
+# Final reports repeated in heartbeats: enough to outlive a lost message, bounded in size.
+RECENT_REPORTS = 32
+RECENT_REPORT_SECONDS = 300.0
 EXECUTE_RUN_TASK = "runtimed.execute_run"
 CANCEL_RUN_TASK = "runtimed.cancel_run"
 RUNNING = "Running"
 
 
 class ActiveRuns:
-    """The (uid, attempt) pairs executing in this process, for the heartbeat."""
+    """The (uid, attempt) pairs executing in this process, and the final reports of those that
+    ended lately: the heartbeat carries both, so a lost report heals at the next beat."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_reports: int = RECENT_REPORTS,
+                 report_seconds: float = RECENT_REPORT_SECONDS,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._keys: set[tuple[str, int]] = set()
+        self._recent: deque[tuple[float, dict]] = deque(maxlen=keep_reports)
+        self._report_seconds = report_seconds
+        self._monotonic = monotonic
+
+    def ended(self, report: dict) -> None:
+        with self._lock:
+            self._recent.append((self._monotonic(), report))
+
+    def recent_reports(self) -> list[dict]:
+        horizon = self._monotonic() - self._report_seconds
+        with self._lock:
+            return [report for at, report in self._recent if at >= horizon]
 
     def add(self, key: tuple[str, int]) -> None:
         with self._lock:
@@ -138,6 +159,7 @@ class RunService:
             final = self._report(ref, CANCELLED, "Cancelled", "the Run was cancelled before "
                                  "it started", None, None, now)
             self._record(directory / f"attempt-{ref.attempt}.result.json", final)
+            self.active.ended(final)
             self.reporter.report_run(final)
             return final
         return self._duplicate(ref, directory)
@@ -218,6 +240,7 @@ class RunService:
                                  artifact_refs=outcome.artifact_refs,
                                  artifact_store=store_spec)
             self._record(directory / f"attempt-{ref.attempt}.result.json", final)
+            self.active.ended(final)
             self.reporter.report_run(final)
         finally:
             # only now: a heartbeat must not lose the Run before its terminal report was sent

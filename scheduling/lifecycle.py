@@ -142,6 +142,27 @@ def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
     return False
 
 
+def apply_missed_reports(reports: object, now: datetime) -> int:
+    """Apply the final reports a heartbeat repeats whose Run still waits for one (one query
+    finds them; the rest were applied long ago). Returns how many changed a Run."""
+    if not isinstance(reports, list):
+        return 0
+    by_uid = {}
+    for report in reports:
+        try:
+            by_uid[uuid.UUID(str(report.get("uid")))] = report
+        except (AttributeError, ValueError):
+            continue
+    waiting = Run.objects.filter(uid__in=list(by_uid), phase__in=ACTIVE_PHASES) \
+        .values_list("uid", flat=True)
+    applied = 0
+    for uid in waiting:
+        if apply_report(by_uid[uid], now):
+            log.warning("applied a report for Run %s that only a heartbeat brought", uid)
+            applied += 1
+    return applied
+
+
 def fail(run: Run, reason: str, message: str, now: datetime) -> bool:
     """The control plane ends the attempt Failed (PodGone, ExecutionLost); it may be retried."""
     return write_end(run, RunPhase.FAILED, reason, message, now)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
+from portal.machinery.conditions import parse_time
 from scheduling import resources
 from scheduling.models import Runtime, RuntimePod
 
@@ -21,8 +22,21 @@ def _capacity(namespace: str, runtime: str, annotations: dict) -> dict[str, int]
     return resources.pod_capacity(spec or {}, annotations)
 
 
-def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod, bool]:
-    """Upsert the pod from a heartbeat. Returns (pod, became_ready)."""
+def is_stale(beat: dict, now: datetime) -> bool:
+    """A heartbeat older than a pod may stay silent (left in a queue while the control plane
+    was down): it says nothing about the pod now, and must not resurrect a gone pod."""
+    try:
+        sent = parse_time(beat.get("time"))
+    except ValueError:
+        return False  # an old runtimed without a time: trust it
+    return now - sent > NOT_READY_AFTER
+
+
+def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool]:
+    """Upsert the pod from a heartbeat. Returns (pod, became_ready); (None, False) when the
+    heartbeat is stale."""
+    if is_stale(beat, now):
+        return None, False
     namespace, name, uid = beat["namespace"], beat["podName"], beat["podUID"]
     fields = {
         "runtime": beat["runtime"], "ready": True, "phase": "Running", "last_heartbeat": now,

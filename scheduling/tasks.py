@@ -55,6 +55,11 @@ def report_run(report: dict) -> bool:
 @shared_task(name="scheduling.runtime_pod_heartbeat", ignore_result=True)
 def runtime_pod_heartbeat(heartbeat: dict) -> None:
     pod, became_ready = pods.record_heartbeat(heartbeat, timezone.now())
+    if pod is None:
+        return
+    # final reports repeated by runtimed: one whose message was lost is applied now
+    if lifecycle.apply_missed_reports(heartbeat.get("recentReports"), timezone.now()):
+        triggers.request_scheduling("run")
     if became_ready:
         runtimes.sync_runtime_status(timezone.now(), pod.namespace, pod.runtime)
         triggers.request_scheduling("pod")

@@ -75,6 +75,18 @@ def test_heartbeat_message(config, clock):
     assert message["time"] == "2026-01-02T03:04:05Z"
     assert message["workspacePath"] == str(config.workspace)
     assert isinstance(message["host"], str) and isinstance(message["pid"], int)
+    assert message["recentReports"] == []
+
+
+def test_heartbeats_repeat_recent_final_reports_until_they_age_out(config, clock):
+    now = [1000.0]
+    active = ActiveRuns(keep_reports=2, report_seconds=300, monotonic=lambda: now[0])
+    for n in range(3):
+        active.ended({"uid": f"run-{n}", "attempt": 1, "phase": "Succeeded"})
+    assert [r["uid"] for r in heartbeat_message(config, active, clock)["recentReports"]] == [
+        "run-1", "run-2"]  # bounded: the oldest went
+    now[0] += 301
+    assert heartbeat_message(config, active, clock)["recentReports"] == []
 
 
 def test_heartbeat_beats_at_once_then_every_interval_until_stopped():

@@ -92,6 +92,34 @@ def test_heartbeat_creates_a_ready_pod_and_reads_capacity_from_the_runtime():
     assert not again
 
 
+def test_a_stale_heartbeat_neither_creates_nor_revives_a_pod():
+    make_runtime()
+    old = format_time(timezone.now() - timedelta(seconds=16))
+    beat = {"namespace": "default", "runtime": "bash", "podName": "bash-ghost",
+            "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "activeRuns": [], "time": old}
+    assert pods.record_heartbeat(beat, timezone.now()) == (None, False)
+    assert not RuntimePod.objects.filter(name="bash-ghost").exists()
+    fresh_beat = {**beat, "time": format_time(timezone.now() - timedelta(seconds=14))}
+    assert pods.record_heartbeat(fresh_beat, timezone.now())[1]
+
+
+def test_a_lost_final_report_is_applied_from_the_next_heartbeat(bound):
+    from scheduling.tasks import runtime_pod_heartbeat
+
+    run, pod = bound
+    now = timezone.now()
+    lifecycle.apply_report(report(run, pod, "Running"), now)
+    final = report(run, pod, "Succeeded", exitCode=0)  # its own message never arrived
+    beat = {"namespace": "default", "runtime": "bash", "podName": pod.name,
+            "podUID": str(pod.uid), "activeRuns": [], "time": format_time(now),
+            "recentReports": [final, {"uid": "not-a-uuid"}, "junk"]}
+    runtime_pod_heartbeat(beat)
+    assert (fresh(run).phase, fresh(run).status["exitCode"]) == ("Succeeded", 0)
+    version = fresh(run).resource_version
+    runtime_pod_heartbeat(beat)  # repeated: nothing changes
+    assert fresh(run).resource_version == version
+
+
 def test_a_new_incarnation_under_an_old_name_replaces_the_row():
     make_runtime()
     old = make_pod("bash-a")
