@@ -19,7 +19,9 @@ app.conf.update(
     # (Redis); reconcilers are idempotent, so running one twice is harmless.
     task_acks_late=True,
     task_reject_on_worker_lost=True,
-    worker_prefetch_multiplier=1,
+    # Control tasks are short: a few reserved per process keep the worker busy between polls
+    # of the filesystem broker (a message reserved by a killed worker is healed by beat).
+    worker_prefetch_multiplier=4,
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
     # Publishing from a request must not hang on a dead broker: fail fast, beat heals.

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from scheduling import cleanup, dispatch, lifecycle, pods, runtimes, triggers
 from scheduling import logs as _logs  # noqa: F401  (registers scheduling.append_log)
+from scheduling.models import Run, RunPhase
 from scheduling.scheduler import default_framework, lease, run_pass
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,8 @@ MAX_PASSES = 50
 @shared_task(name="scheduling.schedule", ignore_result=True)
 def schedule(source: str = "event") -> int:
     """Run scheduling passes while wake-ups keep arriving; only the lease holder runs."""
+    if not Run.objects.filter(phase=RunPhase.PENDING).exists():
+        return 0  # nothing to place: a wake-up after a Run ended costs one query, not a pass
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     lease.request_pass(timezone.now())
     if not lease.acquire(holder, timezone.now(), LEASE_TTL):
