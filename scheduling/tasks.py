@@ -12,8 +12,15 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from scheduling import cleanup, dispatch, lifecycle, pods, runtimes, triggers
-from scheduling import logs as _logs  # noqa: F401  (registers scheduling.append_log)
+from scheduling import (
+    cleanup,
+    dispatch,
+    lifecycle,
+    logs,  # also registers scheduling.append_log
+    pods,
+    runtimes,
+    triggers,
+)
 from scheduling.models import Run, RunPhase
 from scheduling.scheduler import default_framework, lease, run_pass
 
@@ -28,9 +35,10 @@ def schedule(source: str = "event") -> int:
     if not Run.objects.filter(phase=RunPhase.PENDING).exists():
         return 0  # nothing to place: a wake-up after a Run ended costs one query, not a pass
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    lease.request_pass(timezone.now())
     if not lease.acquire(holder, timezone.now(), LEASE_TTL):
-        return 0  # the holder sees our request and runs another pass
+        lease.request_pass(timezone.now())  # the holder runs another pass for us
+        if not lease.acquire(holder, timezone.now(), LEASE_TTL):  # unless it just let go
+            return 0
     bound = 0
     framework = default_framework()
     try:
@@ -39,18 +47,24 @@ def schedule(source: str = "event") -> int:
             result = run_pass(framework, started)
             bound += result.bound
             dispatch.dispatch(result.bound_runs, timezone.now())
-            if not lease.requested_since(started):
-                break
-            lease.acquire(holder, timezone.now(), LEASE_TTL)  # renew
-    finally:
+            if lease.release_unless_requested(holder, started):
+                return bound
+            lease.acquire(holder, timezone.now(), LEASE_TTL)  # renew for the next pass
+    except BaseException:
         lease.release(holder)
+        raise
+    lease.release(holder)
     return bound
 
 
 @shared_task(name="scheduling.report_run", ignore_result=True)
 def report_run(report: dict) -> bool:
+    tail = report.pop("log", None)
+    if isinstance(tail, dict):  # the attempt's last output, stored before the Run ends
+        logs.append_chunk(tail, timezone.now())
     changed = lifecycle.apply_report(report, timezone.now())
-    if changed and report.get("phase") != "Running":
+    if changed and report.get("phase") != "Running" and lifecycle.runs_wait_for_capacity(
+            timezone.now()):
         triggers.request_scheduling("run")  # capacity was freed
     return changed
 
