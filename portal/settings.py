@@ -112,6 +112,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
          # ("database is locked") instead of waiting out the busy timeout
          "transaction_mode": "IMMEDIATE"}
     )
+# Keep connections open across requests and Celery tasks: a new PostgreSQL connection per
+# task cost more than the task itself. Health checks drop a connection that went bad.
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=300))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

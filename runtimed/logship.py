@@ -52,6 +52,9 @@ class LogShipper:
         self.failed_chunks = 0
         self._closing = False
         self._closed = False
+        self._hold_tail = False
+        # the last chunk, held back by close(hand_over_tail=True) to ride on the final report
+        self.tail: dict | None = None
         self._thread: threading.Thread | None = None
         if background:
             self._thread = threading.Thread(target=self._run, name="runtimed-logship",
@@ -107,6 +110,9 @@ class LogShipper:
         """Send everything buffered, due or not (the last chunk completes the decoding)."""
         sent = 0
         while (batch := self._take(final=True)) is not None:
+            if batch[3] and self._hold_tail:
+                self.tail = self._chunk(*batch)
+                break
             self._ship(*batch)
             sent += 1
         return sent
@@ -131,12 +137,15 @@ class LogShipper:
             reset, self._reset_decoder = self._reset_decoder, False
             return offset, data, reset, final and not self._pending
 
-    def _ship(self, offset: int, data: bytes, reset: bool, last: bool) -> None:
+    def _chunk(self, offset: int, data: bytes, reset: bool, last: bool) -> dict:
         if reset:
             self._decoder.reset()
         # a trailing incomplete character waits in the decoder for the next chunk
         text = self._decoder.decode(data, final=last)
-        chunk = {**self._identity, "offset": offset, "size": len(data), "text": text}
+        return {**self._identity, "offset": offset, "size": len(data), "text": text}
+
+    def _ship(self, offset: int, data: bytes, reset: bool, last: bool) -> None:
+        chunk = self._chunk(offset, data, reset, last)
         try:
             delivered = self._send(APPEND_LOG_TASK, {"chunk": chunk})
         except Exception:  # noqa: BLE001 - a broken sender only costs this chunk
@@ -171,11 +180,16 @@ class LogShipper:
 
     # ------------------------------------------------------------------ the end
 
-    def close(self, timeout: float = 5.0) -> int:
-        """Flush what is left, stop the thread; returns the total raw bytes written."""
+    def close(self, timeout: float = 5.0, *, hand_over_tail: bool = False) -> int:
+        """Flush what is left, stop the thread; returns the total raw bytes written.
+
+        With ``hand_over_tail`` the last chunk is not sent but left in :attr:`tail`, for the
+        caller to send with its own final message (one message fewer for a short step).
+        """
         with self._cond:
             if self._closed:
                 return self.total_bytes
+            self._hold_tail = hand_over_tail
             self._closed = self._closing = True
             self._cond.notify_all()
         if self._thread is None:

@@ -232,16 +232,18 @@ class RunService:
                 log.exception("Run %s attempt %s: runtimed failed", ref.uid, ref.attempt)
                 outcome = Outcome(Result(FAILED, "RuntimeError", f"runtimed failed: {exc}",
                                          None, start, self.clock()))
-            if shipper is not None:
-                shipper.close()  # the last output goes out before the final report
+            tail = None
+            if shipper is not None:  # the last output rides on the final report
+                shipper.close(hand_over_tail=True)
+                tail = shipper.tail
             result = outcome.result
             final = self._report(ref, result.phase, result.reason, result.message,
                                  result.exit_code, start, result.end, outputs=outcome.outputs,
                                  artifact_refs=outcome.artifact_refs,
                                  artifact_store=store_spec)
             self._record(directory / f"attempt-{ref.attempt}.result.json", final)
-            self.active.ended(final)
-            self.reporter.report_run(final)
+            self.active.ended(final)  # repeated in heartbeats, without the log
+            self.reporter.report_run({**final, "log": tail} if tail else final)
         finally:
             # only now: a heartbeat must not lose the Run before its terminal report was sent
             self.active.discard(ref.key)

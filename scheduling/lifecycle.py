@@ -12,6 +12,8 @@ import logging
 import uuid
 from datetime import datetime, timedelta
 
+from django.db.models import Q
+
 from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, parse_time
 from scheduling import metrics, retry, run_status, triggers
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
@@ -140,6 +142,15 @@ def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
     log.warning("report for %s/%s lost %d write races", report.get("namespace"),
                 report.get("name"), attempts)
     return False
+
+
+def runs_wait_for_capacity(now: datetime) -> bool:
+    """Whether a Pending Run was found unplaceable (or is due after its backoff): only those
+    need a pass when capacity frees up; a Run not yet considered has its own wake-up."""
+    return Run.objects.filter(
+        Q(not_before__isnull=True) | Q(not_before__lte=now), phase=RunPhase.PENDING,
+        deletion_timestamp__isnull=True).exclude(
+        Q(status__message__isnull=True) | Q(status__message="")).exists()
 
 
 def apply_missed_reports(reports: object, now: datetime) -> int:

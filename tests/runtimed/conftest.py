@@ -35,8 +35,10 @@ class FakeReporter:
         return True
 
     def log_text(self) -> str:
-        chunks = sorted((kw["chunk"] for name, kw in self.sent if name == "scheduling.append_log"),
-                        key=lambda c: (c["attempt"], c["offset"]))
+        """The output as the control plane gets it: chunks, and the tails on final reports."""
+        chunks = [kw["chunk"] for name, kw in self.sent if name == "scheduling.append_log"]
+        chunks += [report["log"] for report in self.reports if "log" in report]
+        chunks.sort(key=lambda c: (c["attempt"], c["offset"]))
         return "".join(c["text"] for c in chunks)
 
     def report_run(self, report: dict) -> bool:

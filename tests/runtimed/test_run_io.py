@@ -145,9 +145,18 @@ def test_a_failed_step_uploads_nothing(service, volumes):
     assert not any(volumes.rglob("o"))
 
 
-def test_the_log_is_shipped_before_the_final_report(service, reporter):
-    service.execute_run(make_payload("echo one; echo two >&2"))
+def test_a_short_log_rides_on_the_final_report(service, reporter):
+    final = service.execute_run(make_payload("echo one; echo two >&2"))
     assert reporter.log_text() == "one\ntwo\n"
+    assert reporter.reports[-1]["log"]["text"] == "one\ntwo\n"
+    assert "log" not in final  # neither recorded nor repeated in heartbeats
+    assert service.active.recent_reports()[-1] == final
+
+
+def test_a_long_log_is_shipped_in_chunks_while_it_runs(service, reporter):
+    service.execute_run(make_payload("head -c 200000 /dev/zero | tr '\\0' x; echo"))
+    assert reporter.log_text() == "x" * 200000 + "\n"
+    assert [name for name, _ in reporter.sent].count("scheduling.append_log") >= 3
 
 
 # --- cancel ---------------------------------------------------------------------------------

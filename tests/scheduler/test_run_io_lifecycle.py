@@ -192,3 +192,35 @@ def test_a_report_with_an_invalid_reason_still_ends_the_run():
     ended = fresh(run)
     assert (ended.phase, ended.status["reason"]) == ("Failed", "RuntimeError")
     assert "invalid reason 'not a reason!'" in ended.status["message"]
+
+
+def test_the_log_tail_on_a_final_report_is_stored_before_the_run_ends():
+    from scheduling import logs
+    from scheduling.tasks import report_run
+
+    run, pod = bind()
+    tail = {"namespace": "default", "name": "r1", "uid": str(run.uid), "attempt": 1,
+            "podUID": str(pod.uid), "offset": 0, "size": 6, "text": "hello\n"}
+    assert report_run(report(run, pod, "Succeeded", exitCode=0, log=tail))
+    assert fresh(run).phase == "Succeeded"
+    assert logs.read_log(fresh(run), 1).text == "hello\n"
+
+
+def test_only_runs_found_unplaceable_or_due_after_backoff_wait_for_capacity():
+    now = timezone.now()
+    make_runtime()
+    assert not lifecycle.runs_wait_for_capacity(now)
+    fresh_run = make_run("new")  # not considered yet: it has its own wake-up
+    assert not lifecycle.runs_wait_for_capacity(now)
+    run_pass(default_framework(), now)  # no pods: it is found unplaceable
+    assert fresh(fresh_run).status["message"]
+    assert lifecycle.runs_wait_for_capacity(now)
+    store.patch(RUNS, "default", "new", {"spec": {"cancelRequested": True}})
+    run_pass(default_framework(), now)
+    assert not lifecycle.runs_wait_for_capacity(now)
+    backoff = make_run("retried")
+    from scheduling.models import Run
+    Run.objects.filter(pk=backoff.pk).update(
+        not_before=now + timedelta(seconds=30), status={"phase": "Pending", "message": "x"})
+    assert not lifecycle.runs_wait_for_capacity(now)
+    assert lifecycle.runs_wait_for_capacity(now + timedelta(seconds=31))

@@ -1,39 +1,114 @@
-"""``manage.py bench scheduler --runs N --pods P [--affinity MODE] [--namespace NS] [--keep]``.
+"""``manage.py bench scheduler|runs``: one JSON line on stdout, progress on stderr.
 
-Benchmarks the scheduler on the configured database (settings DATABASE_URL) and prints ONE
-JSON line to stdout; progress goes to stderr. The logic lives in ``scheduling.bench``.
+- ``bench scheduler --runs N --pods P [--affinity MODE] [--namespace NS] [--keep]``: how fast
+  the scheduler binds a backlog on the configured database (settings DATABASE_URL).
+- ``bench runs --count N --concurrency C``: end-to-end latency of ``echo`` Runs (API create to
+  Succeeded) on real processes, next to a bare Celery round trip on the same broker.
+
+The logic lives in ``scheduling.bench``.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import threading
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+SCHEDULER_HELP = ("Benchmark the scheduler: bind N pending Runs onto P Runtime Pods in a fresh "
+                  "namespace and print one JSON line (bound_per_s, pass p50/p99, floor_s...). "
+                  "Uses only the database (settings DATABASE_URL).")
+RUNS_HELP = (
+    "End-to-end latency of `echo` Runs: C client threads each create a Run through the API "
+    "code path (DRF APIClient in this process, no HTTP server; Bearer token of a superuser "
+    "`bench-runs` made for the bench) and poll the database until it is Succeeded; then the "
+    "same count and concurrency of bare Celery round trips (a `bench.echo` task served by the "
+    "bench's own threads-pool worker, replying on a kombu reply queue). Prints ONE JSON line: "
+    "count, concurrency, p50_ms, p99_ms, runs_per_s, celery_p50_ms, celery_p99_ms, broker, "
+    "database, pods, overhead_x (p50_ms / celery_p50_ms), errors. "
+    "Services used: the database of settings DATABASE_URL (SQLite under KRUNTIMES_DATA_DIR by "
+    "default; must be migrated) and the broker of settings CELERY_BROKER_URL (the filesystem "
+    "broker under KRUNTIMES_DATA_DIR by default, e.g. redis://... otherwise); both must be "
+    "running. The bench starts everything else itself and stops it at the end (also on Ctrl-C): "
+    "the control worker and beat (the command lines `manage.py up` uses), the echo worker and "
+    "ceil(C/4) local Runtime Pods (runtimed) of a Runtime `bench` in a fresh namespace "
+    "(leftovers deleted first). Children log to <KRUNTIMES_DATA_DIR>/bench-runs/logs. Do not "
+    "run it next to `manage.py up` on the same database: up would start pods for the bench "
+    "Runtime too. Exits non-zero if any Run or round trip fails.")
+
 
 class Command(BaseCommand):
-    help = ("Benchmark the scheduler: bind N pending Runs onto P Runtime Pods in a fresh "
-            "namespace and print one JSON line (bound_per_s, pass p50/p99, floor_s...).")
+    help = "Benchmarks: `bench scheduler ...` (the scheduler) or `bench runs ...` (Run latency)."
+
+    def create_parser(self, prog_name, subcommand):
+        parser = super().create_parser(prog_name, subcommand)
+        parser.epilog = "`manage.py bench <target> --help` describes each target."
+        return parser
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("target", choices=["scheduler"], help="what to benchmark")
-        parser.add_argument("--runs", type=int, required=True, help="pending Runs to bind")
-        parser.add_argument("--pods", type=int, required=True, help="ready Runtime Pods")
-        parser.add_argument("--affinity", default="none",
-                            choices=["none", "required", "preferred", "anti"])
-        parser.add_argument("--namespace", default="bench",
-                            help="the namespace to (re)create; its leftovers are deleted first")
-        parser.add_argument("--keep", action="store_true",
-                            help="keep the namespace and its objects afterwards")
-        parser.add_argument("--probes", type=int, default=200,
-                            help="passes with one new Run, for pass_p50_ms/pass_p99_ms")
-        parser.add_argument("--page-size", type=int, default=None, help="PassOptions.page_size")
-        parser.add_argument("--bind-batch", type=int, default=None,
-                            help="PassOptions.bind_batch")
+        # each target has its own options: ``bench <target> --help``
+        targets = parser.add_subparsers(dest="target", required=True,
+                                        metavar="{scheduler,runs}")
+        scheduler = targets.add_parser("scheduler", help=SCHEDULER_HELP,
+                                       description=SCHEDULER_HELP)
+        scheduler.add_argument("--runs", type=int, required=True, help="pending Runs to bind")
+        scheduler.add_argument("--pods", type=int, required=True, help="ready Runtime Pods")
+        scheduler.add_argument("--affinity", default="none",
+                               choices=["none", "required", "preferred", "anti"])
+        scheduler.add_argument("--namespace", default="bench",
+                               help="the namespace to (re)create; its leftovers are deleted "
+                                    "first")
+        scheduler.add_argument("--keep", action="store_true",
+                               help="keep the namespace and its objects afterwards")
+        scheduler.add_argument("--probes", type=int, default=200,
+                               help="passes with one new Run, for pass_p50_ms/pass_p99_ms")
+        scheduler.add_argument("--page-size", type=int, default=None,
+                               help="PassOptions.page_size")
+        scheduler.add_argument("--bind-batch", type=int, default=None,
+                               help="PassOptions.bind_batch")
 
-    def handle(self, *args, target, runs, pods, affinity, namespace, keep, probes,
-               page_size, bind_batch, **options) -> None:
+        runs = targets.add_parser("runs", help="end-to-end Run latency vs a bare Celery round "
+                                  "trip", description=RUNS_HELP)
+        runs.add_argument("--count", type=int, required=True, help="measured Runs (and echo "
+                          "round trips)")
+        runs.add_argument("--concurrency", type=int, required=True,
+                          help="client threads: Runs (round trips) in flight at once")
+        runs.add_argument("--namespace", default="bench-runs",
+                          help="the namespace to (re)create; its leftovers are deleted first")
+        runs.add_argument("--warmup", type=int, default=None,
+                          help="unmeasured Runs and round trips first (default max(5, 2*C))")
+        runs.add_argument("--poll-ms", type=float, default=3.0,
+                          help="how often each client polls its Run (and the reply queue on "
+                               "a polling broker), in ms")
+        runs.add_argument("--timeout", type=float, default=60.0,
+                          help="seconds a Run may take before it counts as an error")
+        runs.add_argument("--startup-timeout", type=float, default=120.0,
+                          help="seconds for the workers and pods to get ready")
+        runs.add_argument("--keep", action="store_true",
+                          help="keep the namespace, its Runs and the bench user afterwards")
+        runs.add_argument("--control-arg", action="append", default=[], metavar="ARG",
+                          help="append ARG to the control worker's command line (experiments, "
+                               "e.g. --control-arg=--prefetch-multiplier=4); repeatable")
+        runs.add_argument("--no-beat", action="store_true",
+                          help="do not start beat (by default it runs, as under `up`, so a "
+                               "lost message is healed by its passes instead of hanging a Run)")
+
+    def handle(self, *args, target, **options) -> None:
+        if settings.DEBUG:
+            self.stderr.write("warning: DEBUG=True records every query; numbers are slower")
+        if target == "runs":
+            self.handle_runs(**options)
+        else:
+            self.handle_scheduler(**options)
+
+    def log(self, line: str) -> None:
+        self.stderr.write(line)
+        self.stderr.flush()
+
+    def handle_scheduler(self, *, runs, pods, affinity, namespace, keep, probes, page_size,
+                         bind_batch, **options) -> None:
         from scheduling.bench import Workload, run_scheduler_bench
         from scheduling.scheduler import PassOptions
 
@@ -46,20 +121,55 @@ class Command(BaseCommand):
             pass_options.page_size = page_size
         if bind_batch:
             pass_options.bind_batch = bind_batch
-        if settings.DEBUG:
-            self.stderr.write("warning: DEBUG=True records every query; numbers are slower")
-
-        def log(line: str) -> None:
-            self.stderr.write(line)
-            self.stderr.flush()
-
         vendor = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
-        log(f"bench {target}: {runs} Runs on {pods} pods, affinity {affinity}, "
-            f"database {vendor}")
+        self.log(f"bench scheduler: {runs} Runs on {pods} pods, affinity {affinity}, "
+                 f"database {vendor}")
         result = run_scheduler_bench(work, probes=probes, keep=keep, options=pass_options,
-                                     log=log)
+                                     log=self.log)
         bound, pending_left = result.pop("bound"), result.pop("pending_left")
         self.stdout.write(json.dumps(result))
         if pending_left:
             raise CommandError(f"{pending_left} of {runs} Runs were left Pending "
                                f"({bound} bound)")
+
+    def handle_runs(self, *, count, concurrency, namespace, warmup, poll_ms, timeout,
+                    startup_timeout, keep, no_beat, control_arg, **options) -> None:
+        from portal.management.commands.up import control_plane
+        from scheduling.bench.runs import BenchError, RunsOptions, format_line, run_runs_bench
+        from scheduling.bench.stack import StackError
+
+        children = {c.name: c for c in control_plane(0, "127.0.0.1")}
+        beat = list(children["beat"].argv)
+        # its own pidfile: a running ``up`` keeps beat.pid
+        beat[beat.index("--pidfile") + 1] = str(settings.DATA_DIR / "bench-runs" / "beat.pid")
+        try:
+            bench = RunsOptions(count=count, concurrency=concurrency, namespace=namespace,
+                                warmup=warmup, poll=poll_ms / 1000, run_timeout=timeout,
+                                startup_timeout=startup_timeout, keep=keep,
+                                control_argv=[*children["control-worker"].argv, *control_arg],
+                                beat_argv=[] if no_beat else beat)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.log(f"bench runs: {count} Runs, concurrency {concurrency}, database "
+                 f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, broker "
+                 f"{settings.CELERY_BROKER_URL.split(':', 1)[0]}")
+        abort = threading.Event()
+        restore = None
+        if threading.current_thread() is threading.main_thread():
+            def on_term(signum, frame):
+                raise KeyboardInterrupt
+            restore = signal.signal(signal.SIGTERM, on_term)
+        try:
+            result = run_runs_bench(bench, log=self.log, abort=abort)
+        except KeyboardInterrupt:
+            raise CommandError("interrupted; every child was stopped") from None
+        except (BenchError, StackError) as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            if restore is not None:
+                signal.signal(signal.SIGTERM, restore)
+        self.stdout.write(format_line(result))
+        self.stdout.flush()
+        if result["errors"]:
+            raise CommandError(f"{result['errors']} Run(s) or round trip(s) failed "
+                               f"(see the progress above)")
