@@ -18,12 +18,13 @@ def connection(folder) -> Connection:
     return Connection("filesystem://", transport=TRANSPORT, transport_options={
         "data_folder_in": str(folder / "queue"), "data_folder_out": str(folder / "queue"),
         "processed_folder": str(folder / "processed"), "store_processed": False,
+        "control_folder": str(folder / "control"),
         "polling_interval": 0.001})
 
 
 @pytest.fixture
 def folder(tmp_path):
-    for sub in ("queue", "processed"):
+    for sub in ("queue", "processed", "control"):
         (tmp_path / sub).mkdir()
     return tmp_path
 
