@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import threading
 import time
+import uuid
 
 import pytest
 from kombu import Connection
@@ -29,9 +30,16 @@ def folder(tmp_path):
     return tmp_path
 
 
-def test_round_trip_leaves_no_files(folder):
+@pytest.fixture
+def name():
+    # kombu remembers declared exchanges per process: each test's fresh control folder
+    # needs a queue name of its own
+    return f"q{uuid.uuid4().hex[:8]}"
+
+
+def test_round_trip_leaves_no_files(folder, name):
     with connection(folder) as conn:
-        queue = conn.SimpleQueue("q")
+        queue = conn.SimpleQueue(name)
         queue.put({"n": 1})
         message = queue.get(timeout=2)
         message.ack()
@@ -41,27 +49,27 @@ def test_round_trip_leaves_no_files(folder):
     assert os.listdir(folder / "processed") == []
 
 
-def test_a_half_written_message_is_not_read(folder):
-    (folder / "queue" / ".partial-1_x.q.msg").write_bytes(b'{"bo')  # a writer mid-way
+def test_a_half_written_message_is_not_read(folder, name):
+    (folder / "queue" / f".partial-1_x.{name}.msg").write_bytes(b'{"bo')  # a writer mid-way
     with connection(folder) as conn:
         channel = conn.default_channel
-        assert channel._size("q") == 0
+        assert channel._size(name) == 0
         with pytest.raises(Exception) as empty:
-            channel._get("q")
+            channel._get(name)
         assert type(empty.value).__name__ == "Empty"
 
 
-def test_concurrent_consumers_get_every_message_exactly_once(folder):
+def test_concurrent_consumers_get_every_message_exactly_once(folder, name):
     total, seen, lock = 400, [], threading.Lock()
     with connection(folder) as conn:
-        producer = conn.SimpleQueue("q")
+        producer = conn.SimpleQueue(name)
         for n in range(total):
             producer.put({"n": n})
         producer.close()
 
     def consume():
         with connection(folder) as conn:
-            queue = conn.SimpleQueue("q")
+            queue = conn.SimpleQueue(name)
             while True:
                 try:
                     message = queue.get(timeout=0.5)
@@ -79,17 +87,17 @@ def test_concurrent_consumers_get_every_message_exactly_once(folder):
     assert sorted(seen) == list(range(total))
 
 
-def _write(folder, start: int, count: int) -> None:
+def _write(folder, name: str, start: int, count: int) -> None:
     with connection(folder) as conn:
-        queue = conn.SimpleQueue("q")
+        queue = conn.SimpleQueue(name)
         for n in range(start, start + count):
             queue.put({"n": n, "pad": "x" * 20000})  # big enough to be caught mid-write
 
 
-def _read(folder, results, stop) -> None:
+def _read(folder, name: str, results, stop) -> None:
     got, errors = [], 0
     with connection(folder) as conn:
-        queue = conn.SimpleQueue("q")
+        queue = conn.SimpleQueue(name)
         while True:
             try:
                 message = queue.get(timeout=0.2)
@@ -105,13 +113,13 @@ def _read(folder, results, stop) -> None:
     results.put((got, errors))
 
 
-def test_processes_racing_never_lose_or_duplicate_a_message(folder):
+def test_processes_racing_never_lose_or_duplicate_a_message(folder, name):
     """Writers and readers in separate processes (kombu's own transport loses messages here:
     a reader claims a file its writer has created but not yet written)."""
     context = multiprocessing.get_context("fork")
     stop, results = context.Event(), context.Queue()
-    readers = [context.Process(target=_read, args=(folder, results, stop)) for _ in range(3)]
-    writers = [context.Process(target=_write, args=(folder, i * 400, 400)) for i in range(3)]
+    readers = [context.Process(target=_read, args=(folder, name, results, stop)) for _ in range(3)]
+    writers = [context.Process(target=_write, args=(folder, name, i * 400, 400)) for i in range(3)]
     for process in readers + writers:
         process.start()
     for writer in writers:
