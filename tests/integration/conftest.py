@@ -126,7 +126,13 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def portal_up(broker, tmp_path, admin_user):
+def up_env() -> dict[str, str]:
+    """Extra environment for ``manage.py up`` (a test module may override this fixture)."""
+    return {}
+
+
+@pytest.fixture
+def portal_up(broker, tmp_path, admin_user, up_env):
     from rest_framework.authtoken.models import Token
 
     from portal.models import Namespace
@@ -137,7 +143,7 @@ def portal_up(broker, tmp_path, admin_user):
     env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
            "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
            "PYTHONPATH": str(ROOT), "KRUNTIMES_DATA_DIR": broker.get(
-               "KRUNTIMES_DATA_DIR", str(tmp_path / "data"))}
+               "KRUNTIMES_DATA_DIR", str(tmp_path / "data")), **up_env}
     log = open(tmp_path / "up.log", "wb")  # noqa: SIM115
     up = subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port)], cwd=ROOT,
                           env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
