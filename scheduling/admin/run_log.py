@@ -38,6 +38,7 @@ def panel_context(admin_site, run: Run) -> dict:
         "attempt": run.attempt,
         "attempts": list(range(run.attempt, 0, -1)),
         "poll_ms": POLL_MS,
+        "active": not run.is_terminal,  # the page's status goes stale when it ends
     }
 
 

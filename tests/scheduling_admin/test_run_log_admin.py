@@ -53,6 +53,17 @@ def test_the_change_page_has_the_log_panel(admin_client, build):
     assert f'data-url="{log_url(build)}"' in page
     assert f'href="{download_url(build)}?attempt=1">Download</a>' in page
     assert 'id="run-log-attempt"' not in page  # one attempt: no selector
+    assert 'data-active="1"' in page  # the panel offers a reload once the Run ends
+
+
+def test_the_log_panel_sits_between_the_data_and_the_spec(admin_client, build):
+    page = admin_client.get(change_url(build)).content.decode()
+    assert page.index(">Data</h2>") < page.index("<h2>Log</h2>") < page.index(">Spec</h2>")
+
+
+def test_a_finished_run_needs_no_reload(admin_client, build):
+    Run.objects.filter(pk=build.pk).update(phase="Succeeded")
+    assert 'data-active="0"' in admin_client.get(change_url(build)).content.decode()
 
 
 def test_a_retried_run_gets_an_attempt_selector(admin_client, build):
