@@ -37,5 +37,10 @@ lint: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 
+bench: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py bench runs --count 200 --concurrency 4
+	$(BIN)/python manage.py bench scheduler --runs 5000 --pods 100
+
 clean:
 	rm -rf $(VENV) .data .pytest_cache .ruff_cache .hypothesis
