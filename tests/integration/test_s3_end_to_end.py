@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from .conftest import wait_until
 from .test_up_end_to_end import API, RUNTIME, _phase, _ready_pods, run_manifest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 KEYS = {"aws_access_key_id": "e2e-key", "aws_secret_access_key": "e2e-secret"}
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture

@@ -86,15 +86,3 @@ def make_payload(script: str = "exit 0", *, uid: str = "run-uid-1", attempt: int
     }
     payload.update(extra)
     return payload
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """One moto S3 server on a free local port, spoken to over real HTTP."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
