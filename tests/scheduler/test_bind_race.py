@@ -1,4 +1,5 @@
-"""Two schedulers racing on real PostgreSQL: no Run is bound twice, no pod goes over capacity."""
+"""Two schedulers racing on the suite's database (PostgreSQL in CI, SQLite by default): no Run
+is bound twice, no pod goes over capacity."""
 
 from __future__ import annotations
 
@@ -6,12 +7,11 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django.utils import timezone
 
 from scheduling.models import Run, RuntimePod
 from scheduling.scheduler import PassOptions, default_framework, run_pass
-from tests.conftest import need_service
 
 from .fixtures import make_pod, make_run, make_runtime
 
@@ -19,11 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def postgres_only(monkeypatch):
+def only_the_racing_passes(monkeypatch):
     # only the racing passes below may schedule: no event-triggered pass during setup
     monkeypatch.setattr("scheduling.triggers.request_scheduling", lambda source: None)
-    if connection.vendor != "postgresql":
-        need_service("PostgreSQL (DATABASE_URL)", f"the suite runs on {connection.vendor}")
     from portal.models import Namespace
 
     Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": []}})
