@@ -88,7 +88,8 @@ class Attempt:
 
     def __init__(self, config: PodConfig, ref: RunRef, spec: RunPayload, run_dir: Path, *,
                  clock: Clock, control: StepControl, on_output: Callable[[bytes], object] | None,
-                 grace: float | None = None, git_timeout: float = GIT_TIMEOUT_SECONDS,
+                 grace: float = execute.KILL_GRACE_SECONDS,
+                 git_timeout: float = GIT_TIMEOUT_SECONDS,
                  store_factory: StoreFactory = build_store) -> None:
         self.config, self.ref, self.spec = config, ref, spec
         self.files = AttemptFiles(run_dir, ref.attempt)
@@ -168,8 +169,7 @@ class Attempt:
         })
         step = Step(script, self.spec.args, cwd, env, self.files.log, self.spec.timeout_seconds,
                     on_output=self.on_output, control=self.control)
-        options = {} if self.grace is None else {"grace": self.grace}
-        return execute.run_step(step, clock=self.clock, **options)
+        return execute.run_step(step, clock=self.clock, grace=self.grace)
 
     # --- collect ---------------------------------------------------------------------------
 

@@ -24,7 +24,15 @@ from celery import Celery
 
 from .attempt import Attempt, Outcome, StoreFactory
 from .config import PodConfig
-from .execute import CANCELLED, FAILED, Clock, Result, StepControl, utc_now
+from .execute import (
+    CANCELLED,
+    FAILED,
+    KILL_GRACE_SECONDS,
+    Clock,
+    Result,
+    StepControl,
+    utc_now,
+)
 from .logship import LogShipper
 from .payload import PayloadError, RunRef, parse, parse_run_ref
 from .reporting import Reporter, run_report
@@ -113,7 +121,7 @@ class RunService:
     """Executes Runs for one pod; the Celery tasks are thin wrappers around its methods."""
 
     def __init__(self, config: PodConfig, reporter: Reporter, *, clock: Clock = utc_now,
-                 active: ActiveRuns | None = None, grace: float | None = None,
+                 active: ActiveRuns | None = None, grace: float = KILL_GRACE_SECONDS,
                  git_timeout: float = GIT_TIMEOUT_SECONDS,
                  store_factory: StoreFactory = build_store, ship_logs: bool = True) -> None:
         self.config = config
@@ -129,11 +137,10 @@ class RunService:
 
     def execute_run(self, payload: Any) -> dict | None:
         """Handle one delivery; returns the final report, or None when nothing was done."""
-        ref, directory = self._accept(payload)
-        if ref is None:
-            return None
-        if isinstance(directory, dict):  # the workspace is broken: already reported
-            return directory
+        accepted = self._accept(payload)
+        if not isinstance(accepted, tuple):
+            return accepted
+        ref, directory = accepted
         if not claim(directory / f"attempt-{ref.attempt}.started"):
             return self._duplicate(ref, directory)
         # a cancel landing between the claim and here is re-sent by the control plane
@@ -145,34 +152,32 @@ class RunService:
 
     def cancel_run(self, payload: Any) -> dict | None:
         """Cancel an attempt: kill it if it runs here, or make sure it never starts."""
-        ref, directory = self._accept(payload)
-        if ref is None or isinstance(directory, dict):
-            return directory if isinstance(directory, dict) else None
+        accepted = self._accept(payload)
+        if not isinstance(accepted, tuple):
+            return accepted
+        ref, directory = accepted
         with self._controls_lock:
             control = self._controls.get(ref.key)
         if control is not None:
-            if control.cancel(**({} if self.grace is None else {"grace": self.grace})):
+            if control.cancel(self.grace):
                 log.info("Run %s attempt %s: cancelling", ref.uid, ref.attempt)
             return None
         if claim(directory / f"attempt-{ref.attempt}.started"):
-            now = self.clock()
             final = self._report(ref, CANCELLED, "Cancelled", "the Run was cancelled before "
-                                 "it started", None, None, now)
-            self._record(directory / f"attempt-{ref.attempt}.result.json", final)
-            self.active.ended(final)
-            self.reporter.report_run(final)
-            return final
+                                 "it started", None, None, self.clock())
+            return self._finish(ref, directory, final)
         return self._duplicate(ref, directory)
 
-    def _accept(self, payload: Any) -> tuple[RunRef | None, Path | dict | None]:
-        """The Run a delivery names and its directory (or the failure report already sent)."""
+    def _accept(self, payload: Any) -> tuple[RunRef, Path] | dict | None:
+        """The Run a message names and its directory; None when the message is not for this
+        pod, or the failure report already sent when the workspace is broken."""
         try:
             ref = parse_run_ref(payload)
         except PayloadError as exc:
             log.error("dropping a message that names no valid Run: %s", exc)
-            return None, None
+            return None
         if not self._for_this_pod(ref, payload):
-            return None, None
+            return None
         try:
             return ref, ensure_run_dir(self.config.workspace, ref.uid)
         except (OSError, PrepareError) as exc:  # the workspace itself is broken
@@ -181,7 +186,7 @@ class RunService:
             final = self._report(ref, FAILED, "RuntimeError", f"runtimed cannot start the Run: "
                                  f"{exc}", None, now, now)
             self.reporter.report_run(final)
-            return ref, final
+            return final
 
     def _control(self, key: tuple[str, int]) -> StepControl:
         with self._controls_lock:
@@ -241,12 +246,19 @@ class RunService:
                                  result.exit_code, start, result.end, outputs=outcome.outputs,
                                  artifact_refs=outcome.artifact_refs,
                                  artifact_store=store_spec)
-            self._record(directory / f"attempt-{ref.attempt}.result.json", final)
-            self.active.ended(final)  # repeated in heartbeats, without the log
-            self.reporter.report_run({**final, "log": tail} if tail else final)
+            self._finish(ref, directory, final, tail)
         finally:
             # only now: a heartbeat must not lose the Run before its terminal report was sent
             self.active.discard(ref.key)
+        return final
+
+    def _finish(self, ref: RunRef, directory: Path, final: dict,
+                tail: dict | None = None) -> dict:
+        """Record the final report (a redelivery re-sends it), keep it for the heartbeats
+        (without the log), and send it with the attempt's last output."""
+        self._record(directory / f"attempt-{ref.attempt}.result.json", final)
+        self.active.ended(final)
+        self.reporter.report_run({**final, "log": tail} if tail else final)
         return final
 
     def _shipper(self, ref: RunRef) -> LogShipper | None:
