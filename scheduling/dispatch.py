@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from portal.machinery.validation import parse_duration
-from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
+from scheduling.models import ACTIVE_PHASES, STOPPING, Run, RunPhase, Runtime
 
 log = logging.getLogger(__name__)
 EXECUTE_TASK = "runtimed.execute_run"
@@ -95,17 +95,12 @@ def redispatch(now: datetime, batch: int = 500, app=None) -> int:
 # --- cancelling a bound Run ----------------------------------------------------------------
 
 
-def _stopping() -> Q:
-    """Bound Runs that must stop: cancel requested, or deleted while they execute."""
-    return Q(cancel_requested=True) | Q(deletion_timestamp__isnull=False)
-
-
 def send_cancels(run_pks: list[int], now: datetime, app=None) -> int:
     """Tell the pods of these bound Runs to kill (or never start) their attempt."""
     if app is None:
         from portal.celery import app
     sent = []
-    for run in Run.objects.filter(_stopping(), pk__in=run_pks, phase__in=ACTIVE_PHASES):
+    for run in Run.objects.filter(STOPPING, pk__in=run_pks, phase__in=ACTIVE_PHASES):
         try:
             app.send_task(CANCEL_TASK, kwargs={"payload": identity(run)},
                           queue=pod_queue(run.assigned_pod))
@@ -119,7 +114,7 @@ def send_cancels(run_pks: list[int], now: datetime, app=None) -> int:
 
 def resend_cancels(now: datetime, batch: int = 500, app=None) -> int:
     """The level-triggered half: stopping Runs still active a while after their cancel."""
-    due = (Run.objects.filter(_stopping(), phase__in=ACTIVE_PHASES)
+    due = (Run.objects.filter(STOPPING, phase__in=ACTIVE_PHASES)
            .filter(Q(cancel_sent_at__isnull=True) | Q(cancel_sent_at__lt=now - RESEND_CANCEL_AFTER))
            .order_by("pk").values_list("pk", flat=True))
     return send_cancels(list(due[:batch]), now, app=app)

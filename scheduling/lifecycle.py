@@ -45,9 +45,8 @@ def end_attempt(run: Run, phase: str, reason: str, message: str, now: datetime, 
     backoff when the retry policy allows one, else the Run's terminal phase."""
     status = run.status if status is None else status
     reason = reason or (phase if phase != RunPhase.SUCCEEDED else "")
-    stopping = run.cancel_requested or run.deletion_timestamp is not None
     if phase in (RunPhase.FAILED, RunPhase.TIMEOUT) and retry.should_retry(
-            run.spec, reason, run.attempt, cancel_requested=stopping):
+            run.spec, reason, run.attempt, cancel_requested=run.is_stopping):
         delay = retry.backoff(run.spec, run.attempt)
         new = run_status.retrying(status, reason, message, now, run.generation,
                                   delay_seconds=delay.total_seconds())

@@ -147,6 +147,15 @@ class Run(NamespacedObject):
     def is_terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
 
+    @property
+    def is_stopping(self) -> bool:
+        """Cancel requested, or deleted: a bound attempt is killed and never retried
+        (``STOPPING`` is the same test as a query)."""
+        return self.cancel_requested or self.deletion_timestamp is not None
+
+
+STOPPING = models.Q(cancel_requested=True) | models.Q(deletion_timestamp__isnull=False)
+
 
 class RunLogChunk(models.Model):
     """A piece of one attempt's combined stdout/stderr, as runtimed shipped it.

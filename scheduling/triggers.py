@@ -34,8 +34,7 @@ def on_run_change(run, event: str) -> None:
     """Run kind hook: new or cancelled pending Runs, bound ones to stop, deleted ones."""
     if event == "ADDED" or (event == "MODIFIED" and run.phase == "Pending"):
         request_scheduling("run")
-    stopping = run.cancel_requested or run.deletion_timestamp is not None
-    if event == "MODIFIED" and stopping and run.phase in ACTIVE_PHASES:
+    if event == "MODIFIED" and run.is_stopping and run.phase in ACTIVE_PHASES:
         transaction.on_commit(lambda: _send_cancel(run.pk))
     if event == "MODIFIED" and run.deletion_timestamp is not None:
         request_cleanup()

@@ -55,6 +55,3 @@ def release_unless_requested(holder: str, since: datetime, name: str = NAME) -> 
     return bool(SchedulerLease.objects.filter(quiet, name=name, holder=holder)
                 .update(holder="", expires_at=None))
 
-
-def requested_since(moment: datetime, name: str = NAME) -> bool:
-    return SchedulerLease.objects.filter(name=name, requested_at__gt=moment).exists()

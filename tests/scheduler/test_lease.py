@@ -57,9 +57,3 @@ def test_only_the_holder_releases():
     lease.release("a")
     assert lease.acquire("b", now, TTL)
 
-
-def test_requested_since():
-    now = timezone.now()
-    lease.request_pass(now)
-    assert lease.requested_since(now - timedelta(seconds=1))
-    assert not lease.requested_since(now)
