@@ -40,3 +40,14 @@ def widget(name: str, size: int = 1, **extra) -> dict:
     meta = {"name": name, **extra.pop("metadata", {})}
     return {"apiVersion": "testing.kruntimes.io/v1", "kind": "Widget", "metadata": meta,
             "spec": {"size": size, **extra.pop("spec", {})}, **extra}
+
+
+def apply(tmp_path, *documents, name: str = "in.yaml") -> str:
+    """Write ``documents`` to one YAML file, ``manage.py apply -f`` it; the file's path."""
+    from portal.machinery import yaml
+
+    path = tmp_path / name
+    path.write_text(yaml.dump_all(list(documents)))
+    result = run("apply", "-f", str(path))
+    assert result.code == 0, result.err
+    return str(path)

@@ -7,23 +7,14 @@ import sys
 
 import pytest
 
-from portal.machinery import yaml
 from portal.models import Namespace
 from tests.testapp.models import Gadget, Widget
 
-from . import run, widget
+from . import apply, run, widget
 
 pytestmark = pytest.mark.django_db
 
 KEY = "widgets.testing.kruntimes.io"
-
-
-def apply(tmp_path, *documents, name="in.yaml"):
-    path = tmp_path / name
-    path.write_text(yaml.dump_all(list(documents)))
-    result = run("apply", "-f", str(path))
-    assert result.code == 0, result.err
-    return str(path)
 
 
 def gadget(name):

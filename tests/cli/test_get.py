@@ -12,19 +12,11 @@ from portal import cli
 from portal.machinery import yaml
 from tests.testapp.models import Gadget, Widget
 
-from . import run, widget
+from . import apply, run, widget
 
 pytestmark = pytest.mark.django_db
 
 KEY = "widgets.testing.kruntimes.io"
-
-
-def apply(tmp_path, *documents, name="in.yaml"):
-    path = tmp_path / name
-    path.write_text(yaml.dump_all(list(documents)))
-    result = run("apply", "-f", str(path))
-    assert result.code == 0, result.err
-    return result
 
 
 def namespace(name):
