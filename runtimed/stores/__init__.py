@@ -10,7 +10,15 @@ from .base import (
 )
 from .factory import build_store
 from .filesystem import FilesystemStore
-from .s3 import S3Store
 
 __all__ = ["ArtifactStore", "FilesystemStore", "RefOutOfScope", "RunScope", "S3Store",
            "StoreError", "build_store", "check_name", "parse_relative"]
+
+
+def __getattr__(name: str):
+    # S3Store loads boto3, which most processes (web, pods on a filesystem store) never need
+    if name == "S3Store":
+        from .s3 import S3Store
+
+        return S3Store
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from .base import ArtifactStore, StoreError
 from .filesystem import FilesystemStore
-from .s3 import DEFAULT_CONCURRENCY, DEFAULT_PART_SIZE, S3Store
 
 # Secret keys for each credential, as the Secret may spell them: ours first, then AWS's.
 ACCESS_KEY_KEYS = ("accessKeyID", "AWS_ACCESS_KEY_ID")
@@ -38,7 +37,10 @@ def _filesystem_store(options: dict, volumes_root: Path | None) -> FilesystemSto
     return FilesystemStore(root, claim)
 
 
-def _s3_store(options: dict, secrets_dir: Path | None) -> S3Store:
+def _s3_store(options: dict, secrets_dir: Path | None) -> ArtifactStore:
+    # boto3 is imported on first use: most processes never talk to S3
+    from .s3 import DEFAULT_CONCURRENCY, DEFAULT_PART_SIZE, S3Store
+
     bucket = options.get("bucket")
     if not bucket:
         raise StoreError("the S3 artifact store names no bucket")
