@@ -1,6 +1,8 @@
 """The scheduler framework: plugins at PreFilter, Filter, PreScore and Score, one Run at a time.
 
-A Filter says why not (a short, bounded reason); a Score says how much. Plugins are pure
+A Filter says why not (a short, bounded reason); a Score says how much. Each Score plugin's
+raw scores are normalised to 0..100 across the feasible pods before they are summed, so every
+plugin weighs the same; the highest total wins, ties to the smallest pod name. Plugins are pure
 functions of the Run, the pod and the snapshot, so each is tested on its own.
 """
 
@@ -11,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .snapshot import PendingRun, PodState, Snapshot
+
+MAX_SCORE = 100  # a normalised score is an integer in 0..MAX_SCORE
 
 
 @dataclass(frozen=True)
@@ -37,10 +41,13 @@ class Plugin:
         """Whether this plugin has anything to say about the Run (False: Score is skipped)."""
         return True
 
-    def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: dict) -> float:
-        return 0.0
+    def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: dict) -> Any:
+        """A raw score of the pod: anything ``normalize`` can rank."""
+        return 0
 
-    def normalize(self, scores: dict[str, float]) -> dict[str, float]:
+    def normalize(self, scores: dict[str, Any]) -> dict[str, int]:
+        """Pod name -> 0..MAX_SCORE, from the raw scores of every feasible pod (by default the
+        raw scores, which must then be in range already)."""
         return scores
 
     scores = False  # whether this plugin takes part in Score
@@ -124,10 +131,19 @@ class Framework:
     def _best(self, run, feasible, snapshot, state) -> PodState:
         if len(feasible) == 1:
             return feasible[0]
-        totals = dict.fromkeys((pod.name for pod in feasible), 0.0)
+        totals = self.totals(run, feasible, snapshot, state)
+        # highest total wins; ties go to the smallest pod name
+        return min(feasible, key=lambda pod: (-totals[pod.name], pod.name))
+
+    def totals(self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot,
+               state: dict) -> dict[str, int]:
+        """Pod name -> the sum of every Score plugin's normalised score."""
+        totals = dict.fromkeys((pod.name for pod in feasible), 0)
         for plugin in [p for p in self.scorers if p.pre_score(run, snapshot, state)]:
             raw = {pod.name: plugin.score(run, pod, snapshot, state) for pod in feasible}
             for name, value in plugin.normalize(raw).items():
+                if not 0 <= value <= MAX_SCORE:
+                    raise ValueError(f"{plugin.name} normalised pod {name} to {value}, "
+                                     f"outside 0..{MAX_SCORE}")
                 totals[name] += value
-        # highest total wins; ties go to the smallest pod name
-        return min(feasible, key=lambda pod: (-totals[pod.name], pod.name))
+        return totals

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from scheduling.scheduler.framework import Framework
@@ -127,16 +129,59 @@ def test_preferred_affinity_scores_and_normalizes():
     the_run = run(affinity={**preferred("runAffinity", (80, BUILD)),
                             **preferred("runAntiAffinity", (20, {"x": "1"}))})
     raw = {p: plugin.score(the_run, pod(p), snap, {}) for p in "abc"}
-    assert raw == {"a": 0.0, "b": 80.0, "c": -20.0}
-    assert plugin.normalize(raw) == {"a": 20.0, "b": 100.0, "c": 0.0}
-    assert plugin.normalize({"a": 5.0, "b": 5.0}) == {"a": 0.0, "b": 0.0}
+    # preferred weight where a target is, anti-affinity weight where none is
+    assert raw == {"a": 20, "b": 100, "c": 0}
+    assert plugin.normalize(raw) == {"a": 20, "b": 100, "c": 0}
+    assert plugin.normalize({"a": 30, "b": 60}) == {"a": 50, "b": 100}
+    assert plugin.normalize({"a": 0, "b": 0}) == {"a": 0, "b": 0}
 
 
-def test_least_loaded_prefers_free_capacity():
+@pytest.mark.parametrize(("loads", "expected"), [
+    ({"a": (1, 1)}, {"a": 100}),
+    ({"a": (1, 1), "b": (2, 2)}, {"a": 100, "b": 0}),
+    ({"a": (1, 1), "b": (2, 2), "c": (3, 3)}, {"a": 100, "b": 50, "c": 0}),
+    ({"a": (1, 1), "b": (1, 1), "c": (3, 3)}, {"a": 100, "b": 100, "c": 0}),
+    ({"a": (1, 1), "b": (1, 2), "c": (3, 3)}, {"a": 100, "b": 50, "c": 0}),
+    ({"a": (1, 1), "b": (1, 1)}, {"a": 100, "b": 100}),
+    ({"a": (1, 1), "b": (2, 2), "c": (2, 2), "d": (3, 3)},
+     {"a": 100, "b": 66, "c": 66, "d": 0}),
+], ids=["one-pod", "two", "three", "tie-first", "sum-breaks-tie", "all-equal", "tie-middle"])
+def test_least_loaded_normalizes_by_rank(loads, expected):
+    assert LeastLoaded().normalize(loads) == expected
+
+
+def test_least_loaded_load_is_the_highest_projected_ratio_then_the_sum():
     plugin = LeastLoaded()
-    assert plugin.score(run(), pod("a", runs=4, used=0), snapshot([]), {}) == 75.0
-    assert plugin.score(run(), pod("a", runs=4, used=3), snapshot([]), {}) == 0.0
-    assert plugin.score(run(), pod("a", capacity={}), snapshot([]), {}) == 0.0
+    gpu = "example.com/gpu"
+    the_run = run(requests={"runs": 1, gpu: 1})
+    capacity = {"runs": 4, gpu: 4}
+
+    def load(runs_used: int, gpu_used: int):
+        candidate = pod("p", capacity=capacity)
+        candidate.used = {"runs": runs_used, gpu: gpu_used}
+        return plugin.score(the_run, candidate, snapshot([]), {})
+
+    assert load(0, 2) == (Fraction(3, 4), Fraction(1))  # gpu 3/4, runs 1/4
+    # a busy gpu weighs like busy runs of the same ratio ...
+    assert load(0, 2) == load(2, 0)
+    # ... and more only where its highest ratio is higher
+    assert load(0, 3) > load(2, 0)
+    # the same highest ratio: the sum decides
+    assert load(2, 1) > load(2, 0)
+    # a resource the Run does not request does not count
+    assert plugin.score(run(), pod("p", capacity=capacity), snapshot([]), {}) == (
+        Fraction(1, 4), Fraction(1, 4))
+
+
+def test_busiest_single_resource_decides_the_pod():
+    gpu = "example.com/gpu"
+    capacity = {"runs": 4, gpu: 4}
+    pods = [pod("a", capacity=capacity), pod("b", capacity=capacity)]
+    pods[0].used = {"runs": 0, gpu: 3}  # gpu 4/4 after placing
+    pods[1].used = {"runs": 2, gpu: 1}  # runs 3/4, gpu 2/4
+    chosen = Framework(default_plugins()).schedule_one(run(requests={"runs": 1, gpu: 1}),
+                                                       snapshot(pods))
+    assert chosen.pod.name == "b"  # more in use in all, but no resource as full as a's gpu
 
 
 def test_framework_picks_best_and_ties_to_smallest_name():
@@ -147,13 +192,38 @@ def test_framework_picks_best_and_ties_to_smallest_name():
     assert framework.schedule_one(run(), snapshot(loaded)).pod.name == "b"
 
 
-def test_preferred_and_least_loaded_weigh_equally():
+@pytest.mark.parametrize(("preferred_pod", "chosen"), [("a", "a"), ("b", "a")])
+def test_preferred_weight_100_and_a_pod_half_as_loaded_weigh_equally(preferred_pod, chosen):
     framework = Framework(default_plugins())
-    # a: preferred target (100) but 1/4 free after placing (25); b: no target (0), 3/4 free (75)
-    pods = [pod("a", runs=4, used=2), pod("b", runs=4, used=0)]
+    # after placing: the preferred pod runs 4/8, the other 2/8 (half as loaded)
+    light, busy = ("b", "a") if preferred_pod == "a" else ("a", "b")
+    pods = [pod(busy, runs=8, used=3), pod(light, runs=8, used=1)]
+    snap = snapshot(pods, placed(preferred_pod, BUILD))
+    the_run = run(affinity=preferred("runAffinity", (100, BUILD)))
+    state: dict = {}
+    assert framework.totals(the_run, pods, snap, state) == {"a": 100, "b": 100}
+    # equal totals: the smallest name, whichever pod has the affinity target
+    assert framework.schedule_one(the_run, snap).pod.name == chosen
+
+
+def test_preferred_and_least_loaded_scores_add_up():
+    framework = Framework(default_plugins())
+    pods = [pod("a", runs=4, used=2), pod("b", runs=4, used=0), pod("c", runs=4, used=1)]
     snap = snapshot(pods, placed("a", BUILD))
-    chosen = framework.schedule_one(run(affinity=preferred("runAffinity", (1, BUILD))), snap)
-    assert chosen.pod.name == "a"  # 100 + 25 beats 0 + 75
+    the_run = run(affinity=preferred("runAffinity", (1, BUILD)))
+    # affinity a 100, b 0, c 0; least loaded b 100, c 50, a 0
+    assert framework.totals(the_run, pods, snap, {}) == {"a": 100, "b": 100, "c": 50}
+    assert framework.schedule_one(the_run, snap).pod.name == "a"
+
+
+def test_a_plugin_scoring_outside_the_range_is_refused():
+    class Broken(LeastLoaded):
+        def normalize(self, scores):
+            return dict.fromkeys(scores, 101)
+
+    pods = [pod("a"), pod("b")]
+    with pytest.raises(ValueError, match="outside 0..100"):
+        Framework([Broken()]).schedule_one(run(), snapshot(pods))
 
 
 def test_pending_message_is_bounded_and_counts_per_reason():

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from portal.machinery.labels import Selector, compile_selector
 
-from ..framework import Plugin
+from ..framework import MAX_SCORE, Plugin
 
 WAITING_FOR_TARGET = "NoAffinityTarget"
 NOT_WITH_TARGET = "AffinityMismatch"
@@ -45,19 +45,22 @@ def compile_affinity(affinity: dict) -> dict:
     return rules
 
 
-def preferred_weights(run, snapshot, state) -> Counter:
-    """Pod name -> summed signed weight of the preferred terms it has a target for; resolved
-    once per Run (empty: no pod is preferred or avoided, so every pod scores the same)."""
-    weights = state.get("preferred")
-    if weights is None:
+def preferred_weights(run, snapshot, state) -> tuple[Counter, int]:
+    """(pod name -> summed signed weight of the preferred terms it has a target for, the sum
+    of the preferred anti-affinity weights); resolved once per Run. An empty counter: no pod
+    is preferred or avoided, so every pod scores the same."""
+    resolved = state.get("preferred")
+    if resolved is None:
         rules = state.get("affinity") or compile_affinity(run.affinity)
-        weights = state["preferred"] = Counter()
+        weights: Counter = Counter()
         for sign, kind in ((1, "runAffinity"), (-1, "runAntiAffinity")):
             for weight, selector in rules[kind]["preferred"]:
                 for pod_name, count in snapshot.targets(run.namespace, selector).items():
                     if count > 0:
                         weights[pod_name] += sign * weight
-    return weights
+        anti = sum(weight for weight, _ in rules["runAntiAffinity"]["preferred"])
+        resolved = state["preferred"] = (weights, anti)
+    return resolved
 
 
 class RunAffinity(Plugin):
@@ -92,14 +95,17 @@ class PreferredRunAffinity(Plugin):
     scores = True
 
     def pre_score(self, run, snapshot, state):
-        return bool(preferred_weights(run, snapshot, state))
+        return bool(preferred_weights(run, snapshot, state)[0])
 
     def score(self, run, pod, snapshot, state):
-        return float(preferred_weights(run, snapshot, state).get(pod.name, 0))
+        """The weights of the preferred runAffinity terms the pod has a target for, plus those
+        of the preferred runAntiAffinity terms it has none for (never negative)."""
+        weights, anti = preferred_weights(run, snapshot, state)
+        return anti + weights.get(pod.name, 0)
 
     def normalize(self, scores):
-        """Scale to 0..100 across the feasible pods, as kube-scheduler's inter-pod affinity."""
-        low, high = min(scores.values()), max(scores.values())
-        if high == low:
-            return dict.fromkeys(scores, 0.0)
-        return {name: 100.0 * (value - low) / (high - low) for name, value in scores.items()}
+        """Scale by the highest score to 0..100 (all 0 when no pod scores)."""
+        high = max(scores.values())
+        if high <= 0:
+            return dict.fromkeys(scores, 0)
+        return {name: value * MAX_SCORE // high for name, value in scores.items()}

@@ -1,17 +1,49 @@
-"""LeastLoaded: prefer the pod with the larger share of ``runs`` capacity left after placing."""
+"""LeastLoaded: prefer the pod that is least loaded after placing the Run.
+
+A pod's load is its highest projected ratio ``(used + requested) / capacity`` over the
+resources the Run requests, ties broken by the sum of those ratios (exact fractions, so equal
+loads tie exactly). Normalisation ranks the feasible pods: the least loaded group scores 100,
+the most loaded 0, equal loads share a score, so LeastLoaded weighs as much as any other
+Score plugin.
+"""
 
 from __future__ import annotations
 
-from ..framework import Plugin
+from fractions import Fraction
+
+from ..framework import MAX_SCORE, Plugin
+
+Load = tuple[Fraction, Fraction]
+
+
+def projected_load(requests: dict[str, int], used: dict[str, int],
+                   capacity: dict[str, int]) -> Load:
+    """(highest ratio, sum of ratios) of ``used + requests`` over ``capacity``."""
+    ratios = [Fraction(used.get(name, 0) + amount, capacity[name])
+              for name, amount in requests.items() if amount > 0 and capacity.get(name, 0) > 0]
+    return max(ratios, default=Fraction(0)), sum(ratios, Fraction(0))
+
+
+def rank_scores(loads: dict[str, Load]) -> dict[str, int]:
+    """Least loaded -> 100, most loaded -> 0, linear in rank; equal loads share a rank."""
+    ranked = sorted(loads, key=loads.__getitem__)
+    if len(ranked) == 1:
+        return {ranked[0]: MAX_SCORE}
+    scores: dict[str, int] = {}
+    start = 0
+    for index, name in enumerate(ranked):
+        if loads[name] != loads[ranked[start]]:
+            start = index
+        scores[name] = (len(ranked) - 1 - start) * MAX_SCORE // (len(ranked) - 1)
+    return scores
 
 
 class LeastLoaded(Plugin):
     name = "LeastLoaded"
     scores = True
 
-    def score(self, run, pod, snapshot, state):
-        capacity = pod.capacity.get("runs", 0)
-        if capacity <= 0:
-            return 0.0
-        left = capacity - pod.used.get("runs", 0) - run.requests.get("runs", 0)
-        return max(0.0, 100.0 * left / capacity)
+    def score(self, run, pod, snapshot, state) -> Load:
+        return projected_load(run.requests, pod.used, pod.capacity)
+
+    def normalize(self, scores):
+        return rank_scores(scores)
