@@ -36,8 +36,10 @@ def run_requests(spec: dict) -> tuple[dict[str, int], list[str]]:
         number = as_integer(value)
         if number is None:
             fractional.append(name)
-        else:
+        elif number > 0:  # admission drops zeros; a row written before that still takes a slot
             requests[name] = number
+    if "runs" not in fractional:
+        requests.setdefault("runs", 1)
     return requests, sorted(fractional)
 
 

@@ -12,6 +12,7 @@ from portal.machinery.conditions import format_time, set_condition
 from scheduling.models import RunPhase
 
 MESSAGE_LIMIT = 4096
+ASSIGNED = "Assigned"  # the Scheduled condition's reason once the Run is bound
 
 
 def _with(status: dict, now: datetime, generation: int, **conditions) -> dict:
@@ -36,7 +37,7 @@ def pending(status: dict, message: str, now: datetime, generation: int) -> dict:
 def scheduled(status: dict, pod_name: str, pod_uid: str, now: datetime,
               generation: int) -> dict:
     new = _with(status, now, generation,
-                Scheduled=("True", "Scheduled", "bound to a Runtime Pod"))
+                Scheduled=("True", ASSIGNED, f"assigned to Runtime Pod {pod_name}"))
     new.update(phase=RunPhase.SCHEDULED, assignedPod=pod_name, assignedPodUID=pod_uid,
                message="")
     new.setdefault("attempt", 1)

@@ -121,6 +121,15 @@ class ResourceListField(FreeformObjectField):
         return dict(data)
 
 
+def without_zero_requests(requests: dict | None) -> dict:
+    """Run requests as stored: zero quantities dropped, ``runs`` at least 1 (a Run with
+    ``runs: 0`` would take no slot and so pass every pod's capacity)."""
+    kept = {name: value for name, value in (requests or {}).items()
+            if parse_quantity(value) != 0}
+    kept.setdefault(RUNS_RESOURCE, 1)
+    return kept
+
+
 # --- the artifact store --------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from portal.machinery.serializers import StrictSerializer, field_error
 from portal.machinery.validation import label_value_errors
 
 from .affinity import RunAffinitySerializer, RunWorkspaceReferenceSerializer
-from .common import RUNS_RESOURCE, ArtifactRefSerializer, ResourceListField
+from .common import RUNS_RESOURCE, ArtifactRefSerializer, ResourceListField, without_zero_requests
 from .fields import (
     BoundedListField,
     DurationField,
@@ -103,12 +103,12 @@ class RetryPolicySerializer(StrictSerializer):
 
 
 class RunResourceRequirementsSerializer(StrictSerializer):
+    """Zero quantities are dropped and ``runs`` falls back to 1: every Run takes a run slot."""
+
     requests = ResourceListField(integer_only=False, required=False)
 
     def validate(self, attrs: dict) -> dict:
-        requests = dict(attrs.get("requests") or {})
-        requests.setdefault(RUNS_RESOURCE, 1)
-        return {**attrs, "requests": requests}
+        return {**attrs, "requests": without_zero_requests(attrs.get("requests"))}
 
 
 class ArtifactInputSerializer(StrictSerializer):

@@ -49,6 +49,9 @@ def test_stale_changed_and_deleted_runs_are_run_conflicts(batch):
         assert bound.resource_version == runs[name].resource_version + 1
         assert bound.dispatched_at is None
         assert bound.status["assignedPodUID"] == pod.uid and bound.status["phase"] == "Scheduled"
+        scheduled = next(c for c in bound.status["conditions"] if c["type"] == "Scheduled")
+        assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+            "True", "Assigned", "assigned to Runtime Pod bash-a")
     assert fresh(runs["r2"]).resource_version == 99 and fresh(runs["r2"]).phase == "Pending"
     assert fresh(runs["r3"]).phase == "Cancelled"
     assert fresh(runs["r4"]).phase == "Pending"

@@ -321,10 +321,21 @@ def test_workspace_reference_forms_are_stored_identically(admin_api, workspace):
     pytest.param({"requests": {"runs": 0.5}}, {"requests": {"runs": 0.5}}, id="half-number"),
     pytest.param({"requests": {"cpu": "500m"}}, {"requests": {"cpu": "500m", "runs": 1}},
                  id="milli"),
+    # zero quantities are dropped; runs falls back to 1, so every Run takes a run slot
+    pytest.param({"requests": {"runs": 0}}, {"requests": {"runs": 1}}, id="runs-zero"),
+    pytest.param({"requests": {"runs": "0"}}, {"requests": {"runs": 1}}, id="runs-zero-string"),
+    pytest.param({"requests": {"runs": "0m"}}, {"requests": {"runs": 1}}, id="runs-zero-milli"),
+    pytest.param({"requests": {"example.com/gpu": 0}}, {"requests": {"runs": 1}},
+                 id="gpu-zero"),
+    pytest.param({"requests": {"example.com/gpu": "0", "runs": 2}}, {"requests": {"runs": 2}},
+                 id="gpu-zero-runs-kept"),
+    pytest.param({"requests": {"example.com/gpu": 1, "runs": 0}},
+                 {"requests": {"example.com/gpu": 1, "runs": 1}}, id="gpu-kept-runs-zero"),
 ])
 def test_resource_requests_default_and_fractions_admitted(admin_api, resources, stored):
     spec = {} if resources is None else {"resources": resources}
     assert _created_spec(admin_api, **spec)["resources"] == stored
+    assert Run.objects.get(name="r").requests == stored["requests"]
 
 
 @pytest.mark.parametrize(("value", "ok"), [

@@ -287,7 +287,7 @@ def test_run_change_page_shows_spec_timeline_conditions_and_pod_link(client):
     order = [timeline.index(f"<td>{event}</td>") for event in ("Created", "Scheduled", "started")]
     assert order == sorted(order)
     assert "<td>+0s</td>" in timeline
-    assert 'class="k-table k-conditions"' in html and "bound to a Runtime Pod" in html
+    assert 'class="k-table k-conditions"' in html and "assigned to Runtime Pod bash-0" in html
 
 
 def test_run_change_page_of_a_failed_run_and_a_gone_pod(client):
