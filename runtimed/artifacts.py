@@ -19,11 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .refs import artifact_name_problem
+
 GIB = 1 << 30
 DEFAULT_MAX_ARTIFACT_BYTES = GIB
 DEFAULT_MAX_RUN_BYTES = 10 * GIB
 DEFAULT_MAX_COUNT = 32
-MAX_NAME_BYTES = 255
 CHUNK = 1 << 20
 GZIP_LEVEL = 6  # fixed: the level changes the compressed bytes
 FILE, DIRECTORY = "file", "directory"
@@ -120,14 +121,11 @@ def open_artifacts_dir(artifacts_dir: Path) -> int | None:
 
 
 def check_name(name: str) -> None:
-    """An artifact name is valid UTF-8 of at most 255 bytes."""
-    try:
-        encoded = name.encode("utf-8")
-    except UnicodeEncodeError:  # listdir smuggles undecodable bytes in as surrogates
-        raise ArtifactError(f"artifact name {name!r} is not valid UTF-8") from None
-    if len(encoded) > MAX_NAME_BYTES:
-        raise ArtifactError(f"artifact name {name!r} is {len(encoded)} bytes; "
-                            f"the limit is {MAX_NAME_BYTES} bytes")
+    """An artifact name is one path component (``runtimed.refs``); listdir smuggles
+    undecodable bytes in as surrogates, which count as invalid UTF-8."""
+    problem = artifact_name_problem(name)
+    if problem is not None:
+        raise ArtifactError(f"artifact name {name!r} {problem.message}")
 
 
 def pack(root_fd: int, artifacts_dir: Path, name: str, scratch: Path, limit: int) -> Packed:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -19,26 +20,97 @@ from . import errors
 from .errors import FieldError
 
 UNKNOWN_FIELD = "unknown"
+NON_FIELD = "non_field_errors"  # flatten_errors reports this key at its parent's path
 
 
 class StrictSerializer(serializers.Serializer):
-    """A serializer that names unknown fields instead of silently dropping them."""
+    """A serializer that names unknown fields instead of silently dropping them, and reports
+    every rule an object breaks at once.
+
+    Rules between fields go in ``cross_field_causes``, not ``validate``: DRF runs ``validate``
+    only once every field is valid, so a second problem would surface only after the first
+    was fixed. ``cross_field_causes`` sees the raw input (types unchecked: guard them) and
+    runs whether or not the fields are valid; its causes join the fields' own.
+    """
+
+    def cross_field_causes(self, data: dict) -> list[FieldError]:
+        """Causes (paths relative to this serializer) of rules that span several fields."""
+        return []
 
     def to_internal_value(self, data: Any) -> Any:
-        unknown = {}
-        if isinstance(data, dict):
-            unknown = {key: [ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)]
-                       for key in sorted(set(data) - set(self.fields))}
+        detail: dict = {}
+        value = None
         try:
             value = super().to_internal_value(data)
         except ValidationError as exc:
-            # report unknown fields together with the known fields' errors
-            if unknown and isinstance(exc.detail, dict):
-                raise ValidationError({**exc.detail, **unknown}) from None
-            raise
-        if unknown:
-            raise ValidationError(unknown)
+            detail = exc.detail if isinstance(exc.detail, dict) else {NON_FIELD: exc.detail}
+        if isinstance(data, dict):
+            merge_detail(detail, error_detail(self.cross_field_causes(data)))
+            # unknown fields are reported together with the known fields' errors
+            detail.update({key: [ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)]
+                           for key in sorted(set(data) - set(self.fields))})
+        if detail:
+            raise ValidationError(detail)
         return value
+
+
+# --- FieldError (paths relative to a serializer) -> nested DRF error detail ---------------
+
+_PATH_TOKEN = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|\.?([^.\[]+)")
+
+
+def _path_keys(path: str) -> list[Any]:
+    """``a.b[0].c[x.y/z]`` -> ``["a", "b", 0, "c[x.y/z]"]``: flatten_errors joins them back."""
+    keys: list[Any] = []
+    for index, bracket, name in _PATH_TOKEN.findall(path):
+        if index:
+            keys.append(int(index))
+        elif name:
+            keys.append(name)
+        elif keys and isinstance(keys[-1], str):
+            keys[-1] = f"{keys[-1]}[{bracket}]"
+        else:
+            keys.append(f"[{bracket}]")
+    return keys
+
+
+def error_detail(causes: list[FieldError]) -> dict:
+    """Nested detail whose flattening yields each cause at its (relative) path."""
+    tree: dict = {}
+    for cause in causes:
+        node = tree
+        for key in _path_keys(cause.field):
+            node = node.setdefault(key, {})
+        node.setdefault(NON_FIELD, []).append(ErrorDetail(cause.message, code=cause.reason))
+    return tree
+
+
+def _as_tree(detail: Any) -> dict:
+    """A DRF detail as a dict: a list of items (``many``) by index, a list of messages under
+    NON_FIELD."""
+    if isinstance(detail, dict):
+        return detail
+    if isinstance(detail, list) and detail and all(isinstance(d, (dict, list)) for d in detail):
+        return {index: item for index, item in enumerate(detail) if item}
+    return {NON_FIELD: list(detail) if isinstance(detail, list) else [detail]}
+
+
+def merge_detail(into: dict, extra: dict) -> dict:
+    """Merge ``extra`` into ``into`` (both nested DRF details) keeping every message."""
+    for key, value in extra.items():
+        if key not in into:
+            into[key] = value
+        elif key == NON_FIELD:
+            into[key] = [*into[key], *value]
+        else:
+            into[key] = merge_detail(dict(_as_tree(into[key])), _as_tree(value))
+    return into
+
+
+def raise_causes(causes: list[FieldError]) -> None:
+    """Raise the causes (paths relative to the field or serializer raising them), if any."""
+    if causes:
+        raise ValidationError(error_detail(causes))
 
 
 class FreeformObjectField(serializers.JSONField):

@@ -12,7 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-# What makes one path component safe: no separators, no NUL, not "." or "..".
+from ..refs import artifact_name_problem
+
+# What makes a namespace or Run UID safe as one directory: no separators, no NUL, not "." or
+# "..". Artifact names follow ``runtimed.refs``.
 _COMPONENT = re.compile(r"^(?!\.{1,2}$)[^/\x00]{1,255}$")
 
 
@@ -46,9 +49,9 @@ class RunScope:
 
 
 def check_name(name: str) -> str:
-    if not _COMPONENT.match(name) or len(name.encode("utf-8", "surrogatepass")) > 255:
-        raise StoreError(f"artifact name {name!r} must be one path component of at most "
-                         "255 bytes")
+    problem = artifact_name_problem(name)
+    if problem is not None:
+        raise StoreError(f"artifact name {name!r} {problem.message}")
     return name
 
 

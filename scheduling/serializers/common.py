@@ -15,6 +15,7 @@ from portal.machinery.conditions import validate_conditions
 from portal.machinery.errors import FieldError
 from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
 from portal.machinery.validation import invalid_value, qualified_name_errors
+from runtimed.refs import Problem, artifact_name_problem, location_path_problem
 
 from .fields import (
     StrictBooleanField,
@@ -153,13 +154,16 @@ class S3ArtifactStoreSerializer(StrictSerializer):
         return value
 
 
-def driver_errors(driver: str, attrs: dict, what: str) -> list[FieldError]:
-    """Exactly one of ``filesystem`` / ``s3`` set, and it is the one ``driver`` names."""
+def driver_errors(driver: Any, attrs: dict, what: str) -> list[FieldError]:
+    """Exactly one of ``filesystem`` / ``s3`` set, and it is the one ``driver`` names (an
+    unknown driver is the driver field's own error)."""
+    if driver not in DRIVERS:
+        return []
     other = S3 if driver == FILESYSTEM else FILESYSTEM
     causes = []
-    if driver not in attrs:
+    if attrs.get(driver) is None:
         causes.append(errors.required(driver, f'Required value: {what} for driver "{driver}"'))
-    if other in attrs:
+    if attrs.get(other) is not None:
         causes.append(errors.forbidden(
             other, f'Forbidden: exactly one {what} must be set and it must match driver '
                    f'"{driver}"'))
@@ -173,9 +177,8 @@ class ArtifactStoreSerializer(StrictSerializer):
     filesystem = FilesystemArtifactStoreSerializer(required=False)
     s3 = S3ArtifactStoreSerializer(required=False)
 
-    def validate(self, attrs: dict) -> dict:
-        raise_causes(driver_errors(attrs["driver"], attrs, "artifact store configuration"))
-        return attrs
+    def cross_field_causes(self, data: dict) -> list[FieldError]:
+        return driver_errors(data.get("driver"), data, "artifact store configuration")
 
 
 # --- ArtifactRef ---------------------------------------------------------------------------
@@ -183,14 +186,34 @@ class ArtifactStoreSerializer(StrictSerializer):
 _DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 
+def _problem_error(value: str, problem: Problem) -> ValidationError:
+    if problem.too_long:
+        return field_error(f"Too long: {problem.message}", errors.TOO_LONG)
+    return field_error(f'Invalid value: "{value}": {problem.message}')
+
+
+def _location_path(value: str) -> str:
+    """Relative and inside the store's root once cleaned (the stores check again)."""
+    problem = location_path_problem(value)
+    if problem is not None:
+        raise _problem_error(value, problem)
+    return value
+
+
 class FilesystemArtifactLocationSerializer(StrictSerializer):
     path = StrictCharField(max_length=4096)
     volumeClaimName = StrictCharField(max_length=253, required=False, allow_blank=True)
+
+    def validate_path(self, value: str) -> str:
+        return _location_path(value)
 
 
 class S3ArtifactLocationSerializer(StrictSerializer):
     bucket = StrictCharField(max_length=255)
     key = StrictCharField(max_length=4096)
+
+    def validate_key(self, value: str) -> str:
+        return _location_path(value)
 
 
 class ArtifactLocationSerializer(StrictSerializer):
@@ -211,10 +234,9 @@ class ArtifactRefSerializer(StrictSerializer):
     createdAt = TimeField(required=False)
 
     def validate_name(self, value: str) -> str:
-        if len(value.encode("utf-8", "surrogatepass")) > 255:
-            raise field_error("Too long: may not be more than 255 bytes", errors.TOO_LONG)
-        if "/" in value or "\x00" in value or value in (".", ".."):
-            raise field_error(f'Invalid value: "{value}": must be a single path component')
+        problem = artifact_name_problem(value)
+        if problem is not None:
+            raise _problem_error(value, problem)
         return value
 
     def validate_digest(self, value: str) -> str:
@@ -223,10 +245,12 @@ class ArtifactRefSerializer(StrictSerializer):
                               "hexadecimal digits")
         return value
 
-    def validate(self, attrs: dict) -> dict:
-        causes = driver_errors(attrs["driver"], attrs["location"], "artifact location")
-        raise_causes([FieldError(f"location.{c.field}", c.reason, c.message) for c in causes])
-        return attrs
+    def cross_field_causes(self, data: dict) -> list[FieldError]:
+        location = data.get("location")
+        if not isinstance(location, dict):
+            return []  # the location field itself says what is wrong
+        causes = driver_errors(data.get("driver"), location, "artifact location")
+        return [FieldError(f"location.{c.field}", c.reason, c.message) for c in causes]
 
 
 # --- conditions ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Strict JSON primitives for the scheduling kinds, and FieldError -> DRF detail plumbing.
+"""Strict JSON primitives for the scheduling kinds.
 
 DRF's stock fields coerce (``"5"`` -> 5, ``5`` -> ``"5"``, ``"yes"`` -> True) and trim
 whitespace; a Kubernetes API server rejects the wrong JSON type and keeps strings verbatim, so
@@ -7,20 +7,20 @@ these fields do too.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rest_framework import serializers
-from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from portal.machinery import errors
 from portal.machinery.conditions import parse_time
-from portal.machinery.errors import FieldError
-from portal.machinery.serializers import field_error
+from portal.machinery.serializers import field_error, raise_causes
 from portal.machinery.validation import parse_duration_ns
 
+__all__ = ["BoundedListField", "BoundedMapField", "DurationField", "StrictBooleanField",
+           "StrictCharField", "StrictIntegerField", "TimeField", "raise_causes",
+           "relative_path_errors"]
+
 INT32_MAX = 2**31 - 1  # Go int32 fields; also the PostgreSQL integer columns they feed
-NON_FIELD = "non_field_errors"  # flatten_errors reports this key at its parent's path
 
 
 def _type_name(value: Any) -> str:
@@ -132,40 +132,3 @@ def relative_path_errors(value: str, *, allow_dot_segments: bool = False) -> lis
     if any(segment in ("", ".", "..") for segment in segments):
         return ["must not contain empty, '.' or '..' segments"]
     return []
-
-
-# --- FieldError (paths relative to a field) -> nested DRF error detail -------------------
-
-_PATH_TOKEN = re.compile(r"\[(\d+)\]|\[([^\]]*)\]|\.?([^.\[]+)")
-
-
-def _path_keys(path: str) -> list[Any]:
-    """``a.b[0].c[x.y/z]`` -> ``["a", "b", 0, "c[x.y/z]"]``: flatten_errors joins them back."""
-    keys: list[Any] = []
-    for index, bracket, name in _PATH_TOKEN.findall(path):
-        if index:
-            keys.append(int(index))
-        elif name:
-            keys.append(name)
-        elif keys and isinstance(keys[-1], str):
-            keys[-1] = f"{keys[-1]}[{bracket}]"
-        else:
-            keys.append(f"[{bracket}]")
-    return keys
-
-
-def error_detail(causes: list[FieldError]) -> dict:
-    """Nested detail whose flattening yields each cause at its (relative) path."""
-    tree: dict = {}
-    for cause in causes:
-        node = tree
-        for key in _path_keys(cause.field):
-            node = node.setdefault(key, {})
-        node.setdefault(NON_FIELD, []).append(ErrorDetail(cause.message, code=cause.reason))
-    return tree
-
-
-def raise_causes(causes: list[FieldError]) -> None:
-    """Raise the causes (paths relative to the field or serializer raising them), if any."""
-    if causes:
-        raise ValidationError(error_detail(causes))

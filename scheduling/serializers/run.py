@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from portal.machinery import errors
 from portal.machinery.errors import FieldError
@@ -47,13 +48,14 @@ class CodeSourceSerializer(StrictSerializer):
     def validate_inlinePath(self, value: str) -> str:
         return _path_field(value)
 
-    def validate(self, attrs: dict) -> dict:
-        if ("inline" in attrs) == ("repoURL" in attrs):
-            raise_causes([errors.invalid("", "Invalid value: exactly one of inline or repoURL "
-                                             "must be set")])
-        if "commitSHA" in attrs and "repoURL" not in attrs:
-            raise_causes([errors.forbidden("commitSHA", "Forbidden: commitSHA requires repoURL")])
-        return attrs
+    def cross_field_causes(self, data: dict) -> list[FieldError]:
+        causes = []
+        if _has(data, "inline") == _has(data, "repoURL"):
+            causes.append(errors.invalid("", "Invalid value: exactly one of inline or repoURL "
+                                             "must be set"))
+        if _has(data, "commitSHA") and not _has(data, "repoURL"):
+            causes.append(errors.forbidden("commitSHA", "Forbidden: commitSHA requires repoURL"))
+        return causes
 
 
 class RunTaskModeSerializer(StrictSerializer):
@@ -77,11 +79,11 @@ class RunModeSerializer(StrictSerializer):
     task = RunTaskModeSerializer(required=False)
     function = RunFunctionModeSerializer(required=False)
 
-    def validate(self, attrs: dict) -> dict:
-        if len(attrs) != 1:
-            raise_causes([errors.invalid("", "Invalid value: exactly one of task or function "
-                                             "must be set")])
-        return attrs
+    def cross_field_causes(self, data: dict) -> list[FieldError]:
+        if _has(data, "task") == _has(data, "function"):
+            return [errors.invalid("", "Invalid value: exactly one of task or function must be "
+                                       "set")]
+        return []
 
 
 class EnvVarSerializer(StrictSerializer):
@@ -123,19 +125,34 @@ def _default_resources() -> dict:
     return {"requests": {RUNS_RESOURCE: 1}}
 
 
-def _mode_source_errors(attrs: dict) -> list[FieldError]:
-    """The rules between mode and source (upstream's RunSpec XValidation rules)."""
-    mode, source = attrs["mode"], attrs.get("source") or {}
-    inline, causes = "inline" in source, []
-    task = mode.get("task")
-    if task and task.get("entrypoint") and not inline:
-        causes += [errors.invalid("mode.task.entrypoint",
-                                  f'Invalid value: "{task["entrypoint"]}": {m}')
-                   for m in relative_path_errors(task["entrypoint"], allow_dot_segments=True)]
-    if "inlinePath" in source and not ("function" in mode and inline):
+def _has(data: Any, key: str) -> bool:
+    """Whether a raw JSON object sets ``key`` (``null`` counts as unset)."""
+    return isinstance(data, dict) and data.get(key) is not None
+
+
+def _object(data: Any, key: str) -> dict:
+    value = data.get(key) if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _mode_source_errors(spec: dict) -> list[FieldError]:
+    """The rules between mode and source (upstream's RunSpec XValidation rules), and a task
+    Run's required source, checked on the raw spec so they are reported with every other
+    problem of the object."""
+    mode, source = _object(spec, "mode"), _object(spec, "source")
+    inline, causes = _has(source, "inline"), []
+    task = _object(mode, "task")
+    if _has(mode, "task") and not _has(spec, "source"):
+        causes.append(errors.required("source", "Required value: a task Run needs a source: "
+                                                "exactly one of inline or repoURL"))
+    entrypoint = task.get("entrypoint")
+    if isinstance(entrypoint, str) and entrypoint and not inline:
+        causes += [errors.invalid("mode.task.entrypoint", f'Invalid value: "{entrypoint}": {m}')
+                   for m in relative_path_errors(entrypoint, allow_dot_segments=True)]
+    if _has(source, "inlinePath") and not (_has(mode, "function") and inline):
         causes.append(errors.forbidden(
             "source.inlinePath", "Forbidden: only valid for function mode with inline source"))
-    if "function" in mode and inline and "inlinePath" not in source:
+    if _has(mode, "function") and inline and not _has(source, "inlinePath"):
         causes.append(errors.required(
             "source.inlinePath", "Required value: function mode with inline source needs "
                                  "inlinePath"))
@@ -173,7 +190,6 @@ class RunSpecSerializer(StrictSerializer):
         raise_causes(causes)
         return value
 
-    def validate(self, attrs: dict) -> dict:
-        raise_causes(_mode_source_errors(attrs))
-        return attrs
+    def cross_field_causes(self, data: dict) -> list[FieldError]:
+        return _mode_source_errors(data)
 

@@ -34,7 +34,7 @@ def test_binds_a_pending_run_to_a_ready_pod():
     assert bound.status["assignedPodUID"] == str(pod.uid)
     assert bound.resource_version == run.resource_version + 1
     scheduled = next(c for c in bound.status["conditions"] if c["type"] == "Scheduled")
-    assert (scheduled["status"], scheduled["reason"]) == ("True", "Scheduled")
+    assert (scheduled["status"], scheduled["reason"]) == ("True", "Assigned")
 
 
 def test_capacity_is_respected_and_the_rest_stays_pending_with_a_message():

@@ -24,7 +24,7 @@ def runtime_manifest(name: str = "bash", **spec) -> dict:
 
 
 def run_manifest(name: str = "r", metadata: dict | None = None, **spec) -> dict:
-    base = {"runtime": "bash", "mode": {"task": {}}}
+    base = {"runtime": "bash", "source": {"inline": "echo ok"}, "mode": {"task": {}}}
     return {"apiVersion": API_VERSION, "kind": "Run",
             "metadata": {"name": name, **(metadata or {})}, "spec": {**base, **spec}}
 

@@ -29,7 +29,8 @@ FULL_SPEC = {
     "ttlSecondsAfterFinished": 60,
     "artifactInputs": [{"ref": artifact_ref(), "path": "inputs/report.txt"}],
 }
-MINIMAL_SPEC = {"runtime": "bash", "mode": {"task": {"entrypoint": "ci/build.sh"}}}
+MINIMAL_SPEC = {"runtime": "bash", "source": {"inline": "echo"},
+                "mode": {"task": {"entrypoint": "ci/build.sh"}}}
 
 
 def _create(admin_api, spec: dict) -> dict:
@@ -55,7 +56,6 @@ def _assert_rejected_unchanged(admin_api, response, field: str, before: dict) ->
 CHANGES = [
     pytest.param("spec.runtime", {"runtime": "python"}, id="runtime"),
     pytest.param("spec.source", {"source": {"commitSHA": "def456"}}, id="source-changed"),
-    pytest.param("spec.source", {"source": None}, id="source-removed"),
     pytest.param("spec.mode", {"mode": {"task": {"args": ["--slow"]}}}, id="mode-args"),
     pytest.param("spec.mode", {"mode": {"task": None, "function": {"handler": "m.f"}}},
                  id="mode-kind"),
@@ -78,7 +78,8 @@ CHANGES = [
     pytest.param("spec.artifactInputs", {"artifactInputs": None}, id="inputs-removed"),
 ]
 ADDITIONS = [
-    pytest.param("spec.source", {"source": {"repoURL": "https://g/r.git"}}, id="source"),
+    pytest.param("spec.source", {"source": {"inline": None, "repoURL": "https://g/r.git"}},
+                 id="source-replaced"),
     pytest.param("spec.env", {"env": [{"name": "A"}]}, id="env"),
     pytest.param("spec.timeout", {"timeout": "1m"}, id="timeout"),
     pytest.param("spec.retryPolicy", {"retryPolicy": {"maxAttempts": 2}}, id="retryPolicy"),
@@ -97,6 +98,14 @@ def test_changing_an_execution_input_is_rejected(admin_api, method, field, spec_
     before = _create(admin_api, FULL_SPEC)
     response = _write(admin_api, method, spec_patch)
     _assert_rejected_unchanged(admin_api, response, field, before)
+
+
+@pytest.mark.parametrize("method", ["put", "patch"])
+def test_removing_the_source_of_a_task_run_is_rejected(admin_api, method):
+    before = _create(admin_api, FULL_SPEC)
+    response = _write(admin_api, method, {"source": None})
+    assert causes(response) == {"spec.source": "FieldValueRequired"}
+    assert admin_api.get(URL).json() == before
 
 
 @pytest.mark.parametrize("method", ["put", "patch"])

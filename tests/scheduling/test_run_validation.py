@@ -74,6 +74,14 @@ def subdomain(length: int) -> str:
     return name[:length] if len(name) >= length else name + "a" * (length - len(name))
 
 
+REPO = {"repoURL": "https://git.example.com/app.git"}
+
+
+def repo_task(**task) -> dict:
+    """A task Run from a repository (its entrypoint is checked; an inline one's is not)."""
+    return {"source": dict(REPO), "mode": {"task": task}}
+
+
 def case(id_: str, patch: dict, expected: dict | None):
     return pytest.param(patch, expected, id=id_)
 
@@ -102,7 +110,7 @@ CASES = [
          {"spec.source.commitSHA": FORB}),
     # mode: exactly one of task / function
     case("mode-empty", {"mode": {"task": None}}, {"spec.mode": INV}),
-    case("mode-both", {"mode": {"function": {}}}, {"spec.mode": INV}),
+    case("mode-both", {"source": dict(REPO), "mode": {"function": {}}}, {"spec.mode": INV}),
     case("mode-missing", {"mode": None}, {"spec.mode": REQ}),
     case("args-256", {"mode": {"task": {"args": ["a"] * 256}}}, OK),
     case("args-257", {"mode": {"task": {"args": ["a"] * 257}}}, {"spec.mode.task.args": MANY}),
@@ -124,16 +132,16 @@ CASES = [
         "task": None, "function": {"idleTimeoutSeconds": -1}}},
         {"spec.mode.function.idleTimeoutSeconds": INV}),
     # task entrypoint: relative, no ".." segment; not checked with inline source
-    case("entrypoint-plain", {"mode": {"task": {"entrypoint": "scripts/build.sh"}}}, OK),
-    case("entrypoint-dot-slash", {"mode": {"task": {"entrypoint": "./run.sh"}}}, OK),
-    case("entrypoint-absolute", {"mode": {"task": {"entrypoint": "/run.sh"}}},
+    case("entrypoint-plain", repo_task(entrypoint="scripts/build.sh"), OK),
+    case("entrypoint-dot-slash", repo_task(entrypoint="./run.sh"), OK),
+    case("entrypoint-absolute", repo_task(entrypoint="/run.sh"),
          {"spec.mode.task.entrypoint": INV}),
-    case("entrypoint-dotdot", {"mode": {"task": {"entrypoint": "a/../run.sh"}}},
+    case("entrypoint-dotdot", repo_task(entrypoint="a/../run.sh"),
          {"spec.mode.task.entrypoint": INV}),
-    case("entrypoint-leading-dotdot", {"mode": {"task": {"entrypoint": "../run.sh"}}},
+    case("entrypoint-leading-dotdot", repo_task(entrypoint="../run.sh"),
          {"spec.mode.task.entrypoint": INV}),
-    case("entrypoint-4096", {"mode": {"task": {"entrypoint": "e" * 4096}}}, OK),
-    case("entrypoint-4097", {"mode": {"task": {"entrypoint": "e" * 4097}}},
+    case("entrypoint-4096", repo_task(entrypoint="e" * 4096), OK),
+    case("entrypoint-4097", repo_task(entrypoint="e" * 4097),
          {"spec.mode.task.entrypoint": LONG}),
     case("entrypoint-absolute-inline-exempt",
          {"source": {"inline": "echo"}, "mode": {"task": {"entrypoint": "/run.sh"}}}, OK),
@@ -264,6 +272,43 @@ CASES = [
          {"spec.artifactInputs[0].ref.name": LONG}),
     case("input-ref-name-path", ref_input(name="a/b"), {"spec.artifactInputs[0].ref.name": INV}),
     case("input-ref-name-dotdot", ref_input(name=".."), {"spec.artifactInputs[0].ref.name": INV}),
+    case("input-ref-name-dot", ref_input(name="."), {"spec.artifactInputs[0].ref.name": INV}),
+    case("input-ref-name-backslash", ref_input(name="back\\slash"),
+         {"spec.artifactInputs[0].ref.name": INV}),
+    case("input-ref-name-nul", ref_input(name="a\x00b"), {"spec.artifactInputs[0].ref.name": INV}),
+    case("input-ref-name-empty", ref_input(name=""), {"spec.artifactInputs[0].ref.name": REQ}),
+    case("input-ref-name-dots-inside", ref_input(name="a..b"), OK),
+    # ref locations: relative, and inside the store's root once cleaned
+    case("input-ref-fs-path-inner-dotdot", ref_input(location={"filesystem": {
+        "path": "namespaces/default/runs/u/../u/report"}}), OK),
+    case("input-ref-fs-path-absolute", ref_input(location={"filesystem": {"path": "/tmp/report"}}),
+         {"spec.artifactInputs[0].ref.location.filesystem.path": INV}),
+    case("input-ref-fs-path-escaping", ref_input(location={"filesystem": {
+        "path": "a/../../escape"}}), {"spec.artifactInputs[0].ref.location.filesystem.path": INV}),
+    case("input-ref-fs-path-root", ref_input(location={"filesystem": {"path": "a/.."}}),
+         {"spec.artifactInputs[0].ref.location.filesystem.path": INV}),
+    case("input-ref-s3-key-absolute", ref_input(driver="s3", location={
+        "s3": {"bucket": "b", "key": "/tmp/report"}}),
+        {"spec.artifactInputs[0].ref.location.s3.key": INV}),
+    case("input-ref-s3-key-escaping", ref_input(driver="s3", location={
+        "s3": {"bucket": "b", "key": "a/../../escape"}}),
+        {"spec.artifactInputs[0].ref.location.s3.key": INV}),
+    # a task Run needs its source; a function Run may come without one
+    case("source-missing", {"source": None}, {"spec.source": REQ}),
+    case("function-without-source", {"source": None, "mode": {
+        "task": None, "function": {"handler": "main.handle"}}}, OK),
+    # every rule an object breaks is its own cause
+    case("inline-path-without-inline", fn(inlinePath="main.py"),
+         {"spec.source": INV, "spec.source.inlinePath": FORB}),
+    case("three-rules", {"runtime": "-bash", "source": {"inlinePath": "main.py"},
+                         "mode": {"task": None, "function": {"handler": "main.handle"}}},
+         {"spec.runtime": INV, "spec.source": INV, "spec.source.inlinePath": FORB}),
+    case("field-and-cross-field", {"timeout": "soon", "source": {"inline": "x", "repoURL": "y"}},
+         {"spec.timeout": INV, "spec.source": INV}),
+    case("nested-and-sibling", {"retryPolicy": {"maxAttempts": 0}, "mode": {
+        "task": {"entrypoint": "/abs", "args": [1]}}, "source": dict(REPO)},
+        {"spec.retryPolicy.maxAttempts": INV, "spec.mode.task.args[0]": TYPE,
+         "spec.mode.task.entrypoint": INV}),
     case("input-ref-digest", ref_input(digest="sha256:abc"),
          {"spec.artifactInputs[0].ref.digest": INV}),
     case("input-ref-type", ref_input(type="tarball"), {"spec.artifactInputs[0].ref.type": NSUP}),
@@ -284,6 +329,8 @@ CASES = [
 @pytest.mark.parametrize(("patch", "expected"), CASES)
 def test_run_spec_admission(admin_api, patch, expected):
     manifest = run_manifest()
+    if "source" in patch:  # a patch's source replaces the default inline one
+        manifest["spec"].pop("source")
     manifest["spec"] = apply_merge(manifest["spec"], patch)
     response = admin_api.post(runs_url(), manifest, format="json")
     if expected is OK:
@@ -381,13 +428,19 @@ spec:
   mode:
     task: {}
 """
+# The seed shows only the fields it introduces ("existing fields omitted"); a task Run also
+# needs its source, so the example applies with one added.
+SEED_SOURCE = """\
+  source:
+    inline: make test
+"""
 
 
 def test_seed_example_run_applies_unchanged(admin_api, tmp_path, capsys):
     assert admin_api.post(runtimes_url(), runtime_manifest("bash"), format="json"
                           ).status_code == 201
     path = tmp_path / "run.yaml"
-    path.write_text(SEED_RUN)
+    path.write_text(SEED_RUN + SEED_SOURCE)
     call_command("apply", "-f", str(path))
     call_command("apply", "-f", str(path))
     out = capsys.readouterr().out
@@ -399,4 +452,22 @@ def test_seed_example_run_applies_unchanged(admin_api, tmp_path, capsys):
     assert run.spec["affinity"]["runAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         0]["topologyKey"] == "kruntimes.io/runtime-pod"
     assert run.spec["mode"] == {"task": {}}
+    assert run.spec["source"] == {"inline": "make test"}
     assert (run.runtime, run.phase, run.generation) == ("bash", "Pending", 1)
+
+
+def test_the_seed_example_without_a_source_is_refused_for_that_alone(admin_api):
+    import yaml
+
+    response = admin_api.post(runs_url(), yaml.safe_load(SEED_RUN), format="json")
+    assert causes(response) == {"spec.source": REQ}
+    assert not Run.objects.exists()
+
+
+def test_metadata_and_spec_problems_are_reported_together(admin_api):
+    manifest = run_manifest(name="Bad_Name", runtime="-bash")
+    manifest["spec"]["mode"] = {}
+    response = admin_api.post(runs_url(), manifest, format="json")
+    assert causes(response) == {"metadata.name": INV, "spec.runtime": INV, "spec.mode": INV}
+    assert len(response.json()["details"]["causes"]) == 3
+    assert not Run.objects.exists()

@@ -1,0 +1,56 @@
+"""The rules an artifact name and an ArtifactRef location obey, wherever they are checked.
+
+The API applies them at admission (``spec.artifactInputs``, ``status.artifactRefs``), runtimed's
+collector to the entries a step leaves, and the stores to every name they write or open; one
+definition keeps the three from drifting apart. Pure functions: no I/O, no imports beyond the
+standard library, so the control plane may import them too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+MAX_NAME_BYTES = 255
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a value breaks a rule; ``too_long`` marks a length limit (FieldValueTooLong)."""
+
+    message: str
+    too_long: bool = False
+
+
+def artifact_name_problem(name: object) -> Problem | None:
+    """An artifact name is one path component: non-empty UTF-8 of at most 255 bytes, no
+    ``/``, ``\\`` or NUL, and not ``.`` or ``..``. None when ``name`` is fine."""
+    if not isinstance(name, str) or not name:
+        return Problem("must be a non-empty string")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:  # lone surrogates: from JSON escapes or undecodable file names
+        return Problem("must be valid UTF-8")
+    if size > MAX_NAME_BYTES:
+        return Problem(f"is {size} bytes; may not be more than {MAX_NAME_BYTES} bytes",
+                       too_long=True)
+    if name in (".", ".."):
+        return Problem("must not be '.' or '..'")
+    if "/" in name or "\\" in name or "\x00" in name:
+        return Problem("must be a single path component (no '/', '\\' or NUL)")
+    return None
+
+
+def location_path_problem(path: object) -> Problem | None:
+    """A location inside its store: a non-empty relative path that stays below the store's
+    root once cleaned (``a/../b`` is fine, ``a/../../b`` and ``/tmp/x`` are not)."""
+    if not isinstance(path, str) or not path:
+        return Problem("must be a non-empty string")
+    if path.startswith("/"):
+        return Problem("must be a relative path")
+    if "\x00" in path:
+        return Problem("must not contain NUL")
+    clean = posixpath.normpath(path)
+    if clean in (".", "..") or clean.startswith("../"):
+        return Problem("must stay inside the store's root after cleaning")
+    return None
