@@ -1,7 +1,9 @@
 """Parse the step's outputs: the ``KEY=VALUE`` lines it appended to ``$KRUNTIME_OUTPUTS``.
 
 Lines are trimmed; blank lines and ``#`` comments are skipped; the key is the text before the
-first ``=`` and the value the rest, verbatim; the last repeated key wins. Every failure is an
+first ``=`` and the value the rest, each trimmed of surrounding whitespace (inner spaces are
+kept: ``  a  =  spaced value  `` is ``a: "spaced value"``); the last repeated key wins. Every
+limit counts bytes of the trimmed UTF-8 text. Every failure is an
 :class:`OutputsError` whose ``reason`` is ``OutputsInvalid`` or ``OutputsTooLarge``.
 """
 
@@ -80,6 +82,7 @@ def parse_line(raw: bytes, number: int) -> tuple[str, str] | None:
     if not line or line.startswith("#"):
         return None
     key, equals, value = line.partition("=")
+    key, value = key.strip(), value.strip()
     if not equals:
         raise OutputsError(OUTPUTS_INVALID,
                            f"line {number} of the outputs is not KEY=VALUE (it has no '=')")

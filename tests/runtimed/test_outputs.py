@@ -67,7 +67,25 @@ def test_keys_may_use_dashes_dots_underscores_and_digits(tmp_path):
     assert parse_outputs(write(tmp_path, "A-b_c.9=x\n")) == {"A-b_c.9": "x"}
 
 
-@pytest.mark.parametrize("line", ["=value", "has space=x", "bad/key=x", "clé=x", "a b"])
+@pytest.mark.parametrize(("text", "expected"), [
+    ("  a  =  spaced value  \n", {"a": "spaced value"}),
+    ("key3 = val3\n", {"key3": "val3"}),
+    ("k\t=\tv\n", {"k": "v"}),
+    ("k =\n", {"k": ""}),
+    ("k= inner  spaces  kept \n", {"k": "inner  spaces  kept"}),
+    ("k = a = b\n", {"k": "a = b"}),
+], ids=["around-both", "around-equals", "tabs", "empty-value", "inner-kept", "later-equals"])
+def test_keys_and_values_are_trimmed(tmp_path, text, expected):
+    assert parse_outputs(write(tmp_path, text)) == expected
+
+
+def test_limits_count_the_trimmed_key_and_value(tmp_path):
+    text = " " + "k" * MAX_KEY_BYTES + "  =  " + "v" * MAX_VALUE_BYTES + "  \n"
+    assert parse_outputs(write(tmp_path, text)) == {"k" * MAX_KEY_BYTES: "v" * MAX_VALUE_BYTES}
+
+
+@pytest.mark.parametrize("line", ["=value", " =value", "\t = value", "has space=x", "bad/key=x",
+                                  "clé=x", "a b"])
 def test_an_invalid_line_names_its_number(tmp_path, line):
     error = fails(write(tmp_path, f"# header\nok=1\n{line}\n"), "OutputsInvalid")
     assert "line 3" in error.message
