@@ -37,6 +37,20 @@ def truncate(message: str, limit: int = MESSAGE_LIMIT) -> str:
     return message[: limit - len(_ELLIPSIS)] + _ELLIPSIS
 
 
+def one_line(message: str) -> str:
+    """A status message on one line: its non-blank lines, trimmed, joined by ``; ``.
+
+    Multi-line text (git's stderr, an exception that quotes a file) must not turn a Run's
+    message into a wall of text; tracebacks go to runtimed's own log, never here.
+    """
+    return "; ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
+def status_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """What a Run's status may carry: one line, at most ``limit`` characters."""
+    return truncate(one_line(message), limit)
+
+
 class Reporter:
     """Sends ``scheduling.*`` tasks by name; never raises."""
 
@@ -89,7 +103,7 @@ def run_report(*, namespace: str, name: str, uid: str, attempt: int, pod_name: s
     return {**extra,
         "namespace": namespace, "name": name, "uid": uid, "attempt": attempt,
         "podName": pod_name, "podUID": pod_uid,
-        "phase": phase, "reason": reason, "message": truncate(message),
+        "phase": phase, "reason": reason, "message": status_message(message),
         "exitCode": exit_code,
         "startTime": rfc3339(start), "completionTime": rfc3339(end),
     }

@@ -233,10 +233,17 @@ class RunService:
                 self.reporter.report_run(self._report(ref, RUNNING, start=start,
                                                       artifact_store=store_spec))
                 outcome = self._execute(ref, payload, directory, start, control, shipper)
+            except PayloadError as exc:  # a spec runtimed cannot execute: not a fault here
+                log.warning("Run %s attempt %s: cannot execute its spec: %s", ref.uid,
+                            ref.attempt, exc)
+                outcome = Outcome(Result(FAILED, "PrepareSource", f"the Run cannot be "
+                                         f"executed: {exc}", None, start, self.clock()))
             except Exception as exc:  # noqa: BLE001 - whatever it is, the Run must end
+                # the traceback stays in runtimed's log; the Run gets one line
                 log.exception("Run %s attempt %s: runtimed failed", ref.uid, ref.attempt)
-                outcome = Outcome(Result(FAILED, "RuntimeError", f"runtimed failed: {exc}",
-                                         None, start, self.clock()))
+                outcome = Outcome(Result(FAILED, "RuntimeError", f"runtimed failed: "
+                                         f"{type(exc).__name__}: {exc}", None, start,
+                                         self.clock()))
             tail = None
             if shipper is not None:  # the last output rides on the final report
                 shipper.close(hand_over_tail=True)
@@ -271,7 +278,7 @@ class RunService:
 
     def _execute(self, ref: RunRef, payload: dict, directory: Path, start,
                  control: StepControl, shipper: LogShipper | None) -> Outcome:
-        spec = parse(payload)  # a PayloadError here is a RuntimeError
+        spec = parse(payload)  # a PayloadError here is PrepareSource
         attempt = Attempt(self.config, ref, spec, directory, clock=self.clock, control=control,
                           on_output=shipper.write if shipper is not None else None,
                           grace=self.grace, git_timeout=self.git_timeout,

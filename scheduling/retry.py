@@ -4,8 +4,9 @@ A failure is retried when its reason is retryable and attempts remain: ``maxAtte
 counts every attempt (default 1, no retry). The backoff starts at ``backoff`` (default
 10s) and doubles per attempt, capped at 60 s. Without ``retryableReasons`` only failures of
 the infrastructure are retried (the pod or runtimed went away); a step's own failure is
-retried only when its reason is listed. Outputs and artifact rejections and cancellation are
-never retried: running the same step again cannot fix them.
+retried only when its reason is listed. Outputs and artifact rejections, a spec that cannot be
+prepared on the pod (PrepareSource: a source that cannot be fetched, a missing entrypoint)
+and cancellation are never retried: running the same step again cannot fix them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ MAX_BACKOFF_SECONDS = 60.0
 DEFAULT_RETRYABLE_REASONS = frozenset({
     "PodGone", "PodTerminating", "PodUnhealthy", "ExecutionLost", "RuntimeError"})
 NEVER_RETRIED = frozenset({
-    "Cancelled", "OutputsInvalid", "OutputsTooLarge", "ArtifactInvalid",
+    "Cancelled", "OutputsInvalid", "OutputsTooLarge", "ArtifactInvalid", "PrepareSource",
     "FractionalResourceRequest"})
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from portal.machinery.conditions import format_time, set_condition
+from runtimed.reporting import status_message
 from scheduling.models import RunPhase
 
 MESSAGE_LIMIT = 4096
@@ -20,8 +21,8 @@ def _with(status: dict, now: datetime, generation: int, **conditions) -> dict:
     current = list(new.get("conditions") or [])
     for ctype, (cstatus, reason, message) in conditions.items():
         current = set_condition(current, type=ctype, status=cstatus, reason=reason,
-                                message=message[:MESSAGE_LIMIT], observed_generation=generation,
-                                now=now)
+                                message=status_message(message, MESSAGE_LIMIT),
+                                observed_generation=generation, now=now)
     new["conditions"] = current
     new["observedGeneration"] = generation
     return new
@@ -29,7 +30,7 @@ def _with(status: dict, now: datetime, generation: int, **conditions) -> dict:
 
 def pending(status: dict, message: str, now: datetime, generation: int) -> dict:
     new = _with(status, now, generation, Scheduled=("False", "Unschedulable", message))
-    new.update(phase=RunPhase.PENDING, message=message[:MESSAGE_LIMIT])
+    new.update(phase=RunPhase.PENDING, message=status_message(message, MESSAGE_LIMIT))
     new.setdefault("attempt", 1)
     return new
 
@@ -70,7 +71,8 @@ def retrying(status: dict, reason: str, message: str, now: datetime, generation:
     new = _with(status, now, generation, **conditions)
     for key in ("assignedPod", "assignedPodUID", "exitCode", "completionTime", "reason"):
         new.pop(key, None)
-    new.update(phase=RunPhase.PENDING, attempt=attempt + 1, message=waiting[:MESSAGE_LIMIT])
+    new.update(phase=RunPhase.PENDING, attempt=attempt + 1,
+               message=status_message(waiting, MESSAGE_LIMIT))
     return new
 
 
@@ -85,7 +87,7 @@ def finished(status: dict, phase: str, reason: str, message: str, now: datetime,
     if _ran(status):
         conditions["Running"] = ("False", reason, message)
     new = _with(status, now, generation, **conditions)
-    new.update(phase=phase, reason=reason, message=message[:MESSAGE_LIMIT],
+    new.update(phase=phase, reason=reason, message=status_message(message, MESSAGE_LIMIT),
                completionTime=completion or format_time(now))
     if exit_code is not None:
         new["exitCode"] = exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 
 import pytest
@@ -133,9 +134,53 @@ def test_unexpected_exception_is_runtime_error(service, reporter, monkeypatch):
     assert service.active.snapshot() == []
 
 
-def test_a_broken_payload_body_is_runtime_error(service):
+def test_a_spec_runtimed_cannot_execute_is_prepare_source(service):
     final = service.execute_run(make_payload(env="not-a-list"))
-    assert final["reason"] == "RuntimeError" and "env" in final["message"]
+    assert final["reason"] == "PrepareSource" and "env" in final["message"]
+
+
+def test_a_run_without_source_is_prepare_source_in_one_line(service):
+    final = service.execute_run(make_payload(source={}))  # what a Run without one sends
+    assert (final["phase"], final["reason"]) == ("Failed", "PrepareSource")
+    assert final["message"] == ("the Run cannot be executed: source needs exactly one of "
+                                "inline or repoURL")
+
+
+@pytest.mark.parametrize("repo", ["missing-repo", "file:///nonexistent/repo.git",
+                                  "https://127.0.0.1:1/unreachable.git"])
+def test_a_source_that_cannot_be_fetched_is_prepare_source_in_one_line(service, config, repo):
+    url = str(config.workspace / repo) if "/" not in repo else repo
+    final = service.execute_run(make_payload(
+        source={"repoURL": url}, mode={"task": {"entrypoint": "run.sh", "args": []}}))
+    assert (final["phase"], final["reason"]) == ("Failed", "PrepareSource")
+    assert final["message"].startswith("git clone failed")
+    assert "\n" not in final["message"] and "Traceback" not in final["message"]
+
+
+def test_a_missing_entrypoint_is_prepare_source(service, config, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
+                                  "--allow-empty", "-m", "empty"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    final = service.execute_run(make_payload(
+        source={"repoURL": str(repo)}, mode={"task": {"entrypoint": "ci/run.sh", "args": []}}))
+    assert (final["reason"], final["message"]) == (
+        "PrepareSource", "entrypoint 'ci/run.sh' does not exist in the checkout")
+
+
+def test_an_unexpected_failure_is_one_line_without_a_traceback(service, monkeypatch, caplog):
+    def explode(*args, **kwargs):
+        raise OSError("first line\nTraceback (most recent call last):\n  File x\nsecond")
+
+    monkeypatch.setattr(runtimed.execute, "run_step", explode)
+    final = service.execute_run(make_payload())
+    assert final["reason"] == "RuntimeError"
+    assert final["message"] == ("runtimed failed: OSError: first line; Traceback (most recent "
+                                "call last):; File x; second")
+    assert "\n" not in final["message"]
+    # the real traceback is in runtimed's own log
+    assert any(record.exc_info for record in caplog.records)
 
 
 def test_function_mode_is_not_executed(service):

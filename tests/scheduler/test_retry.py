@@ -32,6 +32,9 @@ def policy(**retry_policy) -> dict:
     (policy(maxAttempts=5, retryableReasons=["OutputsTooLarge"]), "OutputsTooLarge", 1, False),
     (policy(maxAttempts=5, retryableReasons=["ArtifactInvalid"]), "ArtifactInvalid", 1, False),
     (policy(maxAttempts=5, retryableReasons=["Cancelled"]), "Cancelled", 1, False),
+    # a spec problem found on the pod is terminal
+    (policy(maxAttempts=3), "PrepareSource", 1, False),
+    (policy(maxAttempts=5, retryableReasons=["PrepareSource"]), "PrepareSource", 1, False),
 ])
 def test_should_retry(spec, reason, attempt, expected):
     assert retry.should_retry(spec, reason, attempt, cancel_requested=False) is expected

@@ -57,13 +57,34 @@ def test_running_report_keeps_the_store_snapshot_and_the_final_one_outputs_and_r
     assert status["artifactStore"] == STORE
 
 
-@pytest.mark.parametrize("reason", ["OutputsInvalid", "OutputsTooLarge", "ArtifactInvalid"])
-def test_outputs_and_artifact_failures_end_the_run_without_retry(reason):
+@pytest.mark.parametrize("reason", ["OutputsInvalid", "OutputsTooLarge", "ArtifactInvalid",
+                                    "PrepareSource"])
+def test_outputs_artifact_and_prepare_failures_end_the_run_without_retry(reason):
     run, pod = bind(retryPolicy={"maxAttempts": 3, "retryableReasons": [reason]})
     lifecycle.apply_report(report(run, pod, "Failed", reason=reason, exitCode=0,
                                   message="key 'x' is over 128 bytes"), timezone.now())
     ended = fresh(run)
     assert (ended.phase, ended.status["reason"], ended.attempt) == ("Failed", reason, 1)
+
+
+def test_a_prepare_source_failure_ends_at_once_even_with_a_retry_policy():
+    run, pod = bind(retryPolicy={"maxAttempts": 3})
+    lifecycle.apply_report(report(run, pod, "Failed", reason="PrepareSource",
+                                  message="git clone failed (exit code 128)"), timezone.now())
+    ended = fresh(run)
+    assert (ended.phase, ended.status["reason"], ended.attempt) == ("Failed", "PrepareSource", 1)
+    assert ended.not_before is None
+
+
+def test_a_multi_line_report_message_is_stored_on_one_line():
+    run, pod = bind()
+    lifecycle.apply_report(report(run, pod, "Failed", reason="RuntimeError",
+                                  message="boom\nTraceback (most recent call last):\n  x\n"),
+                           timezone.now())
+    status = fresh(run).status
+    assert status["message"] == "boom; Traceback (most recent call last):; x"
+    completed = next(c for c in status["conditions"] if c["type"] == "Completed")
+    assert completed["message"] == status["message"]
 
 
 def test_a_cancelled_report_ends_the_run_cancelled():
