@@ -31,7 +31,7 @@ def register_scheduling_kinds() -> None:
         RuntimeSpecSerializer,
         RuntimeStatusSerializer,
     )
-    from .triggers import on_run_change
+    from .triggers import on_run_change, on_runtime_change
     from .validators import RUN_VALIDATORS, RUNTIME_VALIDATORS
 
     registry.register(ResourceKind(
@@ -39,6 +39,7 @@ def register_scheduling_kinds() -> None:
         short_names=("rt",),
         body={"spec": RuntimeSpecSerializer, "status": RuntimeStatusSerializer},
         validators=RUNTIME_VALIDATORS,
+        on_change=(on_runtime_change,),
         columns=(Column("REPLICAS", lambda o: o.replicas),
                  Column("READY", lambda o: o.ready_replicas),
                  Column("IMAGE", runtime_image, wide=True)),

@@ -14,7 +14,7 @@ from scheduling.models import ACTIVE_PHASES
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("run", "pod", "workspace", "beat", "retry")
+SOURCES = ("run", "pod", "runtime", "workspace", "beat", "retry")
 
 
 def request_scheduling(source: str, eta: datetime | None = None) -> None:
@@ -38,6 +38,13 @@ def on_run_change(run, event: str) -> None:
         transaction.on_commit(lambda: _send_cancel(run.pk))
     if event == "MODIFIED" and run.deletion_timestamp is not None:
         request_cleanup()
+
+
+def on_runtime_change(runtime, event: str) -> None:
+    """Runtime kind hook: Runs waiting for a Runtime that did not exist (or no longer does)
+    get a pass now, not at the next beat, so their Pending message says what is true."""
+    if event in ("ADDED", "DELETED"):
+        request_scheduling("runtime")
 
 
 def request_cleanup() -> None:

@@ -108,6 +108,10 @@ class Framework:
             if verdict is not None:
                 return Decision(message=verdict.message, verdict=verdict)
         candidates = snapshot.candidates(run)
+        if not candidates and not snapshot.runtime_exists(run.namespace, run.runtime):
+            # accepted (it may be created later), but say what the Run waits for
+            return Decision(message=f'Runtime "{run.runtime}" not found in namespace '
+                                    f'"{run.namespace}"')
         feasible, rejections = self._filter(run, candidates, snapshot, state)
         if not feasible:
             return Decision(message=pending_message(len(candidates), rejections),

@@ -17,7 +17,7 @@ from django.db.models.lookups import In
 
 from portal.machinery.labels import DOES_NOT_EXIST, EXISTS, NOT_EQUALS, NOT_IN, Selector
 from scheduling import resources
-from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
+from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime, RuntimePod
 
 from .snapshot import PendingRun, PlacedRun, PodState, Snapshot
 from .usage import active_usage, run_requests
@@ -81,7 +81,8 @@ def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) ->
         pod = by_key.get((namespace, pod_name))
         if pod is not None and pod.uid == pod_uid:
             resources.add(pod.used, used)
-    return Snapshot(now, pods, {}, source=DatabasePlacements(sql_selectors))
+    runtimes = set(Runtime.objects.values_list("namespace", "name"))
+    return Snapshot(now, pods, {}, source=DatabasePlacements(sql_selectors), runtimes=runtimes)
 
 
 def pending_runs(limit: int, after: tuple | None = None, *,

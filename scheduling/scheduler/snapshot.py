@@ -71,8 +71,11 @@ class PlacedSource(Protocol):
 
 class Snapshot:
     def __init__(self, now: datetime, pods: list[PodState],
-                 placed: dict[str, list[PlacedRun]], source: PlacedSource | None = None) -> None:
+                 placed: dict[str, list[PlacedRun]], source: PlacedSource | None = None,
+                 runtimes: set[tuple[str, str]] | None = None) -> None:
         self.now = now
+        # (namespace, name) of every Runtime; None: not known, every Runtime is taken to exist
+        self.runtimes = runtimes
         self.pods_by_key = {pod.key: pod for pod in pods}
         self.by_runtime: dict[tuple[str, str], list[PodState]] = {}
         for pod in sorted(pods, key=lambda p: p.name):
@@ -85,6 +88,9 @@ class Snapshot:
 
     def candidates(self, run: PendingRun) -> list[PodState]:
         return self.by_runtime.get((run.namespace, run.runtime), [])
+
+    def runtime_exists(self, namespace: str, name: str) -> bool:
+        return self.runtimes is None or (namespace, name) in self.runtimes
 
     def targets(self, namespace: str, selector: Selector) -> Counter:
         """Pod name -> how many actual or assumed Runs in the namespace match the selector."""
