@@ -6,6 +6,7 @@ class PortalConfig(AppConfig):
     verbose_name = "Cluster"
 
     def ready(self) -> None:
+        import portal.machinery.schema  # noqa: F401 - registers the OpenAPI extension
         from portal.kinds import register_portal_kinds
 
         register_portal_kinds()

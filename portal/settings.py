@@ -144,7 +144,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "portal.machinery.yaml.StrictJSONParser",
         "portal.machinery.yaml.YAMLParser",
     ],
     "DEFAULT_RENDERER_CLASSES": [
@@ -189,6 +189,9 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # How often the level-triggered beat passes heal whatever an event missed.
 KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float("KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0)
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# The largest request body the API and the admin accept (413 beyond; Kubernetes' 3 MiB).
+KRUNTIMES_MAX_REQUEST_BYTES = env.int("KRUNTIMES_MAX_REQUEST_BYTES", default=3 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = KRUNTIMES_MAX_REQUEST_BYTES
 # Stored log bytes per Run attempt; the oldest output is truncated beyond it.
 KRUNTIMES_RUN_LOG_LIMIT_BYTES = env.int("KRUNTIMES_RUN_LOG_LIMIT_BYTES", default=4 * 1024 * 1024)
 # The filesystem ArtifactStore's volumes: one directory per claim name (the local provider's

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from . import errors
 from .registry import ResourceKind, registry
-from .serializers import ObjectMetaSerializer, fresh_field
+from .serializers import ObjectMetaSerializer, StrictSerializer, fresh_field
 from .views import CollectionView, KubeView, ObjectView
 
 VERBS_COLLECTION = ["create", "delete", "get", "list", "patch", "update"]
@@ -31,7 +31,7 @@ def manifest_serializer(kind: ResourceKind) -> type[serializers.Serializer]:
               "metadata": ObjectMetaSerializer()}
     for wire, spec in kind.body.items():
         fields[wire] = fresh_field(spec)
-    return type(f"{kind.kind}Manifest", (serializers.Serializer,), fields)
+    return type(f"{kind.kind}Manifest", (StrictSerializer,), fields)
 
 
 def list_serializer(kind: ResourceKind, item) -> type[serializers.Serializer]:

@@ -113,6 +113,56 @@ def raise_causes(causes: list[FieldError]) -> None:
         raise ValidationError(error_detail(causes))
 
 
+# --- strict JSON primitives ---------------------------------------------------------------
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string, verbatim: numbers are not turned into strings, whitespace is kept."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise field_error(f"expected a string, got {_type_name(data)}", errors.TYPE_INVALID)
+        return super().to_internal_value(data)
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer (an integral float such as ``3.0`` too); strings and booleans fail.
+
+    Bounded to int64 unless the field names a narrower range: every integer must fit the
+    column it lands in (and Go's int64, for clients that share the manifests)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", INT64_MIN)
+        kwargs.setdefault("max_value", INT64_MAX)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise field_error(f"expected an integer, got {_type_name(data)}", errors.TYPE_INVALID)
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean only (DRF would also take ``"yes"``, ``1``, ``"on"``)."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            raise field_error(f"expected a boolean, got {_type_name(data)}", errors.TYPE_INVALID)
+        return data
+
+
 class FreeformObjectField(serializers.JSONField):
     """A JSON object passed through as-is (e.g. an inlined PodTemplateSpec)."""
 
@@ -127,7 +177,7 @@ class FreeformObjectField(serializers.JSONField):
 class StringMapField(serializers.DictField):
     """``map[string]string`` (labels, env maps, ResourceList-as-strings)."""
 
-    child = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    child = StrictCharField(allow_blank=True)
 
 
 _CODE_TO_CAUSE = {
@@ -219,20 +269,23 @@ def field_error(message: str, code: str = errors.INVALID) -> ValidationError:
 
 
 class ObjectMetaSerializer(StrictSerializer):
-    """metav1.ObjectMeta as accepted on input (server-set fields are read back, not trusted)."""
+    """metav1.ObjectMeta as accepted on input (server-set fields are read back, not trusted).
 
-    name = serializers.CharField(required=False, allow_blank=True)
-    generateName = serializers.CharField(required=False, allow_blank=True)
-    namespace = serializers.CharField(required=False, allow_blank=True)
+    Every field has its JSON type checked, so a number where a string belongs is named, not
+    turned into a string or left to crash whatever reads it next."""
+
+    name = StrictCharField(required=False, allow_blank=True)
+    generateName = StrictCharField(required=False, allow_blank=True)
+    namespace = StrictCharField(required=False, allow_blank=True)
     labels = StringMapField(required=False)
     annotations = StringMapField(required=False)
-    finalizers = serializers.ListField(child=serializers.CharField(), required=False)
+    finalizers = serializers.ListField(child=StrictCharField(), required=False)
     ownerReferences = serializers.ListField(child=serializers.DictField(), required=False)
-    uid = serializers.CharField(required=False, allow_blank=True)
-    resourceVersion = serializers.CharField(required=False, allow_blank=True)
-    generation = serializers.IntegerField(required=False)
-    creationTimestamp = serializers.CharField(required=False, allow_null=True)
-    deletionTimestamp = serializers.CharField(required=False, allow_null=True)
-    deletionGracePeriodSeconds = serializers.IntegerField(required=False, allow_null=True)
+    uid = StrictCharField(required=False, allow_blank=True)
+    resourceVersion = StrictCharField(required=False, allow_blank=True)
+    generation = StrictIntegerField(required=False)
+    creationTimestamp = StrictCharField(required=False, allow_null=True)
+    deletionTimestamp = StrictCharField(required=False, allow_null=True)
+    deletionGracePeriodSeconds = StrictIntegerField(required=False, allow_null=True)
     managedFields = serializers.ListField(required=False)
-    selfLink = serializers.CharField(required=False, allow_blank=True)
+    selfLink = StrictCharField(required=False, allow_blank=True)

@@ -163,7 +163,7 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on "
                 "the request", [errors.invalid("metadata.namespace", "does not match the request")])
-    if not meta.get("name") and meta.get("generateName"):
+    if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
         meta["name"] = _generate_name(meta["generateName"])
     if kind.default_finalizers and isinstance(meta.get("finalizers") or [], list):
         have = list(meta.get("finalizers") or [])
@@ -230,6 +230,9 @@ def replace(kind: ResourceKind, namespace: str | None, name: str, manifest: Any,
     """PUT semantics: the manifest is the whole new object (or the whole status)."""
     context = context or WriteContext()
     check_type_meta(kind, manifest)
+    if manifest.get("metadata") is None:  # e.g. a merge patch {"metadata": null}
+        raise errors.invalid_object(kind.kind, kind.group, name, [errors.required(
+            "metadata", "Required value: an update keeps the object's metadata")])
     meta = _meta_of(manifest)
     if meta.get("name") not in (None, "", name):
         raise errors.bad_request(
@@ -291,9 +294,10 @@ def patch(kind: ResourceKind, namespace: str | None, name: str, patch_body: Any,
     for attempt in range(1, PATCH_ATTEMPTS + 1):
         current = get_object(kind, namespace, name)
         merged = merge_patch(to_manifest(kind, current), patch_body)
-        if not conditional:
-            meta = merged.get("metadata") if isinstance(merged.get("metadata"), dict) else {}
-            merged["metadata"] = {**meta, "resourceVersion": str(current.resource_version)}
+        if not conditional and isinstance(merged.get("metadata"), dict):
+            # (a patch that removed metadata or made it a non-object is refused by replace)
+            merged["metadata"] = {**merged["metadata"],
+                                  "resourceVersion": str(current.resource_version)}
         try:
             return replace(kind, namespace, name, merged, subresource=subresource,
                            context=context)

@@ -7,11 +7,11 @@ import binascii
 import json
 import logging
 
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError
+from django.db import DatabaseError, DataError
 from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
-from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,10 +19,11 @@ from rest_framework.views import APIView
 from portal.auth.authorizer import review
 
 from . import errors, store
+from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
 from .manifest import to_manifest
 from .registry import ResourceKind
-from .yaml import MergePatchParser, YAMLParser, YAMLRenderer
+from .yaml import MergePatchParser, StrictJSONParser, YAMLParser, YAMLRenderer
 
 log = logging.getLogger(__name__)
 MAX_LIMIT = 5000
@@ -63,6 +64,12 @@ def status_exception_handler(exc, context):
                                                   causes=flatten_errors(exc.detail, "")))
     if isinstance(exc, DjangoValidationError):
         return status_response(errors.bad_request("; ".join(exc.messages)))
+    if isinstance(exc, RequestDataTooBig):
+        return status_response(too_large(max_request_bytes()))
+    if isinstance(exc, DataError):  # a value the database cannot hold (a NUL byte, say)
+        log.warning("storage refused a value serving %s: %s", context.get("request"), exc)
+        return status_response(errors.bad_request(
+            "the request holds a value the storage cannot keep (a control character?)"))
     if isinstance(exc, DatabaseError):
         log.exception("database error serving %s", context.get("request"))
         return status_response(errors.StatusError(503, "ServiceUnavailable",
@@ -100,7 +107,7 @@ def decode_continue(token: str) -> list[str]:
 class KubeView(APIView):
     kind: ResourceKind = None  # type: ignore[assignment]
     subresource: str = ""
-    parser_classes = [JSONParser, MergePatchParser, YAMLParser]
+    parser_classes = [StrictJSONParser, MergePatchParser, YAMLParser]
     renderer_classes = [JSONRenderer, YAMLRenderer]
 
     def get_exception_handler(self):
@@ -165,8 +172,20 @@ class CollectionView(KubeView):
         return Response(self.manifest(obj), status=201)
 
 
+def _has_control_characters(value: str) -> bool:
+    return any(ord(char) < 0x20 or ord(char) == 0x7F for char in value)
+
+
 class ObjectView(KubeView):
     """GET, PUT, PATCH, DELETE on ``.../<plural>/<name>`` (and ``/status`` when subresource)."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # no object can have such a name (and some databases cannot even be asked for one)
+        for part in ("namespace", "name"):
+            if _has_control_characters(kwargs.get(part) or ""):
+                raise errors.not_found(self.kind.plural, self.kind.group,
+                                       repr(kwargs[part])[1:-1])
 
     def get(self, request, name: str, namespace: str | None = None):
         self.authorize(request, "get", namespace, name)

@@ -6,14 +6,33 @@ from typing import Any
 
 import yaml
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
+
+from .decoding import MAX_DEPTH, DecodeError, check_depth, load_json, read_limited
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Loader(_BaseLoader):
-    """YAML read as Kubernetes reads it: as JSON, so an unquoted date stays a string."""
+    """YAML read as Kubernetes reads it: as JSON, so an unquoted date stays a string, and
+    strictly: a key given twice in one mapping is an error, not last-wins."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            self.flatten_mapping(node)  # merge keys (<<) first, as the base class does
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # an unhashable key: the base class says so
+                    break
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f'duplicate field "{key}"', key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 Loader.yaml_implicit_resolvers = {
@@ -24,18 +43,24 @@ Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def load_one(text: str | bytes) -> Any:
-    try:
-        return yaml.load(text, Loader=Loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        raise ValueError(f"YAML parse error: {exc}") from None
+    documents = load_all(text)
+    if len(documents) > 1:
+        raise ValueError("expected one YAML document, got several")
+    return documents[0] if documents else None
 
 
 def load_all(text: str | bytes) -> list[Any]:
-    """Every non-empty document of a multi-document stream."""
+    """Every non-empty document of a multi-document stream (duplicate keys and nesting past
+    ``decoding.MAX_DEPTH`` are errors)."""
     try:
-        return [doc for doc in yaml.load_all(text, Loader=Loader) if doc is not None]
+        documents = [doc for doc in yaml.load_all(text, Loader=Loader) if doc is not None]
     except yaml.YAMLError as exc:
         raise ValueError(f"YAML parse error: {exc}") from None
+    except RecursionError:
+        raise DecodeError(f"the body is nested deeper than {MAX_DEPTH} levels") from None
+    for document in documents:
+        check_depth(document)
+    return documents
 
 
 def dump(data: Any) -> str:
@@ -48,12 +73,25 @@ def dump_all(documents: list[Any]) -> str:
                          allow_unicode=True)
 
 
+class StrictJSONParser(BaseParser):
+    """JSON with a bounded body and nesting, and no duplicate keys."""
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = read_limited(stream, parser_context)
+        try:
+            return load_json(data) if data else None
+        except DecodeError as exc:
+            raise ParseError(str(exc)) from None
+
+
 class YAMLParser(BaseParser):
     media_type = "application/yaml"
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:
-            documents = load_all(stream.read())
+            documents = load_all(read_limited(stream, parser_context))
         except ValueError as exc:
             raise ParseError(str(exc)) from None
         if len(documents) > 1:
@@ -61,7 +99,7 @@ class YAMLParser(BaseParser):
         return documents[0] if documents else None
 
 
-class MergePatchParser(JSONParser):
+class MergePatchParser(StrictJSONParser):
     media_type = "application/merge-patch+json"
 
 

@@ -67,6 +67,8 @@ REASON_TEXT = {
     "HeartbeatStale": ("has no recent runtimed heartbeat", "have no recent runtimed heartbeat"),
     "MissingResource": ("lacks a requested resource", "lack a requested resource"),
     "AtCapacity": ("at capacity", "at capacity"),
+    "ExceedsCapacity": ("has less capacity than the Run requests",
+                        "have less capacity than the Run requests"),
     "NoAffinityTarget": ("waits for a runAffinity target", "wait for a runAffinity target"),
     "AffinityMismatch": ("does not match runAffinity", "do not match runAffinity"),
     "AntiAffinityViolation": ("violates runAntiAffinity", "violate runAntiAffinity"),

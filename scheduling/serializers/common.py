@@ -30,6 +30,7 @@ DRIVERS = (FILESYSTEM, S3)
 ARTIFACT_TYPES = ("file", "directory", "archive", "blob")
 RUNS_RESOURCE = "runs"
 MIN_UPLOAD_PART_SIZE = 5 * 1024 * 1024
+QUANTITY_MAX = 2**63 - 1  # what the scheduler sums and compares: int64, as Kubernetes
 
 # --- resource.Quantity ---------------------------------------------------------------------
 
@@ -75,6 +76,8 @@ def quantity_errors(value: Any, *, integer_only: bool) -> list[str]:
         return [str(exc)]
     if amount < 0:
         return ["must be greater than or equal to 0"]
+    if amount > QUANTITY_MAX:
+        return [f"must be at most {QUANTITY_MAX} (a 64-bit integer)"]
     if integer_only and (amount != amount.to_integral_value() or (
             isinstance(value, str) and not _INTEGER_STRING_RE.fullmatch(value))):
         # what scheduling.resources reads: an int or a plain integer string

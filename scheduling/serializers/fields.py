@@ -13,7 +13,13 @@ from rest_framework import serializers
 
 from portal.machinery import errors
 from portal.machinery.conditions import parse_time
-from portal.machinery.serializers import field_error, raise_causes
+from portal.machinery.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    field_error,
+    raise_causes,
+)
 from portal.machinery.validation import parse_duration_ns
 
 __all__ = ["BoundedListField", "BoundedMapField", "DurationField", "StrictBooleanField",
@@ -21,43 +27,6 @@ __all__ = ["BoundedListField", "BoundedMapField", "DurationField", "StrictBoolea
            "relative_path_errors"]
 
 INT32_MAX = 2**31 - 1  # Go int32 fields; also the PostgreSQL integer columns they feed
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-class StrictCharField(serializers.CharField):
-    """A JSON string, verbatim: numbers are not turned into strings, whitespace is kept."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("trim_whitespace", False)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            raise field_error(f"expected a string, got {_type_name(data)}", errors.TYPE_INVALID)
-        return super().to_internal_value(data)
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer (an integral float such as ``3.0`` too); strings and booleans fail."""
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, float) and data.is_integer():
-            data = int(data)
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise field_error(f"expected an integer, got {_type_name(data)}", errors.TYPE_INVALID)
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """A JSON boolean only (DRF would also take ``"yes"``, ``1``, ``"on"``)."""
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            raise field_error(f"expected a boolean, got {_type_name(data)}", errors.TYPE_INVALID)
-        return data
 
 
 class BoundedListField(serializers.ListField):

@@ -13,6 +13,7 @@ from portal.machinery.validation import label_value_errors
 from .affinity import RunAffinitySerializer, RunWorkspaceReferenceSerializer
 from .common import RUNS_RESOURCE, ArtifactRefSerializer, ResourceListField, without_zero_requests
 from .fields import (
+    INT32_MAX,
     BoundedListField,
     DurationField,
     StrictBooleanField,
@@ -66,7 +67,7 @@ class RunTaskModeSerializer(StrictSerializer):
 
 class RunFunctionModeSerializer(StrictSerializer):
     handler = StrictCharField(max_length=512, required=False)
-    idleTimeoutSeconds = StrictIntegerField(min_value=0, required=False)
+    idleTimeoutSeconds = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
 
     def validate_handler(self, value: str) -> str:
         if not _HANDLER_RE.fullmatch(value):
@@ -170,7 +171,7 @@ class RunSpecSerializer(StrictSerializer):
     timeout = DurationField(positive=True, required=False)
     cancelRequested = StrictBooleanField(required=False)
     retryPolicy = RetryPolicySerializer(required=False)
-    ttlSecondsAfterFinished = StrictIntegerField(min_value=0, required=False)
+    ttlSecondsAfterFinished = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
     artifactInputs = BoundedListField(child=ArtifactInputSerializer(),
                                       max_items=MAX_ARTIFACT_INPUTS, required=False)
 

@@ -52,6 +52,12 @@ def test_openapi_schema_describes_every_kind(admin_api):
     assert "/apis/rbac.authorization.k8s.io/v1/clusterroles" in paths
     spec = schema["components"]["schemas"]["WidgetSpec"]
     assert spec["properties"]["size"]["maximum"] == 10
+    # the server refuses unknown fields, and the schema says so
+    assert spec["additionalProperties"] is False
+    components = schema["components"]["schemas"]
+    for name in ("RunSpec", "RunManifest", "ObjectMeta", "CodeSource", "ArtifactRef"):
+        strict = components.get(name) or components.get(f"{name}Request")
+        assert strict["additionalProperties"] is False, name
 
 
 def test_swagger_ui_is_served(admin_api):

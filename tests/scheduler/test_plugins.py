@@ -32,11 +32,15 @@ AVAILABILITY = RuntimePodAvailability()
     (pod("p", heartbeat_age=None), {"runs": 1}, "HeartbeatStale"),
     (pod("p"), {"runs": 1, "gpu": 1}, "MissingResource"),
     (pod("p", capacity={"runs": 4, "gpu": 1}), {"runs": 1, "gpu": 1}, None),
-    (pod("p", capacity={"runs": 4, "gpu": 0}), {"runs": 1, "gpu": 1}, "AtCapacity"),
+    (pod("p", capacity={"runs": 4, "gpu": 0}), {"runs": 1, "gpu": 1}, "ExceedsCapacity"),
     (pod("p"), {"runs": 0}, None),
+    (pod("p", runs=2), {"runs": 3}, "ExceedsCapacity"),
+    (pod("p", runs=2, used=2), {"runs": 3}, "ExceedsCapacity"),
+    (pod("p", runs=3, used=1), {"runs": 3}, "AtCapacity"),
 ], ids=["fits", "fits-last-slot", "full", "vector-too-big", "not-ready", "not-running",
         "heartbeat-at-15s", "heartbeat-stale", "never-heard", "missing-resource",
-        "extra-resource-fits", "extra-resource-full", "zero-request"])
+        "extra-resource-fits", "extra-resource-none", "zero-request", "bigger-than-the-pod",
+        "bigger-than-a-busy-pod", "fits-once-free"])
 def test_availability_filter(candidate, request_, expected):
     the_run = run(requests=request_)
     assert AVAILABILITY.filter(the_run, candidate, snapshot([candidate]), {}) == expected
@@ -251,3 +255,11 @@ def test_pending_message_agrees_in_number():
     message = pending_message(3, Counter({("RuntimePodAvailability", "NotReady"): 1,
                                           ("RunAffinity", "AffinityMismatch"): 2}))
     assert message == "0/3 pods: 2 do not match runAffinity, 1 is not ready"
+
+
+def test_a_request_no_pod_can_ever_hold_says_so():
+    pods = [pod("a", runs=2), pod("b", runs=2, used=2), pod("c", runs=8, used=8)]
+    decision = Framework(default_plugins()).schedule_one(run(requests={"runs": 4}),
+                                                         snapshot(pods))
+    assert decision.message == ("0/3 pods: 2 have less capacity than the Run requests, "
+                                "1 at capacity")

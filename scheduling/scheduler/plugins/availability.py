@@ -1,5 +1,6 @@
 """RuntimePodAvailability: the pod is Running, Ready, heard from within 15 s, advertises every
-requested resource, and the whole request vector fits what is left of its capacity."""
+requested resource, and the whole request vector fits what is left of its capacity. A request
+larger than the pod's whole capacity is told apart from a pod that is merely busy."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ NOT_READY = "NotReady"
 STALE = "HeartbeatStale"
 MISSING_RESOURCE = "MissingResource"
 AT_CAPACITY = "AtCapacity"
+EXCEEDS_CAPACITY = "ExceedsCapacity"
 FRACTIONAL = "FractionalResourceRequest"
 
 
@@ -33,6 +35,8 @@ class RuntimePodAvailability(Plugin):
         for resource, amount in run.requests.items():
             if resource not in pod.capacity:
                 return MISSING_RESOURCE
+            if amount > pod.capacity[resource]:
+                return EXCEEDS_CAPACITY  # would not fit even on the idle pod
             if pod.used.get(resource, 0) + amount > pod.capacity[resource]:
                 return AT_CAPACITY
         return None
