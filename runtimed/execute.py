@@ -13,13 +13,14 @@ import shutil
 import signal
 import subprocess
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from . import procgroup
+from . import procgroup, proctree
 from .staging import PrepareError
 
 log = logging.getLogger("runtimed.execute")
@@ -180,15 +181,19 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
     if control.cancelled:
         return cancelled_result(start, clock())
     bash = shutil.which("bash") or "/bin/bash"
+    step_id = uuid.uuid4().hex  # inherited by everything the step starts: see proctree
     with open(step.log_path, "wb", buffering=0) as sink:
         try:
             process = subprocess.Popen(
-                [bash, str(step.script), *step.args], cwd=step.cwd, env=dict(step.env),
+                [bash, str(step.script), *step.args], cwd=step.cwd,
+                env={**step.env, proctree.STEP_ID_VARIABLE: step_id},
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True)
         except OSError as exc:
             return Result(FAILED, "RuntimeError", f"cannot start the step: {exc}", None,
                           start, clock())
+        tree = proctree.StepTree(step_id, process.pid)
+        tree.watch()
         procgroup.track(process.pid)
         if control.attach(process.pid):  # cancelled while it was starting
             procgroup.signal_group(process.pid, signal.SIGTERM)
@@ -205,6 +210,8 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
             procgroup.signal_group(process.pid, signal.SIGKILL)
             raise
         finally:
+            # and what left the group (setsid, double forks): nothing outlives the step
+            proctree.kill_step(tree)
             control.detach()
             procgroup.untrack(process.pid)
             pgid_file.unlink(missing_ok=True)

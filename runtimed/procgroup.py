@@ -108,9 +108,13 @@ def untrack(pgid: int) -> None:
 
 
 def kill_live_groups() -> None:
-    """SIGKILL every step still running: for runtimed's own exit, so no step outlives it."""
+    """SIGKILL every step still running, and whatever any step left outside its group: for
+    runtimed's own exit, so no step outlives it."""
+    from .proctree import kill_marked
+
     with _live_lock:
         groups = sorted(_live)
     for pgid in groups:
         log.warning("runtimed is exiting: killing step process group %s", pgid)
         signal_group(pgid, signal.SIGKILL)
+    kill_marked()

@@ -72,6 +72,8 @@ def test_environment_is_only_the_run_env_and_kruntime_vars(tmp_path, clock, monk
     result = run_step(step(tmp_path, f"declare -px > {dump}\n", env=env), clock=clock)
     assert result.phase == "Succeeded"
     seen = exported(dump.read_text())
+    step_id = seen.pop("KRUNTIME_STEP_ID")  # marks everything the step starts (proctree)
+    assert len(step_id) == 32 and int(step_id, 16) >= 0
     expected = {"GREETING": "hello world", "EMPTY": "", **identity}
     assert {k: v for k, v in seen.items() if k not in BASH_OWN} == expected
     assert seen["KRUNTIME_RUN_UID"] == "u1"  # runtimed's identity wins
@@ -182,3 +184,110 @@ def test_steps_still_running_are_killed_when_runtimed_exits(tmp_path, clock):
     worker.join(10)
     assert results and results[0].phase == "Failed" and "SIGKILL" in results[0].message
     assert gone(pid)
+
+
+def _pids(path: Path, count: int, within: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if path.exists():
+            pids = [int(line) for line in path.read_text().split()]
+            if len(pids) >= count:
+                return pids
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never listed {count} pids")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+ESCAPES = {
+    # 20 sessions of their own: killing the step's process group misses every one
+    "setsid-20": ("for i in $(seq 20); do setsid sleep 1000 & echo $! >> {pids}; done\n", 20),
+    # a double-forked daemon in a new session, re-parented to runtimed when its parent exits
+    "double-fork": ("setsid bash -c 'sleep 1000 & echo $! >> {pids}' &\nwait\n", 1),
+    "nohup-disown": ("nohup setsid sleep 1000 >/dev/null 2>&1 & echo $! >> {pids}\n"
+                     "disown\n", 1),
+    # a process that also drops the environment: the watcher saw it in the step's tree
+    "env-cleared": ("setsid env -i sleep 1000 & echo $! >> {pids}\nsleep 0.3\n", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+@pytest.mark.parametrize("ending", ["success", "failure", "timeout"])
+def test_processes_that_left_the_group_die_with_the_step(tmp_path, clock, name, ending):
+    pidfile = tmp_path / "pids"
+    text, count = ESCAPES[name]
+    text = text.format(pids=pidfile)
+    text += {"success": "exit 0\n", "failure": "exit 3\n", "timeout": "sleep 1000\n"}[ending]
+    result = run_step(step(tmp_path, text, timeout=2.0 if ending == "timeout" else None),
+                      clock=clock, grace=0.5)
+    assert result.phase == {"success": "Succeeded", "failure": "Failed",
+                            "timeout": "Timeout"}[ending]
+    pids = _pids(pidfile, count)
+    survivors = [pid for pid in pids if _alive(pid)]
+    assert survivors == [], f"{len(survivors)} of {len(pids)} processes outlived the step"
+
+
+def test_a_cancelled_step_leaves_no_escaped_process(tmp_path, clock):
+    import threading
+
+    from runtimed.execute import StepControl
+
+    pidfile = tmp_path / "pids"
+    control = StepControl()
+    text = f"for i in $(seq 5); do setsid sleep 1000 & echo $! >> {pidfile}; done\nsleep 1000\n"
+    the_step = Step(script(tmp_path, text), (), tmp_path, {}, tmp_path / "a.log", None,
+                    control=control)
+    results = []
+    worker = threading.Thread(target=lambda: results.append(run_step(the_step, clock=clock,
+                                                                     grace=0.5)))
+    worker.start()
+    pids = _pids(pidfile, 5)
+    control.cancel(0.5)
+    worker.join(10)
+    assert results[0].phase == "Cancelled"
+    assert [pid for pid in pids if _alive(pid)] == []
+
+
+def test_one_step_ending_leaves_another_steps_processes_alone(tmp_path, clock):
+    import threading
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    long_pids, short_pids = first / "pids", second / "pids"
+    results = []
+    worker = threading.Thread(target=lambda: results.append(run_step(step(
+        first, f"setsid sleep 1000 & echo $! >> {long_pids}\nsleep 3\n"), clock=clock,
+        grace=0.5)))
+    worker.start()
+    (long_pid,) = _pids(long_pids, 1)
+    done = run_step(step(second, f"setsid sleep 1000 & echo $! >> {short_pids}\n"),
+                    clock=clock, grace=0.5)
+    (short_pid,) = _pids(short_pids, 1)
+    assert done.phase == "Succeeded" and not _alive(short_pid)
+    assert _alive(long_pid)  # still the first step's, which is still running
+    worker.join(10)
+    assert results[0].phase == "Succeeded" and not _alive(long_pid)
+
+
+def test_runtimed_exit_kills_what_any_step_left_outside_its_group(tmp_path, clock):
+    import threading
+
+    from runtimed import procgroup
+
+    pidfile = tmp_path / "pids"
+    worker = threading.Thread(target=lambda: run_step(step(
+        tmp_path, f"setsid sleep 1000 & echo $! >> {pidfile}\nsleep 1000\n"), clock=clock,
+        grace=0.5))
+    worker.start()
+    (pid,) = _pids(pidfile, 1)
+    procgroup.kill_live_groups()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert not _alive(pid)
