@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.auth.escalation import binding_admission, role_admission
 from portal.auth.rbac_serializers import (
     RBAC_GROUP,
     PolicyRuleSerializer,
@@ -52,6 +53,7 @@ def register_portal_kinds() -> None:
         registry.register(ResourceKind(
             group=RBAC_GROUP, version="v1", kind=kind, plural=plural, model=model,
             namespaced=namespaced, body=rules, status_field=None, generation_fields=("rules",),
+            admission=(role_admission,),
             columns=(Column("RULES", lambda o: len(o.rules or [])),),
         ))
     for kind, plural, model, namespaced, validators in (
@@ -63,5 +65,6 @@ def register_portal_kinds() -> None:
             group=RBAC_GROUP, version="v1", kind=kind, plural=plural, model=model,
             namespaced=namespaced, body=binding, status_field=None,
             generation_fields=("roleRef", "subjects"), validators=validators,
+            admission=(binding_admission,),
             columns=(role_ref_column,),
         ))

@@ -165,6 +165,27 @@ class RBACAuthorizer:
         return Decision(False, DENIED)
 
 
+def rules_of(user: UserInfo, namespace: str = "") -> list[dict]:
+    """Every rule bound to the user cluster-wide, plus in ``namespace`` (escalation checks)."""
+    from portal.models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+
+    who = subject_prefilter(user)
+    grants = grants_for(ClusterRoleBinding.objects.filter(who), "ClusterRoleBinding", user)
+    if namespace:
+        grants += grants_for(RoleBinding.objects.filter(who, namespace=namespace),
+                             "RoleBinding", user)
+    cluster_roles = _rules_by_name(
+        ClusterRole, {g.role_name for g in grants if g.role_kind == "ClusterRole"})
+    roles = _rules_by_name(Role, {g.role_name for g in grants if g.role_kind == "Role"},
+                           namespace)
+    rules: list[dict] = []
+    for grant in grants:
+        found = (cluster_roles if grant.role_kind == "ClusterRole" else roles).get(
+            grant.role_name)
+        rules += [rule for rule in found or [] if isinstance(rule, dict)]
+    return rules
+
+
 def _rules_by_name(model, names: set[str], namespace: str | None = None) -> dict[str, list]:
     if not names:
         return {}

@@ -52,6 +52,9 @@ class ResourceKind:
     default_finalizers: tuple[str, ...] = ()
     # Hooks run inside the write transaction after the object is saved (e.g. requeue work).
     on_change: tuple[Callable[[Any, str], None], ...] = ()
+    # Admission checks that need the writer: (kind, new, old|None, WriteContext) -> None,
+    # raising a StatusError (e.g. RBAC escalation prevention). Run after validation.
+    admission: tuple[Callable[[Any, dict, dict | None, Any], None], ...] = ()
 
     def __post_init__(self) -> None:
         self.singular = self.singular or self.kind.lower()

@@ -101,11 +101,14 @@ def _raise_invalid(kind: ResourceKind, name: str, causes: list[FieldError]) -> N
         raise errors.invalid_object(kind.kind, kind.group, name, causes)
 
 
-def _run_validators(kind: ResourceKind, new: dict, old: dict | None, name: str) -> None:
+def _run_validators(kind: ResourceKind, new: dict, old: dict | None, name: str,
+                    context: WriteContext) -> None:
     causes: list[FieldError] = []
     for validator in kind.validators:
         causes += validator(new, old)
     _raise_invalid(kind, name, causes)
+    for check in kind.admission:
+        check(kind, new, old, context)
 
 
 def _require_namespace(namespace: str) -> None:
@@ -175,7 +178,7 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
     new_manifest = {"apiVersion": kind.api_version, "kind": kind.kind,
                     "metadata": {**meta, "namespace": namespace} if kind.namespaced else meta,
                     **body}
-    _run_validators(kind, new_manifest, None, name)
+    _run_validators(kind, new_manifest, None, name, context)
     if kind.namespaced:
         _require_namespace(namespace)
     obj = kind.model(name=name)
@@ -255,7 +258,7 @@ def replace(kind: ResourceKind, namespace: str | None, name: str, manifest: Any,
         _forbid_new_finalizers_when_terminating(kind, obj, meta)
         new = {**old, "metadata": {**old["metadata"], **{k: meta.get(k) for k in WRITABLE_META}},
                **body}
-        _run_validators(kind, new, old, name)
+        _run_validators(kind, new, old, name, context)
         if any(body.get(f) != old.get(f) for f in kind.generation_fields):
             obj.generation += 1
         _apply_fields(kind, obj, meta, body)
