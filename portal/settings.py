@@ -192,6 +192,10 @@ KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
 # The largest request body the API and the admin accept (413 beyond; Kubernetes' 3 MiB).
 KRUNTIMES_MAX_REQUEST_BYTES = env.int("KRUNTIMES_MAX_REQUEST_BYTES", default=3 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KRUNTIMES_MAX_REQUEST_BYTES
+# Long-lived responses (log follows) each hold a web thread: at most this many per web process
+# and per user, so ordinary requests keep answering (429 beyond; ``up`` runs 16 threads).
+KRUNTIMES_MAX_STREAMS = env.int("KRUNTIMES_MAX_STREAMS", default=8)
+KRUNTIMES_MAX_STREAMS_PER_USER = env.int("KRUNTIMES_MAX_STREAMS_PER_USER", default=4)
 # Stored log bytes per Run attempt; the oldest output is truncated beyond it.
 KRUNTIMES_RUN_LOG_LIMIT_BYTES = env.int("KRUNTIMES_RUN_LOG_LIMIT_BYTES", default=4 * 1024 * 1024)
 # The filesystem ArtifactStore's volumes: one directory per claim name (the local provider's

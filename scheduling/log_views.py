@@ -1,7 +1,9 @@
 """``GET .../namespaces/<ns>/runs/<name>/log``: a Run's output as text, like ``pods/log``.
 
 Authorized as the ``runs/log`` subresource with verb ``get``. ``follow=true`` streams: the view
-polls the stored chunks and ends once the attempt is over and quiet (``logs.follow_log``).
+polls the stored chunks and ends once the attempt is over and quiet (``logs.follow_log``); a
+follow takes one of the web process's stream slots (``portal.machinery.streams``), and past
+the limits it is a 429.
 Every failure is a Kubernetes ``Status``, even when the client asked for text.
 """
 
@@ -11,12 +13,12 @@ import logging
 from collections.abc import Iterable, Iterator
 
 from django.db import DatabaseError
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
-from portal.machinery import errors, store
+from portal.machinery import errors, store, streams
 from portal.machinery.registry import registry
 from portal.machinery.views import KubeView
 from scheduling import logs
@@ -109,9 +111,11 @@ class RunLogView(KubeView):
         run = store.get_object(self.kind, namespace, name)
         attempt = check_attempt(run, attempt)
         if follow:
+            release = streams.acquire(request.user.get_username())  # or a 429 Status
             pieces = logs.follow_log(run, attempt, tail_lines=tail_lines,
                                      limit_bytes=limit_bytes, policy=self.follow_policy)
-            response = StreamingHttpResponse(encoded_stream(pieces), content_type=TEXT_PLAIN)
+            response = streams.SlotStreamingResponse(encoded_stream(pieces), release=release,
+                                                     content_type=TEXT_PLAIN)
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"  # a proxy must not hold the stream back
             return response

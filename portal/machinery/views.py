@@ -23,6 +23,7 @@ from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
 from .manifest import to_manifest
 from .registry import ResourceKind
+from .streams import RETRY_AFTER_SECONDS
 from .yaml import MergePatchParser, StrictJSONParser, YAMLParser, YAMLRenderer
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ def status_response(error: errors.StatusError) -> Response:
     response = Response(error.to_status(), status=error.code)
     if error.code == 401:
         response["WWW-Authenticate"] = 'Bearer realm="kruntimes"'
+    if error.code == 429:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 
 

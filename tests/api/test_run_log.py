@@ -204,3 +204,61 @@ def test_a_storage_failure_mid_stream_ends_the_stream(admin_api, run, instant_fo
     instant_follow.append(lambda: monkeypatch.setattr(logs, "attempt_over", broken))
     response = admin_api.get(log_url(), {"follow": "true"})
     assert b"".join(response.streaming_content).decode() == "hello\nwörld\n"
+
+
+def hang_up(response) -> None:
+    """What the WSGI server does when a client disconnects: close the response (without the
+    test database connection being closed by request_finished, as the test client does)."""
+    from django.core.signals import request_finished
+    from django.db import close_old_connections
+
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def followers(settings, django_user_model):
+    """Two streams per web process, one per user; and three users allowed to read logs."""
+    from portal.machinery import streams
+    from tests.conftest import token_client
+
+    settings.KRUNTIMES_MAX_STREAMS, settings.KRUNTIMES_MAX_STREAMS_PER_USER = 2, 1
+    clients = {}
+    for name in ("ann", "ben", "cat"):
+        clients[name] = token_client(django_user_model.objects.create_superuser(name, "", "pw"))
+    yield clients
+    assert streams.in_use() == (0, {}), "a stream slot was never given back"
+
+
+def test_follows_past_the_limits_are_429_and_other_requests_still_answer(followers, run):
+    ann, ben, cat = followers["ann"], followers["ben"], followers["cat"]
+    first = ann.get(log_url(), {"follow": "true"})  # open: not read yet
+    assert first.status_code == 200
+    per_user = assert_status(ann.get(log_url(), {"follow": "true"}), 429, "TooManyRequests")
+    assert "ann already has 1 streams open" in per_user["message"]
+    second = ben.get(log_url(), {"follow": "true"})
+    assert second.status_code == 200
+    total = cat.get(log_url(), {"follow": "true"})
+    assert "serves 2 streams" in assert_status(total, 429, "TooManyRequests")["message"]
+    assert total["Retry-After"] == "5"
+    # everything else keeps answering, logs without follow included
+    assert cat.get(log_url()).status_code == 200
+    assert cat.get("/apis/kruntimes.io/v1alpha1/namespaces/default/runs").status_code == 200
+    # a stream that ends gives its slot back
+    finish(run)
+    assert b"".join(first.streaming_content).decode() == "hello\nwörld\n"
+    third = cat.get(log_url(), {"follow": "true"})
+    assert third.status_code == 200
+    hang_up(second)
+    hang_up(third)
+
+
+def test_a_follower_that_goes_away_gives_its_slot_back(followers, run):
+    ann = followers["ann"]
+    hang_up(ann.get(log_url(), {"follow": "true"}))
+    again = ann.get(log_url(), {"follow": "true"})
+    assert again.status_code == 200
+    hang_up(again)

@@ -1,0 +1,84 @@
+"""Slots for long-lived responses (log follows; watches later), so streams cannot starve the
+web server: each holds a request thread, so at most ``KRUNTIMES_MAX_STREAMS`` run per web
+process and ``KRUNTIMES_MAX_STREAMS_PER_USER`` per user; beyond that a request is answered at
+once with a 429 Status, and ordinary requests keep their threads."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+
+from . import errors
+
+RETRY_AFTER_SECONDS = 5
+_lock = threading.Lock()
+_total = 0
+_by_user: Counter = Counter()
+
+
+def limits() -> tuple[int, int]:
+    return (int(getattr(settings, "KRUNTIMES_MAX_STREAMS", 8)),
+            int(getattr(settings, "KRUNTIMES_MAX_STREAMS_PER_USER", 4)))
+
+
+def in_use() -> tuple[int, dict[str, int]]:
+    with _lock:
+        return _total, dict(_by_user)
+
+
+def acquire(user_key: str) -> Callable[[], None]:
+    """Take a slot for ``user_key`` or raise a 429 Status; returns an idempotent release."""
+    global _total
+    total_limit, user_limit = limits()
+    with _lock:
+        if _by_user[user_key] >= user_limit:
+            raise too_many(f"{user_key} already has {user_limit} streams open (the limit per "
+                           "user); close one or retry later")
+        if _total >= total_limit:
+            raise too_many(f"the server already serves {total_limit} streams (its limit); "
+                           "retry later")
+        _total += 1
+        _by_user[user_key] += 1
+    released = threading.Event()
+
+    def release() -> None:
+        global _total
+        with _lock:
+            if released.is_set():
+                return
+            released.set()
+            _total -= 1
+            _by_user[user_key] -= 1
+            if _by_user[user_key] <= 0:
+                del _by_user[user_key]
+
+    return release
+
+
+def too_many(message: str) -> errors.StatusError:
+    return errors.StatusError(429, "TooManyRequests", message)
+
+
+class SlotStreamingResponse(StreamingHttpResponse):
+    """A streaming response that gives its slot back when it ends or the client goes away."""
+
+    def __init__(self, streaming_content, *, release: Callable[[], None], **kwargs) -> None:
+        self._release = release
+        super().__init__(_releasing(streaming_content, release), **kwargs)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._release()
+
+
+def _releasing(content, release: Callable[[], None]):
+    try:
+        yield from content
+    finally:
+        release()
