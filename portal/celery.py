@@ -7,13 +7,15 @@ import os
 from celery import Celery
 from kombu import Queue
 
+from runtimed.protocol import CONTROL_QUEUE
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
-    task_default_queue="control",
-    task_queues=[Queue("control")],
+    task_default_queue=CONTROL_QUEUE,
+    task_queues=[Queue(CONTROL_QUEUE)],
     task_ignore_result=True,
     # A task is acknowledged after it ran: a worker killed mid-task leaves it for redelivery
     # (Redis); reconcilers are idempotent, so running one twice is harmless.

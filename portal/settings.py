@@ -11,6 +11,8 @@ from pathlib import Path
 
 import environ
 
+from runtimed.protocol import CONTROL_QUEUE
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env(
@@ -185,6 +187,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# The control plane's own queue (runtimed reports there too: runtimed.protocol).
+CELERY_TASK_DEFAULT_QUEUE = CONTROL_QUEUE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # How often the level-triggered beat passes heal whatever an event missed.
 KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float("KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0)

@@ -11,8 +11,11 @@ from . import fstransport
 from . import heartbeat as heartbeats
 from .config import PodConfig
 from .execute import Clock, utc_now
+from .outbox import Outbox
 from .reporting import Reporter
 from .tasks import ActiveRuns, RunService, register
+
+OUTBOX_DIR = ".kruntimes/outbox"  # under the pod's workspace: the reports still owed
 
 
 @dataclass
@@ -59,7 +62,7 @@ def build(config: PodConfig, *, clock: Clock = utc_now) -> Runtimed:
     app = Celery(f"runtimed.{config.pod_name}", set_as_current=False)
     configure(app, config)
     reporter = Reporter(app.send_task)
-    active = ActiveRuns()
+    active = ActiveRuns(Outbox(config.workspace / OUTBOX_DIR))
     service = RunService(config, reporter, clock=clock, active=active)
     register(app, service)
     beat = heartbeats.pod_heartbeat(config, active, reporter, clock)

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .protocol import pod_queue
+
 DEFAULT_CAPACITY = {"runs": 2}
 DEFAULT_HEARTBEAT_SECONDS = 5.0
 DEFAULT_POLLING_INTERVAL = 0.05
@@ -49,7 +51,7 @@ class PodConfig:
     @property
     def queue(self) -> str:
         """The one queue this pod consumes: ``runtimed.<pod-name>``."""
-        return f"runtimed.{self.pod_name}"
+        return pod_queue(self.pod_name)
 
     @property
     def runs_capacity(self) -> int:

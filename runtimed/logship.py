@@ -18,9 +18,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from .protocol import APPEND_LOG_TASK
+
 log = logging.getLogger("runtimed.logship")
 
-APPEND_LOG_TASK = "scheduling.append_log"
 MiB = 1024 * 1024
 
 Send = Callable[[str, dict], bool]

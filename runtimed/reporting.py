@@ -13,11 +13,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from .protocol import CONTROL_QUEUE, HEARTBEAT_TASK, REPORT_RUN_TASK
+
 log = logging.getLogger("runtimed.reporting")
 
-CONTROL_QUEUE = "control"
-REPORT_RUN_TASK = "scheduling.report_run"
-HEARTBEAT_TASK = "scheduling.runtime_pod_heartbeat"
 MESSAGE_LIMIT = 4096
 _ELLIPSIS = "…"
 

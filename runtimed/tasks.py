@@ -14,9 +14,6 @@ import json
 import logging
 import os
 import threading
-import time
-from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,42 +31,37 @@ from .execute import (
     utc_now,
 )
 from .logship import LogShipper
+from .outbox import Outbox, report_key
 from .payload import PayloadError, RunRef, parse, parse_run_ref
+from .protocol import CANCEL_RUN_TASK, CONFIRM_REPORTS_TASK, EXECUTE_RUN_TASK
 from .reporting import Reporter, run_report
 from .staging import GIT_TIMEOUT_SECONDS, PrepareError, ensure_run_dir
 from .stores import build_store
 
 log = logging.getLogger("runtimed.tasks")
 
-# Final reports repeated in heartbeats: enough to outlive a lost message, bounded in size.
-RECENT_REPORTS = 32
-RECENT_REPORT_SECONDS = 300.0
-EXECUTE_RUN_TASK = "runtimed.execute_run"
-CANCEL_RUN_TASK = "runtimed.cancel_run"
 RUNNING = "Running"
 
 
 class ActiveRuns:
-    """The (uid, attempt) pairs executing in this process, and the final reports of those that
-    ended lately: the heartbeat carries both, so a lost report heals at the next beat."""
+    """The (uid, attempt) pairs executing in this process, and the final reports the control
+    plane has not confirmed yet (the outbox): the heartbeat carries both, so a report lost on
+    the way is applied at the next beat, and kept until it is."""
 
-    def __init__(self, *, keep_reports: int = RECENT_REPORTS,
-                 report_seconds: float = RECENT_REPORT_SECONDS,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, outbox: Outbox | None = None) -> None:
         self._lock = threading.Lock()
         self._keys: set[tuple[str, int]] = set()
-        self._recent: deque[tuple[float, dict]] = deque(maxlen=keep_reports)
-        self._report_seconds = report_seconds
-        self._monotonic = monotonic
+        self.outbox = outbox if outbox is not None else Outbox()
 
     def ended(self, report: dict) -> None:
-        with self._lock:
-            self._recent.append((self._monotonic(), report))
+        self.outbox.put(report)
 
     def recent_reports(self) -> list[dict]:
-        horizon = self._monotonic() - self._report_seconds
-        with self._lock:
-            return [report for at, report in self._recent if at >= horizon]
+        """The oldest unconfirmed final reports (as many as one heartbeat carries)."""
+        return self.outbox.pending()
+
+    def confirm(self, keys) -> int:
+        return self.outbox.confirm(keys)
 
     def add(self, key: tuple[str, int]) -> None:
         with self._lock:
@@ -149,6 +141,18 @@ class RunService:
             return self._run_claimed(ref, payload, directory, control)
         finally:
             self._forget_control(ref.key)
+
+    def confirm_reports(self, payload: Any) -> int:
+        """The control plane recorded these final reports: stop repeating them."""
+        if not isinstance(payload, dict) or not isinstance(payload.get("reports"), list):
+            log.error("dropping a malformed confirmation")
+            return 0
+        pod = payload.get("pod") if isinstance(payload.get("pod"), dict) else {}
+        if (pod.get("name"), pod.get("uid")) != (self.config.pod_name, self.config.pod_uid):
+            return 0  # meant for another incarnation of this pod's name
+        keys = [key for key in map(report_key, [r for r in payload["reports"]
+                                                 if isinstance(r, dict)]) if key is not None]
+        return self.active.confirm(keys)
 
     def cancel_run(self, payload: Any) -> dict | None:
         """Cancel an attempt: kill it if it runs here, or make sure it never starts."""
@@ -301,7 +305,8 @@ class RunService:
 
 
 def register(app: Celery, service: RunService):
-    """Register ``runtimed.execute_run`` and ``runtimed.cancel_run`` on ``app``."""
+    """Register ``runtimed.execute_run``, ``runtimed.cancel_run`` and
+    ``runtimed.confirm_reports`` on ``app``."""
 
     @app.task(name=EXECUTE_RUN_TASK, ignore_result=True, acks_late=False)
     def execute_run(payload: dict) -> None:
@@ -310,5 +315,9 @@ def register(app: Celery, service: RunService):
     @app.task(name=CANCEL_RUN_TASK, ignore_result=True, acks_late=False)
     def cancel_run(payload: dict) -> None:
         service.cancel_run(payload)
+
+    @app.task(name=CONFIRM_REPORTS_TASK, ignore_result=True, acks_late=False)
+    def confirm_reports(payload: dict) -> None:
+        service.confirm_reports(payload)
 
     return execute_run

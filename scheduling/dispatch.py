@@ -7,22 +7,24 @@ bound while the broker was down is dispatched when it returns; runtimed ignores 
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime, timedelta
 
 from django.db.models import Q
 
 from portal.machinery.validation import parse_duration
+from runtimed import protocol
+from runtimed.outbox import report_key
 from scheduling.models import ACTIVE_PHASES, STOPPING, Run, RunPhase, Runtime
 
 log = logging.getLogger(__name__)
-EXECUTE_TASK = "runtimed.execute_run"
-CANCEL_TASK = "runtimed.cancel_run"
+EXECUTE_TASK = protocol.EXECUTE_RUN_TASK
+CANCEL_TASK = protocol.CANCEL_RUN_TASK
 REDISPATCH_AFTER = timedelta(seconds=10)
 RESEND_CANCEL_AFTER = timedelta(seconds=10)
 
 
-def pod_queue(pod_name: str) -> str:
-    return f"runtimed.{pod_name}"
+pod_queue = protocol.pod_queue
 
 
 def identity(run: Run) -> dict:
@@ -90,6 +92,45 @@ def redispatch(now: datetime, batch: int = 500, app=None) -> int:
     due = Run.objects.filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=now - REDISPATCH_AFTER),
                              phase=RunPhase.SCHEDULED).order_by("pk").values_list("pk", flat=True)
     return dispatch(list(due[:batch]), now, app=app)
+
+
+# --- confirming the reports runtimed repeats ----------------------------------------------
+
+
+def confirm_reports(heartbeat: dict, reports: object, app=None) -> int:
+    """Tell the pod which of the final reports its heartbeat repeated need no repeating: those
+    whose Run no longer waits for that attempt on that pod (applied now or before, or the Run
+    is gone). Returns how many were confirmed; a send that fails is retried next beat."""
+    if not isinstance(reports, list) or not reports or not isinstance(heartbeat, dict):
+        return 0
+    keys = {}
+    for report in reports:
+        key = report_key(report) if isinstance(report, dict) else None
+        if key is not None:
+            keys[key] = report.get("podUID")
+    uids = []
+    for uid, _ in keys:
+        try:
+            uids.append(uuid.UUID(uid))
+        except ValueError:
+            continue
+    waiting = {(str(uid), attempt, pod_uid) for uid, attempt, pod_uid in Run.objects.filter(
+        uid__in=uids, phase__in=ACTIVE_PHASES).values_list("uid", "attempt", "assigned_pod_uid")}
+    done = [{"uid": uid, "attempt": attempt} for (uid, attempt), pod_uid in keys.items()
+            if (uid, attempt, pod_uid) not in waiting]
+    if not done:
+        return 0
+    if app is None:
+        from portal.celery import app
+    pod = {"name": heartbeat.get("podName"), "uid": heartbeat.get("podUID")}
+    try:
+        app.send_task(protocol.CONFIRM_REPORTS_TASK,
+                      kwargs={"payload": {"pod": pod, "reports": done}},
+                      queue=pod_queue(str(pod["name"])))
+    except Exception:  # noqa: BLE001 - the next heartbeat repeats them; confirmed then
+        log.warning("could not confirm reports to pod %s", pod["name"], exc_info=True)
+        return 0
+    return len(done)
 
 
 # --- cancelling a bound Run ----------------------------------------------------------------

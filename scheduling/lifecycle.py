@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, parse_time
-from scheduling import metrics, retry, run_status, triggers
+from scheduling import disruption, metrics, retry, run_status, triggers
+from scheduling.disruption import Silence
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
 
 log = logging.getLogger(__name__)
@@ -135,12 +136,37 @@ def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
             return False
         status = _report_status(run, report, now)
         if status is None:
+            note_if_late(run, report)
             return False
         if _apply(run, report, status, now):
             return True
     log.warning("report for %s/%s lost %d write races", report.get("namespace"),
                 report.get("name"), attempts)
     return False
+
+
+def note_if_late(run: Run, report: dict) -> bool:
+    """A final report for an attempt the control plane already ended otherwise is recorded as
+    what really happened (a warning and ``kruntimes_run_late_reports_total``); it never starts
+    another attempt. Cases: the attempt was failed as lost (PodGone, PodUnhealthy, ...) though
+    it ended, or a later attempt already exists although this one succeeded."""
+    phase, attempt = report.get("phase"), report.get("attempt")
+    if phase not in TERMINAL_REPORTS or str(run.uid) != report.get("uid") \
+            or not isinstance(attempt, int):
+        return False
+    reason = (run.status or {}).get("reason", "")
+    if attempt == run.attempt and run.is_terminal and reason in LOST_REASONS \
+            and phase != run.phase:
+        ended_as = reason
+    elif attempt < run.attempt and phase == RunPhase.SUCCEEDED:
+        ended_as = "superseded"
+    else:
+        return False  # a duplicate of what is recorded, or a failure that was retried
+    metrics.LATE_REPORTS.labels(phase, ended_as).inc()
+    log.warning("late report: Run %s/%s attempt %s really ended %s (%s), but it had been "
+                "ended as %s; the Run is left as it is", run.namespace, run.name, attempt,
+                phase, report.get("reason") or "", ended_as)
+    return True
 
 
 def runs_wait_for_capacity(now: datetime) -> bool:
@@ -204,12 +230,15 @@ def _lost_execution(run: Run, pod: RuntimePod) -> bool:
     return (str(run.uid), run.attempt) not in active
 
 
-def _lost_reason(run: Run, pod: RuntimePod | None, now: datetime) -> tuple[str, str] | None:
-    """Why an active Run can no longer finish on its pod, or None while it still can."""
+def _lost_reason(run: Run, pod: RuntimePod | None, silence: Silence) -> tuple[str, str] | None:
+    """Why an active Run can no longer finish on its pod, or None while it still can (or
+    while its pod's silence may be the control plane's own fault: ``disruption``)."""
     if pod is None or str(pod.uid) != run.assigned_pod_uid:
         return "PodGone", "the Runtime Pod this Run was bound to is gone"
-    silent = pod.last_heartbeat is None or now - pod.last_heartbeat > POD_SILENT_GONE_AFTER
+    silent = silence.is_silent(pod.last_heartbeat)
     lost = not silent and _lost_execution(run, pod)
+    if silent and not silence.counts_against(pod.namespace):
+        return None  # most pods went quiet at once: wait for them to be heard from again
     if pod.phase == TERMINATING and (silent or lost):
         return "PodTerminating", "the Runtime Pod this Run was bound to is shutting down"
     if silent:
@@ -219,14 +248,17 @@ def _lost_reason(run: Run, pod: RuntimePod | None, now: datetime) -> tuple[str, 
     return None
 
 
-def reconcile_runs(now: datetime, batch: int = 1000) -> dict[str, int]:
+def reconcile_runs(now: datetime, batch: int = 1000,
+                   resumed: datetime | None = None) -> dict[str, int]:
     """End (or retry) active Runs whose pod is gone, terminating or silent, or whose runtimed
-    no longer executes them."""
+    no longer executes them; ``resumed`` is when the control plane last came back from a gap
+    (silence before it is not the pods' fault)."""
     counts = dict.fromkeys(LOST_REASONS, 0)
     pods = {(p.namespace, p.name): p for p in RuntimePod.objects.all()}
+    silence = disruption.assess(pods.values(), now, POD_SILENT_GONE_AFTER, resumed)
     active = Run.objects.filter(phase__in=ACTIVE_PHASES).order_by("pk")
     for run in active[:batch]:
-        lost = _lost_reason(run, pods.get((run.namespace, run.assigned_pod)), now)
+        lost = _lost_reason(run, pods.get((run.namespace, run.assigned_pod)), silence)
         if lost is not None:
             counts[lost[0]] += fail(run, *lost, now)
     return counts

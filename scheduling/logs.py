@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from runtimed import protocol
 from scheduling import metrics
 from scheduling.models import TERMINAL_PHASES, Run, RunLogChunk
 
@@ -110,7 +111,7 @@ def enforce_limit(run: Run, attempt: int, limit: int) -> int:
     return len(doomed)
 
 
-@shared_task(name="scheduling.append_log", ignore_result=True)
+@shared_task(name=protocol.APPEND_LOG_TASK, ignore_result=True)
 def append_log(chunk: dict) -> bool:
     return append_chunk(chunk, timezone.now())
 

@@ -3,7 +3,7 @@ reason are fixed strings of the code, never names, namespaces or selectors."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 PASS_SECONDS = Histogram(
     "kruntimes_scheduler_pass_duration_seconds", "Duration of one scheduling pass.",
@@ -47,3 +47,23 @@ LOG_BYTES = Counter(
 
 def attempt_reason(reason: str) -> str:
     return reason if reason in ATTEMPT_REASONS else "Other"
+
+
+# --- faults ---------------------------------------------------------------------------------
+
+CONTROL_PLANE_GAPS = Counter(
+    "kruntimes_control_plane_gaps_total",
+    "Periodic passes that ran late enough to mean the control plane was cut off (every "
+    "Runtime Pod then gets a fresh grace before its silence counts).")
+DISRUPTED_NAMESPACES = Gauge(
+    "kruntimes_disrupted_namespaces",
+    "Namespaces where most Runtime Pods are silent at once, so silence fails no Run.",
+    multiprocess_mode="max")
+LATE_REPORTS = Counter(
+    "kruntimes_run_late_reports_total",
+    "Final reports for an attempt the control plane had already ended otherwise, by what the "
+    "report said and how the attempt had been ended (superseded: a later attempt exists).",
+    ["phase", "ended_as"])
+RECOVERED_REPORTS = Counter(
+    "kruntimes_run_recovered_reports_total",
+    "Final reports read from a gone Runtime Pod's disk that ended a Run.")

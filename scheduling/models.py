@@ -195,3 +195,15 @@ class SchedulerLease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} held by {self.holder or 'nobody'}"
+
+
+class ControlPlaneMark(models.Model):
+    """A moment the control plane keeps about itself: when its last reconcile pass ran, and
+    when it last resumed after a gap (a broker outage, a restart). Silence of Runtime Pods is
+    only held against them from the later of their last heartbeat and that resumption."""
+
+    name = models.CharField(max_length=63, unique=True)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.at}"

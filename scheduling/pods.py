@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 
 from portal.machinery.conditions import parse_time
-from scheduling import resources
+from scheduling import disruption, resources
 from scheduling.models import Runtime, RuntimePod
 
 NOT_READY_AFTER = timedelta(seconds=15)
@@ -67,9 +67,18 @@ def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool
     return pod, became_ready
 
 
-def reconcile_pods(now: datetime) -> dict[str, int]:
-    """Silent pods stop being Ready; pods silent for good are removed."""
+def reconcile_pods(now: datetime, resumed: datetime | None = None) -> dict[str, int]:
+    """Silent pods stop being Ready; pods silent for good are removed, but not while most
+    pods are silent at once nor sooner than REMOVE_AFTER since the control plane resumed
+    after a gap (see ``disruption``: it may be our silence, not theirs)."""
     stale = RuntimePod.objects.filter(ready=True, last_heartbeat__lt=now - NOT_READY_AFTER)
     not_ready = stale.update(ready=False)
-    removed, _ = RuntimePod.objects.filter(last_heartbeat__lt=now - REMOVE_AFTER).delete()
+    removed = 0
+    if resumed is None or now - resumed > REMOVE_AFTER:
+        silence = disruption.assess(RuntimePod.objects.only("namespace", "last_heartbeat"),
+                                    now, NOT_READY_AFTER, resumed)
+        gone = RuntimePod.objects.filter(last_heartbeat__lt=now - REMOVE_AFTER)
+        if "*" not in silence.disrupted:
+            gone = gone.exclude(namespace__in=silence.disrupted)
+            removed, _ = gone.delete()
     return {"not_ready": not_ready, "removed": removed}

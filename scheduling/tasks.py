@@ -12,9 +12,11 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from runtimed import protocol
 from scheduling import (
     cleanup,
     dispatch,
+    disruption,
     lifecycle,
     logs,  # also registers scheduling.append_log
     pods,
@@ -57,7 +59,7 @@ def schedule(source: str = "event") -> int:
     return bound
 
 
-@shared_task(name="scheduling.report_run", ignore_result=True)
+@shared_task(name=protocol.REPORT_RUN_TASK, ignore_result=True)
 def report_run(report: dict) -> bool:
     tail = report.pop("log", None)
     if isinstance(tail, dict):  # the attempt's last output, stored before the Run ends
@@ -69,14 +71,17 @@ def report_run(report: dict) -> bool:
     return changed
 
 
-@shared_task(name="scheduling.runtime_pod_heartbeat", ignore_result=True)
+@shared_task(name=protocol.HEARTBEAT_TASK, ignore_result=True)
 def runtime_pod_heartbeat(heartbeat: dict) -> None:
+    # the final reports runtimed still owes first (even from a stale beat: they are facts),
+    # so the active Runs it lists next never make a finished Run look lost
+    reports = heartbeat.get("recentReports")
+    if lifecycle.apply_missed_reports(reports, timezone.now()):
+        triggers.request_scheduling("run")
+    dispatch.confirm_reports(heartbeat, reports)
     pod, became_ready = pods.record_heartbeat(heartbeat, timezone.now())
     if pod is None:
         return
-    # final reports repeated by runtimed: one whose message was lost is applied now
-    if lifecycle.apply_missed_reports(heartbeat.get("recentReports"), timezone.now()):
-        triggers.request_scheduling("run")
     if became_ready:
         runtimes.sync_runtime_status(timezone.now(), pod.namespace, pod.runtime)
         triggers.request_scheduling("pod")
@@ -86,7 +91,8 @@ def runtime_pod_heartbeat(heartbeat: dict) -> None:
 def reconcile() -> dict:
     """The beat pass: pod readiness, lost pods and executions, undelivered dispatches."""
     now = timezone.now()
-    result = {**pods.reconcile_pods(now), **lifecycle.reconcile_runs(now),
+    resumed = disruption.note_pass(now, settings.KRUNTIMES_RECONCILE_INTERVAL_SECONDS)
+    result = {**pods.reconcile_pods(now, resumed), **lifecycle.reconcile_runs(now, resumed=resumed),
               "redispatched": dispatch.redispatch(now),
               "cancels": dispatch.resend_cancels(now),
               "runtimes": runtimes.sync_runtime_status(now)}
@@ -106,6 +112,6 @@ def collect_runs(expire_after: int = 0, release_after: int = 0) -> dict:
         # -1: that half is done; only the unfinished half resumes
         collect_runs.apply_async(args=(
             -1 if expired.resume_after is None else expired.resume_after,
-            -1 if released.resume_after is None else released.resume_after), queue="control")
+            -1 if released.resume_after is None else released.resume_after), queue=protocol.CONTROL_QUEUE)
     return {"expired": expired.expired, "cleaned": released.cleaned,
             "waiting": released.waiting, "failed": released.failed}

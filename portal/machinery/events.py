@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import transaction
 
 log = logging.getLogger(__name__)
@@ -22,5 +23,5 @@ def _send(task, args: tuple, options: dict) -> None:
 
 
 def send_on_commit(task, *args, **options) -> None:
-    options.setdefault("queue", "control")
+    options.setdefault("queue", settings.CELERY_TASK_DEFAULT_QUEUE)
     transaction.on_commit(lambda: _send(task, args, options))

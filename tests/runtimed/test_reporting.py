@@ -6,6 +6,7 @@ import threading
 from datetime import UTC, datetime, timedelta, timezone
 
 from runtimed.heartbeat import Heartbeat, connect, heartbeat_message
+from runtimed.outbox import Outbox
 from runtimed.reporting import Reporter, rfc3339, run_report
 from runtimed.tasks import ActiveRuns
 
@@ -78,15 +79,48 @@ def test_heartbeat_message(config, clock):
     assert message["recentReports"] == []
 
 
-def test_heartbeats_repeat_recent_final_reports_until_they_age_out(config, clock):
-    now = [1000.0]
-    active = ActiveRuns(keep_reports=2, report_seconds=300, monotonic=lambda: now[0])
-    for n in range(3):
+def test_heartbeats_repeat_final_reports_until_they_are_confirmed(config, clock):
+    active = ActiveRuns(Outbox(limit=3))
+    for n in range(4):
         active.ended({"uid": f"run-{n}", "attempt": 1, "phase": "Succeeded"})
+    beat = heartbeat_message(config, active, clock)["recentReports"]
+    assert [r["uid"] for r in beat] == ["run-1", "run-2", "run-3"]  # bounded: the oldest went
+    assert active.confirm([("run-1", 1), ("run-3", 1), ("unknown", 1)]) == 2
     assert [r["uid"] for r in heartbeat_message(config, active, clock)["recentReports"]] == [
-        "run-1", "run-2"]  # bounded: the oldest went
-    now[0] += 301
-    assert heartbeat_message(config, active, clock)["recentReports"] == []
+        "run-2"]
+
+
+def test_a_heartbeat_carries_at_most_32_reports_oldest_first(config, clock):
+    active = ActiveRuns()
+    for n in range(40):
+        active.ended({"uid": f"run-{n:02d}", "attempt": 1, "phase": "Succeeded"})
+    beat = heartbeat_message(config, active, clock)["recentReports"]
+    assert [r["uid"] for r in beat] == [f"run-{n:02d}" for n in range(32)]
+
+
+def test_the_outbox_survives_a_restart_on_the_same_disk(tmp_path):
+    first = Outbox(tmp_path / "outbox")
+    first.put({"uid": "a", "attempt": 1, "phase": "Succeeded"})
+    first.put({"uid": "b", "attempt": 2, "phase": "Failed"})
+    first.put({"uid": "a", "attempt": 1, "phase": "Succeeded", "message": "again"})
+    first.confirm([("b", 2)])
+    again = Outbox(tmp_path / "outbox")
+    assert again.pending() == [{"uid": "a", "attempt": 1, "phase": "Succeeded",
+                                "message": "again"}]
+    assert sorted(p.name for p in (tmp_path / "outbox").iterdir()) == ["a.1.json"]
+
+
+def test_a_confirmation_for_another_pod_incarnation_is_ignored(config, reporter):
+    from runtimed.tasks import RunService
+
+    service = RunService(config, reporter)
+    service.active.ended({"uid": "a", "attempt": 1, "phase": "Succeeded"})
+    other = {"pod": {"name": "pod-a", "uid": "older"}, "reports": [{"uid": "a", "attempt": 1}]}
+    assert service.confirm_reports(other) == 0
+    assert service.confirm_reports({"pod": {}, "reports": "nope"}) == 0
+    mine = {"pod": {"name": "pod-a", "uid": "uid-pod-a"}, "reports": [{"uid": "a", "attempt": 1}]}
+    assert service.confirm_reports(mine) == 1
+    assert service.active.recent_reports() == []
 
 
 def test_heartbeat_beats_at_once_then_every_interval_until_stopped():

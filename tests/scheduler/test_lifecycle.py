@@ -103,8 +103,10 @@ def test_a_stale_heartbeat_neither_creates_nor_revives_a_pod():
     assert pods.record_heartbeat(fresh_beat, timezone.now())[1]
 
 
-def test_a_lost_final_report_is_applied_from_the_next_heartbeat(bound):
+def test_a_lost_final_report_is_applied_from_the_next_heartbeat(bound, monkeypatch):
     from scheduling.tasks import runtime_pod_heartbeat
+
+    monkeypatch.setattr("portal.celery.app", RecordingApp())  # the confirmation
 
     run, pod = bound
     now = timezone.now()
@@ -134,6 +136,8 @@ def test_silent_pods_stop_being_ready_and_are_removed_eventually():
     make_runtime()
     make_pod("bash-a", heartbeat_age=16)
     make_pod("bash-b", heartbeat_age=400)
+    make_pod("bash-c")  # most pods heard from: silence counts (see test_disruption)
+    make_pod("bash-d")
     counts = pods.reconcile_pods(timezone.now())
     assert counts == {"not_ready": 2, "removed": 1}
     assert not RuntimePod.objects.get(name="bash-a").ready

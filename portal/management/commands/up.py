@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from portal.processes import Child, Supervisor
+from runtimed.protocol import CONTROL_QUEUE
 
 
 def control_plane(port: int, bind: str) -> list[Child]:
@@ -19,7 +20,7 @@ def control_plane(port: int, bind: str) -> list[Child]:
     web = [python, "-m", "gunicorn", "portal.wsgi:application", "--bind", f"{bind}:{port}",
            "--worker-class", "gthread", "--workers", "1", "--threads", "16",
            "--timeout", "120", "--access-logfile", "-"]
-    worker = [python, "-m", "celery", "-A", "portal", "worker", "-Q", "control",
+    worker = [python, "-m", "celery", "-A", "portal", "worker", "-Q", CONTROL_QUEUE,
               "-n", "control@%h", "--concurrency", "2", "--loglevel", "INFO"]
     beat = [python, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO",
             "--scheduler", settings.CELERY_BEAT_SCHEDULER,
