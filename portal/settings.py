@@ -193,6 +193,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # How often the level-triggered beat passes heal whatever an event missed.
 KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float("KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0)
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# How long a stopped Runtime Pod (and ``manage.py up`` on Ctrl-C/SIGTERM) waits for running
+# steps to finish and report before it is killed; runtimed itself stops steps 5 s earlier.
+KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float("KRUNTIMES_POD_TERMINATION_GRACE_SECONDS",
+                                                    default=30.0)
 # The largest request body the API and the admin accept (413 beyond; Kubernetes' 3 MiB).
 KRUNTIMES_MAX_REQUEST_BYTES = env.int("KRUNTIMES_MAX_REQUEST_BYTES", default=3 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KRUNTIMES_MAX_REQUEST_BYTES

@@ -7,15 +7,13 @@ from dataclasses import dataclass
 from celery import Celery
 from kombu import Exchange, Queue
 
-from . import fstransport
+from . import drain, fstransport
 from . import heartbeat as heartbeats
 from .config import PodConfig
 from .execute import Clock, utc_now
-from .outbox import Outbox
+from .outbox import OUTBOX_DIR, Outbox
 from .reporting import Reporter
 from .tasks import ActiveRuns, RunService, register
-
-OUTBOX_DIR = ".kruntimes/outbox"  # under the pod's workspace: the reports still owed
 
 
 @dataclass
@@ -66,6 +64,7 @@ def build(config: PodConfig, *, clock: Clock = utc_now) -> Runtimed:
     service = RunService(config, reporter, clock=clock, active=active)
     register(app, service)
     beat = heartbeats.pod_heartbeat(config, active, reporter, clock)
+    drain.connect(app, service, beat, config.termination_grace_seconds)  # before: last beat
     heartbeats.connect(app, beat)
     return Runtimed(config, app, reporter, service, beat)
 

@@ -23,6 +23,9 @@ DEFAULT_MAX_ARTIFACT_BYTES = 1 << 30  # 1 GiB per artifact
 DEFAULT_MAX_RUN_ARTIFACT_BYTES = 10 << 30  # 10 GiB per Run
 # The Redis transport's redelivery window for unacknowledged messages (as the portal uses).
 REDIS_VISIBILITY_TIMEOUT = 3600
+# After SIGTERM, running steps get this long to finish before they are stopped (PodTerminating);
+# the pod's own grace (the provider's, or terminationGracePeriodSeconds) must be longer.
+DEFAULT_TERMINATION_GRACE_SECONDS = 25.0
 
 
 class ConfigError(ValueError):
@@ -46,6 +49,7 @@ class PodConfig:
     # Secrets mounted for this pod, one directory per Secret (one file per key).
     secrets_dir: Path | None = None
     max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES
+    termination_grace_seconds: float = DEFAULT_TERMINATION_GRACE_SECONDS
     max_run_artifact_bytes: int = DEFAULT_MAX_RUN_ARTIFACT_BYTES
 
     @property
@@ -98,6 +102,8 @@ class PodConfig:
                                       DEFAULT_MAX_ARTIFACT_BYTES),
             max_run_artifact_bytes=_bytes(env, "KRUNTIME_RUN_ARTIFACT_MAX_BYTES",
                                           DEFAULT_MAX_RUN_ARTIFACT_BYTES),
+            termination_grace_seconds=_positive(env, "KRUNTIME_TERMINATION_GRACE_SECONDS",
+                                                DEFAULT_TERMINATION_GRACE_SECONDS),
         )
 
 

@@ -58,6 +58,8 @@ class StepControl:
         self._lock = threading.Lock()
         self._pgid: int | None = None
         self.cancelled = False
+        # the stop comes from the pod shutting down, not from the Run's own cancel
+        self.terminating = False
 
     def attach(self, pgid: int) -> bool:
         """Record the step's group; True when a cancel already arrived (kill it at once)."""
@@ -82,6 +84,13 @@ class StepControl:
             timer.daemon = True
             timer.start()
         return True
+
+    def terminate(self, grace: float = KILL_GRACE_SECONDS) -> bool:
+        """Stop the step because the pod shuts down: the attempt ends PodTerminating (an
+        infrastructure failure the retry policy may retry), not Cancelled."""
+        with self._lock:
+            self.terminating = True
+        return self.cancel(grace)
 
     def _kill_if_attached(self, pgid: int) -> None:
         with self._lock:
@@ -169,6 +178,13 @@ def _tee(sink: BinaryIO, copy: Callable[[bytes], object] | None) -> Callable[[by
     return write
 
 
+def stopped_result(control: StepControl, start: datetime, end: datetime) -> Result:
+    if control.terminating:
+        return Result(FAILED, "PodTerminating", "the Runtime Pod shut down before the step "
+                      "finished; its processes were killed", None, start, end)
+    return cancelled_result(start, end)
+
+
 def cancelled_result(start: datetime, end: datetime) -> Result:
     return Result(CANCELLED, "Cancelled", "the Run was cancelled; its processes were killed",
                   None, start, end)
@@ -179,7 +195,7 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
     start = clock()
     control = step.control or StepControl()
     if control.cancelled:
-        return cancelled_result(start, clock())
+        return stopped_result(control, start, clock())
     bash = shutil.which("bash") or "/bin/bash"
     step_id = uuid.uuid4().hex  # inherited by everything the step starts: see proctree
     with open(step.log_path, "wb", buffering=0) as sink:
@@ -219,7 +235,7 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
         if reader.is_alive():
             log.warning("step %s: output still open after the group was killed", step.script)
     if control.cancelled and not timed_out:
-        return cancelled_result(start, clock())
+        return stopped_result(control, start, clock())
     return outcome(process.returncode, timed_out, step.timeout, start, clock())
 
 

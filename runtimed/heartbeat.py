@@ -60,6 +60,13 @@ class Heartbeat:
                                         daemon=True)
         self._thread.start()
 
+    def beat_now(self) -> None:
+        """One beat outside the schedule (the last one before runtimed exits)."""
+        try:
+            self._beat()
+        except Exception:  # noqa: BLE001 - best effort
+            log.exception("heartbeat failed")
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         if self._thread is not None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 log = logging.getLogger("runtimed.outbox")
 
+OUTBOX_DIR = ".kruntimes/outbox"  # under the pod's workspace: the reports still owed
 PER_HEARTBEAT = 32  # reports one heartbeat carries, oldest first
 LIMIT = 4096  # unconfirmed reports kept; past it the oldest are dropped (and logged)
 Key = tuple[str, int]

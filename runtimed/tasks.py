@@ -142,6 +142,16 @@ class RunService:
         finally:
             self._forget_control(ref.key)
 
+    def terminate_all(self) -> int:
+        """The pod shuts down and its grace is over: stop every step still running (each
+        attempt ends PodTerminating and is reported). Returns how many were stopped."""
+        with self._controls_lock:
+            controls = list(self._controls.values())
+        stopped = sum(control.terminate(self.grace) for control in controls)
+        if stopped:
+            log.warning("termination grace over: stopping %d running step(s)", stopped)
+        return stopped
+
     def confirm_reports(self, payload: Any) -> int:
         """The control plane recorded these final reports: stop repeating them."""
         if not isinstance(payload, dict) or not isinstance(payload.get("reports"), list):

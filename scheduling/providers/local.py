@@ -21,7 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from portal.processes import Child, Supervisor
-from scheduling import cleanup, lifecycle, resources
+from scheduling import cleanup, lifecycle, recovery, resources
 from scheduling.models import Runtime, RuntimePod
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,10 @@ def broker_env() -> dict[str, str]:
     return env
 
 
+def runtimed_grace() -> float:
+    return max(1.0, settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS - 5.0)
+
+
 def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
     import json
 
@@ -61,7 +65,9 @@ def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
            # every local pod sees the same artifact volumes: the shared-PVC stand-in
            "KRUNTIME_ARTIFACT_VOLUMES": str(settings.KRUNTIMES_ARTIFACT_VOLUMES),
            "KRUNTIME_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_ARTIFACT_MAX_BYTES),
-           "KRUNTIME_RUN_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_RUN_ARTIFACT_MAX_BYTES)}
+           "KRUNTIME_RUN_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_RUN_ARTIFACT_MAX_BYTES),
+           # steps get the pod's grace less a margin to report before the pod is killed
+           "KRUNTIME_TERMINATION_GRACE_SECONDS": str(runtimed_grace())}
     secrets_dir = cleanup.secrets_dir(pod.namespace)
     if secrets_dir is not None:
         env["KRUNTIME_SECRETS_DIR"] = str(secrets_dir)
@@ -80,11 +86,11 @@ def register(pod: PodIdentity) -> dict[str, int]:
     return capacity
 
 
-def kill_leftover_steps(pod: PodIdentity) -> int:
+def kill_leftover_steps(pod: PodIdentity, workspace: Path | None = None) -> int:
     """A pod's processes die with it: kill step process groups a dead runtimed left behind
     (runtimed names each running step's group in ``attempt-<n>.pgid``)."""
     killed = 0
-    for pgid_file in pod.workspace.glob(".kruntimes/runs/*/attempt-*.pgid"):
+    for pgid_file in (workspace or pod.workspace).glob(".kruntimes/runs/*/attempt-*.pgid"):
         try:
             os.killpg(int(pgid_file.read_text()), signal.SIGKILL)
             killed += 1
@@ -100,8 +106,10 @@ def mark_terminating(pod: PodIdentity) -> None:
 
 
 def unregister(pod: PodIdentity) -> None:
-    """The pod is gone: its processes, its Runs, its row and its emptyDir."""
+    """The pod is gone: its processes, its Runs, its row and its emptyDir. What its runtimed
+    recorded on disk is applied first: only Runs whose outcome is unknown end as lost."""
     kill_leftover_steps(pod)
+    recovery.recover(pod.workspace)
     row = RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).first()
     if row is not None and row.phase == lifecycle.TERMINATING:
         lifecycle.fail_runs_on_pod(pod.namespace, pod.name, pod.uid, "PodTerminating",
@@ -168,6 +176,20 @@ class LocalProvider:
             self.pods.pop(name, None)
 
     def cleanup_orphans(self) -> int:
-        """Rows of local pods from an earlier run of ``up`` are gone pods."""
-        removed, _ = RuntimePod.objects.filter(provider="local").delete()
-        return removed
+        """Local pods from an earlier run of ``up`` are gone: apply what their runtimed
+        recorded, fail the Runs still waiting on them, and drop their rows and disks."""
+        rows = list(RuntimePod.objects.filter(provider="local"))
+        pods_root = (Path(settings.DATA_DIR) / "pods").resolve()
+        for row in rows:
+            workspace = Path(row.workspace_path) if row.workspace_path else None
+            if workspace is not None:
+                kill_leftover_steps(PodIdentity(row.namespace, row.runtime, row.name,
+                                                str(row.uid)), workspace)
+                recovery.recover(workspace)
+            lifecycle.fail_runs_on_pod(row.namespace, row.name, str(row.uid), "PodGone",
+                                       "the Runtime Pod this Run was bound to is gone "
+                                       "(the portal was restarted)", timezone.now())
+            row.delete()
+            if workspace is not None and workspace.resolve().is_relative_to(pods_root):
+                shutil.rmtree(workspace.parent, ignore_errors=True)
+        return len(rows)

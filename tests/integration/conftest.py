@@ -143,7 +143,9 @@ def portal_up(broker, tmp_path, admin_user, up_env):
     env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
            "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
            "PYTHONPATH": str(ROOT), "KRUNTIMES_DATA_DIR": broker.get(
-               "KRUNTIMES_DATA_DIR", str(tmp_path / "data")), **up_env}
+               "KRUNTIMES_DATA_DIR", str(tmp_path / "data")),
+           # a short stop: tests end with steps still running (a test may want the real grace)
+           "KRUNTIMES_POD_TERMINATION_GRACE_SECONDS": "6", **up_env}
     log = open(tmp_path / "up.log", "wb")  # noqa: SIM115
     up = subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port)], cwd=ROOT,
                           env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

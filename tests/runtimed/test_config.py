@@ -26,6 +26,7 @@ def test_defaults_and_filesystem_broker(tmp_path):
     assert config.queue == "runtimed.pod-a"
     assert config.capacity == {"runs": 2} and config.runs_capacity == 2
     assert config.heartbeat_seconds == 5.0
+    assert config.termination_grace_seconds == 25.0
     assert config.broker_url == "filesystem://"
     assert config.workspace.is_dir()  # created
     broker = tmp_path / "broker"
@@ -73,6 +74,7 @@ def test_missing_identity_is_named(tmp_path):
     ({"KRUNTIME_CAPACITY": "{"}, "not JSON"),
     ({"KRUNTIME_CAPACITY": '{"runs": -1}'}, "non-negative integer"),
     ({"KRUNTIME_HEARTBEAT_SECONDS": "0"}, "positive"),
+    ({"KRUNTIME_TERMINATION_GRACE_SECONDS": "-1"}, "positive"),
     ({"KRUNTIME_HEARTBEAT_SECONDS": "soon"}, "number"),
     ({"KRUNTIME_ARTIFACT_VOLUMES": "rel/volumes"}, "KRUNTIME_ARTIFACT_VOLUMES must be an abs"),
     ({"KRUNTIME_SECRETS_DIR": "secrets"}, "KRUNTIME_SECRETS_DIR must be an absolute"),
@@ -95,3 +97,16 @@ def test_app_consumes_only_its_queue_and_never_acks_late(tmp_path):
     assert "runtimed.execute_run" in app.tasks
     assert "runtimed.cancel_run" in app.tasks
     assert conf.broker_transport == "runtimed.fstransport:Transport"  # atomic messages
+
+
+def test_the_termination_grace_comes_from_the_environment(tmp_path):
+    env = pod_env(tmp_path, KRUNTIME_TERMINATION_GRACE_SECONDS="7.5")
+    assert PodConfig.from_env(env).termination_grace_seconds == 7.5
+
+
+def test_the_app_registers_every_task_the_control_plane_sends_it(tmp_path):
+    from runtimed import protocol
+
+    app = make_app(PodConfig.from_env(pod_env(tmp_path)))
+    assert {protocol.EXECUTE_RUN_TASK, protocol.CANCEL_RUN_TASK,
+            protocol.CONFIRM_REPORTS_TASK} <= set(app.tasks)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -217,3 +218,50 @@ def test_active_runs_snapshot_is_sorted_and_thread_safe():
     assert active.snapshot() == [{"uid": "a", "attempt": 2}, {"uid": "b", "attempt": 1}]
     active.discard(("a", 2))
     assert ("b", 1) in active and ("a", 2) not in active
+
+
+def test_a_step_stopped_by_the_pods_shutdown_ends_pod_terminating(service, reporter):
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        service.execute_run(make_payload("sleep 30"))))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not service._controls and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)  # the step has started
+    assert service.terminate_all() == 1
+    worker.join(10)
+    final = results[0]
+    assert (final["phase"], final["reason"]) == ("Failed", "PodTerminating")
+    assert "shut down" in final["message"]
+    # retried by a retry policy like any infrastructure failure, never reported Cancelled
+    assert [r["phase"] for r in reporter.reports] == ["Running", "Failed"]
+
+
+def test_sigterm_gives_running_steps_the_grace_then_stops_them(config, reporter, clock):
+    from celery import Celery, signals
+
+    from runtimed import drain
+    from runtimed.heartbeat import Heartbeat
+
+    service = RunService(config, reporter, clock=clock, grace=0.5)
+    beats = []
+    drain.connect(Celery(set_as_current=False), service, Heartbeat(lambda: beats.append(1), 60),
+                  grace=1.0)
+    results = []
+    quick = threading.Thread(target=lambda: results.append(
+        service.execute_run(make_payload("sleep 0.3", uid="quick"))))
+    slow = threading.Thread(target=lambda: results.append(
+        service.execute_run(make_payload("sleep 30", uid="slow"))))
+    quick.start()
+    slow.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    signals.worker_shutting_down.send(sender="pod-a@host", sig="SIGTERM", how="Warm",
+                                      exitcode=0)
+    quick.join(10)
+    slow.join(10)
+    by_uid = {r["uid"]: r for r in results}
+    assert by_uid["quick"]["phase"] == "Succeeded"  # finished within the grace
+    assert by_uid["slow"]["reason"] == "PodTerminating"  # stopped once the grace was over
+    assert 0.9 <= time.monotonic() - started < 5

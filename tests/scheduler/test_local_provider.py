@@ -85,3 +85,55 @@ def test_pods_get_the_artifact_volumes_limits_and_secrets_of_the_portal(settings
         "1000", "5000")
     settings.KRUNTIMES_SECRETS_DIR = ""
     assert "KRUNTIME_SECRETS_DIR" not in local.pod_env(pod, {"runs": 2})
+
+
+def _record(workspace, run, pod_uid, phase="Succeeded", where="runs", **extra):
+    """What runtimed leaves on the pod's disk for a finished attempt."""
+    import json
+
+    report = {"namespace": run.namespace, "name": run.name, "uid": str(run.uid),
+              "attempt": run.attempt, "podName": run.assigned_pod, "podUID": str(pod_uid),
+              "phase": phase, "reason": "", "message": "", "exitCode": 0,
+              "startTime": None, "completionTime": None, **extra}
+    if where == "runs":
+        path = workspace / ".kruntimes" / "runs" / str(run.uid) / f"attempt-{run.attempt}.result.json"
+    else:
+        path = workspace / ".kruntimes" / "outbox" / f"{run.uid}.{run.attempt}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report))
+
+
+@pytest.mark.parametrize("where", ["runs", "outbox"])
+def test_a_gone_pods_recorded_reports_are_applied_before_its_runs_fail(provider, where):
+    pod = started_pod(provider)
+    finished, unknown = make_run("r1"), make_run("r2")
+    run_pass(default_framework(), timezone.now())
+    identity = next(p for p in provider.pods.values() if p is not None)
+    _record(identity.workspace, fresh(finished), pod.uid, where=where)
+    local.unregister(identity)
+    assert (fresh(finished).phase, fresh(finished).status.get("exitCode")) == ("Succeeded", 0)
+    assert (fresh(unknown).phase, fresh(unknown).status["reason"]) == ("Failed", "PodGone")
+
+
+def test_after_a_restart_old_pods_are_read_for_what_they_recorded(provider, settings):
+    pod = started_pod(provider)
+    finished = make_run("r1", retryPolicy={"maxAttempts": 3})
+    lost = make_run("r2", retryPolicy={"maxAttempts": 3})
+    run_pass(default_framework(), timezone.now())
+    workspace = next(p for p in provider.pods.values() if p is not None).workspace
+    _record(workspace, fresh(finished), pod.uid)
+    # ``up`` stopped without the pod's on_exit, and starts again: a new provider
+    fresh_provider = local.LocalProvider(Supervisor([], stop_timeout=5))
+    assert fresh_provider.cleanup_orphans() == 1
+    done = fresh(finished)
+    assert (done.phase, done.attempt) == ("Succeeded", 1)  # never run again
+    retried = fresh(lost)
+    assert (retried.phase, retried.attempt) == ("Pending", 2)
+    assert "PodGone" in retried.status["message"]
+    assert not RuntimePod.objects.exists() and not workspace.exists()
+
+
+def test_pods_get_a_termination_grace_shorter_than_the_providers(settings):
+    settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = 12
+    identity = local.new_identity("default", "bash")
+    assert local.pod_env(identity, {"runs": 2})["KRUNTIME_TERMINATION_GRACE_SECONDS"] == "7.0"

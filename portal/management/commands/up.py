@@ -48,7 +48,8 @@ class Command(BaseCommand):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
         (settings.DATA_DIR / "beat.pid").unlink(missing_ok=True)
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir())
-        supervisor = Supervisor(control_plane(port, bind))
+        supervisor = Supervisor(control_plane(port, bind),
+                                stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS)
         tick = None
         if settings.KRUNTIMES_CLUSTER == "local":
             from scheduling.providers.local import LocalProvider
