@@ -131,38 +131,69 @@ def up_env() -> dict[str, str]:
     return {}
 
 
-@pytest.fixture
-def portal_up(broker, tmp_path, admin_user, up_env):
-    from rest_framework.authtoken.models import Token
+class PortalUp:
+    """``manage.py up`` as a process that a test may stop (SIGTERM) and start again."""
 
-    from portal.models import Namespace
+    def __init__(self, env: dict[str, str], port: int, log_path: Path) -> None:
+        self.env, self.port, self.log_path = env, port, log_path
+        self.process: subprocess.Popen | None = None
+        self.base = f"http://127.0.0.1:{port}"
 
-    Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": []}})
-    token = Token.objects.create(user=admin_user).key
-    port = free_port()
+    def start(self, session: requests.Session) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "up", "--port", str(self.port)], cwd=ROOT,
+            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        assert wait_until(lambda: _answers(session, self.base), timeout=60), "web never came up"
+
+    def stop(self, timeout: float = 30.0) -> float:
+        """SIGTERM and wait; returns how long the stop took."""
+        started = time.monotonic()
+        if self.process is None:
+            return 0.0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self.process = None
+        return time.monotonic() - started
+
+
+def up_process(broker, tmp_path, up_env) -> PortalUp:
     env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
            "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
            "PYTHONPATH": str(ROOT), "KRUNTIMES_DATA_DIR": broker.get(
                "KRUNTIMES_DATA_DIR", str(tmp_path / "data")),
            # a short stop: tests end with steps still running (a test may want the real grace)
            "KRUNTIMES_POD_TERMINATION_GRACE_SECONDS": "6", **up_env}
-    log = open(tmp_path / "up.log", "wb")  # noqa: SIM115
-    up = subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port)], cwd=ROOT,
-                          env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return PortalUp(env, free_port(), tmp_path / "up.log")
+
+
+def api_session(admin_user) -> requests.Session:
+    from rest_framework.authtoken.models import Token
+
+    token, _ = Token.objects.get_or_create(user=admin_user)
     session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {token}"
-    base = f"http://127.0.0.1:{port}"
+    session.headers["Authorization"] = f"Bearer {token.key}"
+    return session
+
+
+@pytest.fixture
+def portal_up(broker, tmp_path, admin_user, up_env):
+    from portal.models import Namespace
+
+    Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": []}})
+    session = api_session(admin_user)
+    up = up_process(broker, tmp_path, up_env)
     try:
-        assert wait_until(lambda: _answers(session, base), timeout=60), "web never came up"
-        yield session, base
+        up.start(session)
+        yield session, up.base
     finally:
-        up.send_signal(signal.SIGTERM)
-        try:
-            up.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(up.pid, signal.SIGKILL)
-        log.close()
-        print((tmp_path / "up.log").read_text(errors="replace")[-6000:])
+        up.stop()
+        print(up.log_path.read_text(errors="replace")[-6000:])
 
 
 def _answers(session, base) -> bool:
