@@ -191,6 +191,28 @@ def kill_marked(root: int | None = None) -> int:
     return count
 
 
+def kill_pod_leftovers(pod_name: str) -> int:
+    """SIGKILL every process on this machine left by a step of the pod ``pod_name`` (its
+    runtimed is dead, so nothing is in its subtree any more): for the pod's provider. A step's
+    processes carry both ``KRUNTIME_STEP_ID`` and ``KRUNTIME_POD_NAME``."""
+    pod = f"KRUNTIME_POD_NAME={pod_name}".encode()
+    prefix = f"{STEP_ID_VARIABLE}=".encode()
+    count = 0
+    for pid in processes():
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"{_PROC}/{pid}/environ", "rb") as handle:
+                environ = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if pod in environ and any(item.startswith(prefix) for item in environ):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                count += 1  # not reaped here: whoever is its parent does
+    return count
+
+
 def _reap(pid: int) -> bool:
     """Collect ``pid`` if it is our exited child; True when it is gone for good."""
     try:

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from portal.processes import Child, Supervisor
+from runtimed import proctree
 from scheduling import cleanup, lifecycle, recovery, resources
 from scheduling.models import Runtime, RuntimePod
 
@@ -89,7 +90,7 @@ def register(pod: PodIdentity) -> dict[str, int]:
 def kill_leftover_steps(pod: PodIdentity, workspace: Path | None = None) -> int:
     """A pod's processes die with it: kill step process groups a dead runtimed left behind
     (runtimed names each running step's group in ``attempt-<n>.pgid``)."""
-    killed = 0
+    killed = proctree.kill_pod_leftovers(pod.name)  # also what left its process group
     for pgid_file in (workspace or pod.workspace).glob(".kruntimes/runs/*/attempt-*.pgid"):
         try:
             os.killpg(int(pgid_file.read_text()), signal.SIGKILL)

@@ -291,3 +291,21 @@ def test_runtimed_exit_kills_what_any_step_left_outside_its_group(tmp_path, cloc
     worker.join(10)
     assert not worker.is_alive()
     assert not _alive(pid)
+
+
+def test_a_dead_runtimeds_escaped_processes_are_found_by_pod_name():
+    import subprocess
+
+    from runtimed import proctree
+
+    env = {"KRUNTIME_POD_NAME": "pod-zz", "KRUNTIME_STEP_ID": "abc", "PATH": "/usr/bin:/bin"}
+    other = {**env, "KRUNTIME_POD_NAME": "pod-other"}
+    mine = subprocess.Popen(["sleep", "1000"], env=env, start_new_session=True)
+    theirs = subprocess.Popen(["sleep", "1000"], env=other, start_new_session=True)
+    try:
+        assert proctree.kill_pod_leftovers("pod-zz") == 1
+        assert mine.wait(5) == -9
+        assert theirs.poll() is None
+    finally:
+        theirs.kill()
+        theirs.wait()
