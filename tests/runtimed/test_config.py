@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtimed import protocol
 from runtimed.app import make_app
 from runtimed.config import ConfigError, PodConfig
 
@@ -94,19 +95,12 @@ def test_app_consumes_only_its_queue_and_never_acks_late(tmp_path):
     assert conf.task_acks_late is False
     assert conf.worker_prefetch_multiplier == 1
     assert conf.task_serializer == "json" and conf.accept_content == ["json"]
-    assert "runtimed.execute_run" in app.tasks
-    assert "runtimed.cancel_run" in app.tasks
+    # every task the control plane sends a pod (runtimed.protocol)
+    assert {protocol.EXECUTE_RUN_TASK, protocol.CANCEL_RUN_TASK,
+            protocol.CONFIRM_REPORTS_TASK} <= set(app.tasks)
     assert conf.broker_transport == "runtimed.fstransport:Transport"  # atomic messages
 
 
 def test_the_termination_grace_comes_from_the_environment(tmp_path):
     env = pod_env(tmp_path, KRUNTIME_TERMINATION_GRACE_SECONDS="7.5")
     assert PodConfig.from_env(env).termination_grace_seconds == 7.5
-
-
-def test_the_app_registers_every_task_the_control_plane_sends_it(tmp_path):
-    from runtimed import protocol
-
-    app = make_app(PodConfig.from_env(pod_env(tmp_path)))
-    assert {protocol.EXECUTE_RUN_TASK, protocol.CANCEL_RUN_TASK,
-            protocol.CONFIRM_REPORTS_TASK} <= set(app.tasks)
