@@ -13,15 +13,29 @@ from fractions import Fraction
 
 from ..framework import MAX_SCORE, Plugin
 
-Load = tuple[Fraction, Fraction]
+Load = tuple[float, float] | tuple[Fraction, Fraction]
 
 
 def projected_load(requests: dict[str, int], used: dict[str, int],
                    capacity: dict[str, int]) -> Load:
-    """(highest ratio, sum of ratios) of ``used + requests`` over ``capacity``."""
-    ratios = [Fraction(used.get(name, 0) + amount, capacity[name])
+    """(highest ratio, sum of ratios) of ``used + requests`` over ``capacity``.
+
+    One requested resource (most Runs ask only for ``runs``) is a single division: a float
+    is exact enough, since equal ratios round to the same float. Several are summed as exact
+    fractions, so equal sums tie exactly. Every feasible pod of a Run has the same requested
+    resources, so the loads the Run's pods are ranked by are all of one kind."""
+    if len(requests) == 1:  # the hot path: one division per pod
+        ((name, amount),) = requests.items()
+        total = capacity.get(name, 0)
+        ratio = (used.get(name, 0) + amount) / total if amount > 0 and total > 0 else 0.0
+        return ratio, ratio
+    ratios = [(used.get(name, 0) + amount, capacity[name])
               for name, amount in requests.items() if amount > 0 and capacity.get(name, 0) > 0]
-    return max(ratios, default=Fraction(0)), sum(ratios, Fraction(0))
+    if len(ratios) == 1:
+        ratio = ratios[0][0] / ratios[0][1]
+        return ratio, ratio
+    exact = [Fraction(numerator, denominator) for numerator, denominator in ratios]
+    return max(exact, default=Fraction(0)), sum(exact, Fraction(0))
 
 
 def rank_scores(loads: dict[str, Load]) -> dict[str, int]:
