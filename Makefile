@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 BIND   ?= 127.0.0.1
 
-.PHONY: demo test install install-dev lint bench clean
+.PHONY: demo test test-fast install install-dev lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ demo: install
 
 test: install-dev
 	$(BIN)/python -m pytest
+
+# the suite without the tests that start real processes (about a minute and a half here)
+test-fast: install-dev
+	$(BIN)/python -m pytest -m "not processes"
 
 lint: install-dev
 	$(BIN)/lint-imports

@@ -27,6 +27,20 @@ def pytest_sessionstart(session):
         raise pytest.UsageError("CI=true needs DATABASE_URL pointing at PostgreSQL")
 
 
+# Modules whose every test starts real processes (the ``processes`` marker: make test-fast
+# leaves them out; make test runs everything).
+PROCESS_MODULES = ("tests/integration/", "tests/api/test_fuzzing.py",
+                   "tests/runtimed/test_end_to_end.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    root = str(config.rootpath) + "/"
+    for item in items:
+        relative = str(item.path).removeprefix(root)
+        if relative.startswith(PROCESS_MODULES):
+            item.add_marker(pytest.mark.processes)
+
+
 @pytest.fixture
 def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("admin", "admin@example.com", "pw")

@@ -34,6 +34,7 @@ REQUIRED = {"count", "concurrency", "p50_ms", "p99_ms", "runs_per_s", "celery_p5
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.processes
 def test_bench_runs_prints_one_json_line_of_positive_numbers(tmp_path):
     """The real thing on the filesystem broker in a tmp data dir and the test database:
     ``manage.py bench runs`` starts the control worker, beat, the echo worker and a pod."""
@@ -70,6 +71,7 @@ def test_bench_runs_prints_one_json_line_of_positive_numbers(tmp_path):
     assert not get_user_model().objects.filter(username="bench-runs").exists()
 
 
+@pytest.mark.processes
 def test_an_unreachable_broker_is_a_one_line_error(tmp_path):
     env = {**os.environ, "KRUNTIMES_DATA_DIR": str(tmp_path / "data"),
            "CELERY_BROKER_URL": "redis://127.0.0.1:1/0", "PYTHONPATH": str(ROOT),
