@@ -80,14 +80,24 @@ def subtree(procs: dict[int, Proc], root: int) -> set[int]:
     return found
 
 
-def carries(pid: int, step_id: str) -> bool:
-    """Whether the process's environment names this step."""
+def environ(pid: int) -> list[bytes] | None:
+    """The process's environment as ``NAME=value`` entries; None when it cannot be read."""
     try:
         with open(f"{_PROC}/{pid}/environ", "rb") as handle:
-            environ = handle.read()
+            return handle.read().split(b"\0")
     except OSError:
-        return False
-    return f"{STEP_ID_VARIABLE}={step_id}".encode() in environ.split(b"\0")
+        return None
+
+
+def step_of(entries: list[bytes] | None) -> bool:
+    """Whether an environment is a step's (it carries any step id)."""
+    prefix = f"{STEP_ID_VARIABLE}=".encode()
+    return entries is not None and any(item.startswith(prefix) for item in entries)
+
+
+def carries(pid: int, step_id: str) -> bool:
+    """Whether the process's environment names this step."""
+    return f"{STEP_ID_VARIABLE}={step_id}".encode() in (environ(pid) or [])
 
 
 @dataclass
@@ -172,15 +182,9 @@ def kill_step(tree: StepTree, root: int | None = None) -> int:
 def kill_marked(root: int | None = None) -> int:
     """SIGKILL every process below ``root`` that carries any step id (runtimed's exit)."""
     root = os.getpid() if root is None else root
-    prefix = f"{STEP_ID_VARIABLE}=".encode()
     killed = []
     for pid in subtree(processes(), root):
-        try:
-            with open(f"{_PROC}/{pid}/environ", "rb") as handle:
-                environ = handle.read()
-        except OSError:
-            continue
-        if any(item.startswith(prefix) for item in environ.split(b"\0")):
+        if step_of(environ(pid)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
@@ -196,17 +200,10 @@ def kill_pod_leftovers(pod_name: str) -> int:
     runtimed is dead, so nothing is in its subtree any more): for the pod's provider. A step's
     processes carry both ``KRUNTIME_STEP_ID`` and ``KRUNTIME_POD_NAME``."""
     pod = f"KRUNTIME_POD_NAME={pod_name}".encode()
-    prefix = f"{STEP_ID_VARIABLE}=".encode()
     count = 0
     for pid in processes():
-        if pid == os.getpid():
-            continue
-        try:
-            with open(f"{_PROC}/{pid}/environ", "rb") as handle:
-                environ = handle.read().split(b"\0")
-        except OSError:
-            continue
-        if pod in environ and any(item.startswith(prefix) for item in environ):
+        entries = environ(pid)
+        if pid != os.getpid() and step_of(entries) and pod in entries:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 count += 1  # not reaped here: whoever is its parent does

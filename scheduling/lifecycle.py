@@ -189,13 +189,16 @@ def apply_missed_reports(reports: object, now: datetime) -> int:
             by_uid[uuid.UUID(str(report.get("uid")))] = report
         except (AttributeError, ValueError):
             continue
-    waiting = Run.objects.filter(uid__in=list(by_uid), phase__in=ACTIVE_PHASES) \
-        .values_list("uid", flat=True)
+    waiting = set(Run.objects.filter(uid__in=list(by_uid), phase__in=ACTIVE_PHASES)
+                  .values_list("uid", flat=True))
     applied = 0
     for uid in waiting:
         if apply_report(by_uid[uid], now):
             log.warning("applied a report for Run %s that only a heartbeat brought", uid)
             applied += 1
+    # the others changed nothing: a late one among them is still recorded as what happened
+    for run in Run.objects.filter(uid__in=[uid for uid in by_uid if uid not in waiting]):
+        note_if_late(run, by_uid[run.uid])
     return applied
 
 

@@ -199,3 +199,16 @@ def test_only_reports_the_control_plane_no_longer_waits_for_are_confirmed():
                          {"uid": "00000000-0000-0000-0000-000000000000", "attempt": 1}]
     assert dispatch.confirm_reports(beat, [], app=app) == 0
     assert dispatch.confirm_reports(beat, reports[1:2], app=RecordingApp(fail=True)) == 0
+
+
+def test_a_late_report_a_heartbeat_repeats_is_recorded_too(monkeypatch):
+    monkeypatch.setattr("portal.celery.app", RecordingApp())
+    pod_rows, runs = bind_on(1)
+    run, pod = runs[0], pod_rows[0]
+    RuntimePod.objects.filter(pk=pod.pk).delete()
+    lifecycle.reconcile_runs(timezone.now())
+    before = _late("Succeeded", "PodGone")
+    assert lifecycle.apply_missed_reports([report(run, pod, "Succeeded", exitCode=0)],
+                                          timezone.now()) == 0
+    assert _late("Succeeded", "PodGone") == before + 1
+    assert fresh(run).phase == "Failed"
