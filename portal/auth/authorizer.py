@@ -25,6 +25,11 @@ class UserInfo:
     is_superuser: bool = False
 
     @classmethod
+    def of(cls, user) -> UserInfo:
+        """A UserInfo as it is, or the one of a Django user."""
+        return user if isinstance(user, UserInfo) else cls.from_django(user)
+
+    @classmethod
     def from_django(cls, user) -> UserInfo:
         if user is None or not getattr(user, "is_authenticated", False):
             return cls(username="system:anonymous", groups=("system:unauthenticated",))
@@ -75,7 +80,7 @@ def get_authorizer() -> Authorizer:
 def review(user, verb: str, group: str, resource: str, subresource: str = "",
            namespace: str = "", name: str = "", version: str = "") -> Decision:
     """May ``user`` (a Django user or a UserInfo) do ``verb`` on the resource? Superusers may."""
-    info = user if isinstance(user, UserInfo) else UserInfo.from_django(user)
+    info = UserInfo.of(user)
     if info.is_superuser:
         return Decision(True, "superuser")
     attributes = ResourceAttributes(verb=verb, group=group, resource=resource,

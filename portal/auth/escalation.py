@@ -20,8 +20,8 @@ from typing import Any
 from portal.machinery import errors
 
 from .authorizer import UserInfo, review
+from .rbac_serializers import RBAC_GROUP
 
-RBAC_GROUP = "rbac.authorization.k8s.io"
 SHOWN_MISSING = 5
 
 
@@ -95,9 +95,7 @@ def _forbidden(kind: Any, name: str, user: UserInfo, missing: list[str], why: st
 
 def _user(context: Any) -> UserInfo | None:
     user = getattr(context, "user", None)
-    if user is None:
-        return None
-    return user if isinstance(user, UserInfo) else UserInfo.from_django(user)
+    return None if user is None else UserInfo.of(user)
 
 
 def role_admission(kind: Any, new: dict, old: dict | None, context: Any) -> None:
