@@ -52,10 +52,12 @@ class NamespaceAdmin(ResourceAdmin):
             cell = text
             if self.admin_site.is_registered(kind.model):
                 try:
-                    url = reverse(f"{self.admin_site.name}:{opts.app_label}_"
-                                  f"{opts.model_name}_changelist")
-                    cell = format_html('<a href="{}?{}">{}</a>', url,
-                                       urlencode({"namespace": obj.name}), text)
+                    url = reverse(
+                        f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_changelist"
+                    )
+                    cell = format_html(
+                        '<a href="{}?{}">{}</a>', url, urlencode({"namespace": obj.name}), text
+                    )
                 except NoReverseMatch:
                     pass
             rows.append((kind.kind, kind.api_version, cell))
@@ -72,16 +74,25 @@ def rules_table(rules) -> str:
         if not isinstance(rule, dict):
             rows.append((compact(rule), "", "", "", ""))
             continue
-        rows.append((code_list(rule.get("apiGroups")), code_list(rule.get("resources")),
-                     code_list(rule.get("verbs")), code_list(rule.get("resourceNames")),
-                     code_list(rule.get("nonResourceURLs"))))
-    return simple_table(("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"),
-                        rows)
+        rows.append(
+            (
+                code_list(rule.get("apiGroups")),
+                code_list(rule.get("resources")),
+                code_list(rule.get("verbs")),
+                code_list(rule.get("resourceNames")),
+                code_list(rule.get("nonResourceURLs")),
+            )
+        )
+    return simple_table(
+        ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"), rows
+    )
 
 
 class RoleAdminBase(ResourceAdmin):
-    detail_fieldsets = [("Rules", {"fields": ["rules_display"]}),
-                        ("Bound by", {"fields": ["bindings_display"]})]
+    detail_fieldsets = [
+        ("Rules", {"fields": ["rules_display"]}),
+        ("Bound by", {"fields": ["bindings_display"]}),
+    ]
 
     @admin.display(description="rules")
     def rules_display(self, obj):
@@ -93,14 +104,21 @@ class RoleAdminBase(ResourceAdmin):
         if kind_name == "Role":
             found = [b for b in found if b.namespace == obj.namespace]
         else:
-            found += list(ClusterRoleBinding.objects.filter(role_ref__kind=kind_name,
-                                                            role_ref__name=obj.name))
+            found += list(
+                ClusterRoleBinding.objects.filter(role_ref__kind=kind_name, role_ref__name=obj.name)
+            )
         return found
 
     @admin.display(description="bindings")
     def bindings_display(self, obj):
-        rows = [(registry.for_model(type(b)).kind, link_to(b, str(b), self.admin_site),
-                 subjects_summary(b.subjects)) for b in self.bindings(obj)]
+        rows = [
+            (
+                registry.for_model(type(b)).kind,
+                link_to(b, str(b), self.admin_site),
+                subjects_summary(b.subjects),
+            )
+            for b in self.bindings(obj)
+        ]
         if not rows:
             return "not bound"
         return simple_table(("kind", "binding", "subjects"), rows)
@@ -150,8 +168,11 @@ class BindingAdminBase(ResourceAdmin):
         role = find_object(role_kind, getattr(obj, "namespace", None), name)
         text = f"{kind_name}/{name}"
         if role is None:
-            return format_html("{} <span class='k-badge k-bad' title='no such {}'>"
-                               "not found</span>", text, kind_name)
+            return format_html(
+                "{} <span class='k-badge k-bad' title='no such {}'>not found</span>",
+                text,
+                kind_name,
+            )
         return link_to(role, text, self.admin_site)
 
     @admin.display(description="subjects")
@@ -166,8 +187,14 @@ class BindingAdminBase(ResourceAdmin):
             if not isinstance(subject, dict):
                 rows.append((compact(subject), "", "", ""))
                 continue
-            rows.append((compact(subject.get("kind")), compact(subject.get("name")),
-                         compact(subject.get("namespace")), compact(subject.get("apiGroup"))))
+            rows.append(
+                (
+                    compact(subject.get("kind")),
+                    compact(subject.get("name")),
+                    compact(subject.get("namespace")),
+                    compact(subject.get("apiGroup")),
+                )
+            )
         return simple_table(("kind", "name", "namespace", "apiGroup"), rows)
 
 
@@ -179,4 +206,3 @@ class RoleBindingAdmin(BindingAdminBase):
 @admin.register(ClusterRoleBinding)
 class ClusterRoleBindingAdmin(BindingAdminBase):
     pass
-

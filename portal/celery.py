@@ -31,4 +31,3 @@ app.conf.update(
     task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2},
 )
 app.autodiscover_tasks()
-

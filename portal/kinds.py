@@ -18,8 +18,9 @@ from portal.machinery.serializers import StrictSerializer
 
 
 class NamespaceSpecSerializer(StrictSerializer):
-    finalizers = serializers.ListField(child=serializers.CharField(), required=False,
-                                       default=lambda: ["kubernetes"])
+    finalizers = serializers.ListField(
+        child=serializers.CharField(), required=False, default=lambda: ["kubernetes"]
+    )
 
 
 class NamespaceStatusSerializer(StrictSerializer):
@@ -36,13 +37,21 @@ def role_ref_immutable(new: dict, old: dict | None) -> list:
 def register_portal_kinds() -> None:
     from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
 
-    registry.register(ResourceKind(
-        group="", version="v1", kind="Namespace", plural="namespaces", model=Namespace,
-        namespaced=False, short_names=("ns",), name_is_label=True,
-        protected_names=("default",),
-        body={"spec": NamespaceSpecSerializer, "status": NamespaceStatusSerializer},
-        columns=(Column("STATUS", lambda o: o.phase),),
-    ))
+    registry.register(
+        ResourceKind(
+            group="",
+            version="v1",
+            kind="Namespace",
+            plural="namespaces",
+            model=Namespace,
+            namespaced=False,
+            short_names=("ns",),
+            name_is_label=True,
+            protected_names=("default",),
+            body={"spec": NamespaceSpecSerializer, "status": NamespaceStatusSerializer},
+            columns=(Column("STATUS", lambda o: o.phase),),
+        )
+    )
     rules = {"rules": PolicyRuleSerializer(many=True)}
     binding = {"roleRef": RoleRefSerializer, "subjects": SubjectSerializer(many=True)}
     role_ref_column = Column("ROLE", lambda o: f"{o.role_ref.get('kind')}/{o.role_ref.get('name')}")
@@ -50,21 +59,44 @@ def register_portal_kinds() -> None:
         ("Role", "roles", Role, True),
         ("ClusterRole", "clusterroles", ClusterRole, False),
     ):
-        registry.register(ResourceKind(
-            group=RBAC_GROUP, version="v1", kind=kind, plural=plural, model=model,
-            namespaced=namespaced, body=rules, status_field=None, generation_fields=("rules",),
-            admission=(role_admission,),
-            columns=(Column("RULES", lambda o: len(o.rules or [])),),
-        ))
+        registry.register(
+            ResourceKind(
+                group=RBAC_GROUP,
+                version="v1",
+                kind=kind,
+                plural=plural,
+                model=model,
+                namespaced=namespaced,
+                body=rules,
+                status_field=None,
+                generation_fields=("rules",),
+                admission=(role_admission,),
+                columns=(Column("RULES", lambda o: len(o.rules or [])),),
+            )
+        )
     for kind, plural, model, namespaced, validators in (
         ("RoleBinding", "rolebindings", RoleBinding, True, (role_ref_immutable,)),
-        ("ClusterRoleBinding", "clusterrolebindings", ClusterRoleBinding, False,
-         (role_ref_immutable, cluster_binding_rules)),
+        (
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            ClusterRoleBinding,
+            False,
+            (role_ref_immutable, cluster_binding_rules),
+        ),
     ):
-        registry.register(ResourceKind(
-            group=RBAC_GROUP, version="v1", kind=kind, plural=plural, model=model,
-            namespaced=namespaced, body=binding, status_field=None,
-            generation_fields=("roleRef", "subjects"), validators=validators,
-            admission=(binding_admission,),
-            columns=(role_ref_column,),
-        ))
+        registry.register(
+            ResourceKind(
+                group=RBAC_GROUP,
+                version="v1",
+                kind=kind,
+                plural=plural,
+                model=model,
+                namespaced=namespaced,
+                body=binding,
+                status_field=None,
+                generation_fields=("roleRef", "subjects"),
+                validators=validators,
+                admission=(binding_admission,),
+                columns=(role_ref_column,),
+            )
+        )

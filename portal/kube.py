@@ -16,8 +16,9 @@ from kubernetes.config.config_exception import ConfigException
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
-def api_client(*, host: str | None = None,
-               kubeconfig: str | None = None) -> kubernetes.client.ApiClient:
+def api_client(
+    *, host: str | None = None, kubeconfig: str | None = None
+) -> kubernetes.client.ApiClient:
     """A shared ApiClient for ``host`` or ``kubeconfig`` (default: the configured one)."""
     if kubeconfig is None:
         kubeconfig = getattr(settings, "KRUNTIMES_KUBECONFIG", "") or ""
@@ -37,14 +38,20 @@ def configuration(*, host: str = "", kubeconfig: str = "") -> kubernetes.client.
         config.proxy = None  # a test server on localhost is never behind a proxy
         return config
     if kubeconfig:
-        kubernetes.config.load_kube_config(config_file=os.path.expanduser(kubeconfig),
-                                           client_configuration=config, persist_config=False)
+        kubernetes.config.load_kube_config(
+            config_file=os.path.expanduser(kubeconfig),
+            client_configuration=config,
+            persist_config=False,
+        )
         return config
     try:
         kubernetes.config.load_incluster_config(client_configuration=config)
     except ConfigException:
-        kubernetes.config.load_kube_config(config_file=os.path.expanduser(DEFAULT_KUBECONFIG),
-                                           client_configuration=config, persist_config=False)
+        kubernetes.config.load_kube_config(
+            config_file=os.path.expanduser(DEFAULT_KUBECONFIG),
+            client_configuration=config,
+            persist_config=False,
+        )
     return config
 
 

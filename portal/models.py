@@ -37,8 +37,9 @@ class OwnerLink(models.Model):
     dependent_name = models.CharField(max_length=253)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=("owner_uid", "dependent_uid"),
-                                               name="ownerlink_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=("owner_uid", "dependent_uid"), name="ownerlink_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.dependent_kind} {self.dependent_name} -> {self.owner_uid}"
@@ -47,14 +48,22 @@ class OwnerLink(models.Model):
     def record(cls, kind, obj) -> None:
         owners = {ref["uid"] for ref in obj.owner_references or [] if ref.get("uid")}
         cls.objects.filter(dependent_uid=obj.uid).exclude(owner_uid__in=owners).delete()
-        known = set(map(str, cls.objects.filter(dependent_uid=obj.uid)
-                        .values_list("owner_uid", flat=True)))
-        cls.objects.bulk_create([
-            cls(owner_uid=uid, dependent_kind=kind.key, dependent_version=kind.version,
-                dependent_uid=obj.uid, dependent_namespace=getattr(obj, "namespace", "") or "",
-                dependent_name=obj.name)
-            for uid in sorted(owners - known)
-        ])
+        known = set(
+            map(str, cls.objects.filter(dependent_uid=obj.uid).values_list("owner_uid", flat=True))
+        )
+        cls.objects.bulk_create(
+            [
+                cls(
+                    owner_uid=uid,
+                    dependent_kind=kind.key,
+                    dependent_version=kind.version,
+                    dependent_uid=obj.uid,
+                    dependent_namespace=getattr(obj, "namespace", "") or "",
+                    dependent_name=obj.name,
+                )
+                for uid in sorted(owners - known)
+            ]
+        )
 
     @classmethod
     def forget(cls, uid) -> None:
@@ -80,5 +89,9 @@ class OwnerLink(models.Model):
                 link.delete()
                 continue
             refs = [r for r in dependent.owner_references if r.get("uid") != str(owner_uid)]
-            store.patch(kind, link.dependent_namespace or None, link.dependent_name,
-                        {"metadata": {"ownerReferences": refs or None}})
+            store.patch(
+                kind,
+                link.dependent_namespace or None,
+                link.dependent_name,
+                {"metadata": {"ownerReferences": refs or None}},
+            )

@@ -34,16 +34,18 @@ class Child:
         if self.prepare is not None:
             self.prepare(self)
         log.info("starting %s: %s", self.name, " ".join(self.argv))
-        self.process = subprocess.Popen(self.argv, env={**os.environ, **self.env},
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            self.argv, env={**os.environ, **self.env}, start_new_session=True
+        )
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
 
 class Supervisor:
-    def __init__(self, children: list[Child], *, stop_timeout: float = 10.0,
-                 max_backoff: float = 30.0) -> None:
+    def __init__(
+        self, children: list[Child], *, stop_timeout: float = 10.0, max_backoff: float = 30.0
+    ) -> None:
         self.children = children
         self.stop_timeout = stop_timeout
         self.max_backoff = max_backoff
@@ -67,11 +69,17 @@ class Supervisor:
         self._stop_children([child])
         return child
 
-    def run(self, *, poll: float = 0.5, until: Callable[[], bool] | None = None,
-            tick: Callable[[], None] | None = None) -> None:
+    def run(
+        self,
+        *,
+        poll: float = 0.5,
+        until: Callable[[], bool] | None = None,
+        tick: Callable[[], None] | None = None,
+    ) -> None:
         """Supervise until stopped; ``tick`` runs every poll (providers sync their pods)."""
-        previous = {s: signal.signal(s, self._request_stop) for s in (signal.SIGINT,
-                                                                      signal.SIGTERM)}
+        previous = {
+            s: signal.signal(s, self._request_stop) for s in (signal.SIGINT, signal.SIGTERM)
+        }
         try:
             for child in self.children:
                 child.start()
@@ -91,7 +99,7 @@ class Supervisor:
                 continue
             if child.next_start == 0.0:
                 code = child.process.returncode if child.process else None
-                backoff = min(2 ** child.restarts, self.max_backoff)
+                backoff = min(2**child.restarts, self.max_backoff)
                 log.warning("%s exited with %s; restarting in %.0fs", child.name, code, backoff)
                 child.next_start = now + backoff
                 if child.on_exit is not None:

@@ -109,10 +109,13 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and a busy timeout let web, worker and beat share one SQLite file.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-         # take the write lock at BEGIN: a read transaction upgraded to a write fails at once
-         # ("database is locked") instead of waiting out the busy timeout
-         "transaction_mode": "IMMEDIATE"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            # take the write lock at BEGIN: a read transaction upgraded to a write fails at once
+            # ("database is locked") instead of waiting out the busy timeout
+            "transaction_mode": "IMMEDIATE",
+        }
     )
 # Keep connections open across requests and Celery tasks: a new PostgreSQL connection per
 # task cost more than the task itself. Health checks drop a connection that went bad.
@@ -191,12 +194,15 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_DEFAULT_QUEUE = CONTROL_QUEUE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # How often the level-triggered beat passes heal whatever an event missed.
-KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float("KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0)
+KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float(
+    "KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0
+)
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
 # How long a stopped Runtime Pod (and ``manage.py up`` on Ctrl-C/SIGTERM) waits for running
 # steps to finish and report before it is killed; runtimed itself stops steps 5 s earlier.
-KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float("KRUNTIMES_POD_TERMINATION_GRACE_SECONDS",
-                                                    default=30.0)
+KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(
+    "KRUNTIMES_POD_TERMINATION_GRACE_SECONDS", default=30.0
+)
 # The largest request body the API and the admin accept (413 beyond; Kubernetes' 3 MiB).
 KRUNTIMES_MAX_REQUEST_BYTES = env.int("KRUNTIMES_MAX_REQUEST_BYTES", default=3 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KRUNTIMES_MAX_REQUEST_BYTES
@@ -208,8 +214,9 @@ KRUNTIMES_MAX_STREAMS_PER_USER = env.int("KRUNTIMES_MAX_STREAMS_PER_USER", defau
 KRUNTIMES_RUN_LOG_LIMIT_BYTES = env.int("KRUNTIMES_RUN_LOG_LIMIT_BYTES", default=4 * 1024 * 1024)
 # The filesystem ArtifactStore's volumes: one directory per claim name (the local provider's
 # stand-in for the shared PVC; the kubernetes provider mounts the claims there).
-KRUNTIMES_ARTIFACT_VOLUMES = Path(env.str("KRUNTIMES_ARTIFACT_VOLUMES",
-                                          default=str(DATA_DIR / "artifact-volumes"))).resolve()
+KRUNTIMES_ARTIFACT_VOLUMES = Path(
+    env.str("KRUNTIMES_ARTIFACT_VOLUMES", default=str(DATA_DIR / "artifact-volumes"))
+).resolve()
 # Artifact limits runtimed enforces (bytes): per artifact (a directory counts packed) and per Run.
 KRUNTIMES_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_ARTIFACT_MAX_BYTES", default=1 << 30)
 KRUNTIMES_RUN_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_RUN_ARTIFACT_MAX_BYTES", default=10 << 30)

@@ -17,8 +17,10 @@ def garbage_collect(after_id: int = 0) -> dict:
     if after_id == 0:
         foreground = gc.release_foreground(batch)
         namespaces = gc.finalize_namespaces(batch)
-        result.update(released=foreground.released + namespaces.released,
-                      deleted=orphans.deleted + foreground.deleted + namespaces.deleted)
+        result.update(
+            released=foreground.released + namespaces.released,
+            deleted=orphans.deleted + foreground.deleted + namespaces.deleted,
+        )
     if resume_after is not None:
         garbage_collect.apply_async(args=(resume_after,), queue="control")
     return result

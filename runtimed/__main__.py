@@ -14,11 +14,16 @@ from .procgroup import become_subreaper, kill_live_groups
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m runtimed",
-                                     description="the per-Runtime-Pod Celery worker")
-    parser.add_argument("--concurrency", type=int, default=None,
-                        help="tasks executed at once (default: the pod's `runs` capacity + 1, "
-                             "the spare slot serving cancels)")
+    parser = argparse.ArgumentParser(
+        prog="python -m runtimed", description="the per-Runtime-Pod Celery worker"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="tasks executed at once (default: the pod's `runs` capacity + 1, "
+        "the spare slot serving cancels)",
+    )
     parser.add_argument("--loglevel", default=os.environ.get("LOG_LEVEL", "INFO"))
     args = parser.parse_args(argv)
     if args.concurrency is not None and args.concurrency < 1:
@@ -29,13 +34,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def worker_argv(config: PodConfig, concurrency: int, loglevel: str) -> list[str]:
     return [
         "worker",
-        "--pool", "threads",
-        "--concurrency", str(concurrency),
-        "--queues", config.queue,
-        "--hostname", f"{config.pod_name}@%h",
-        "--loglevel", loglevel,
+        "--pool",
+        "threads",
+        "--concurrency",
+        str(concurrency),
+        "--queues",
+        config.queue,
+        "--hostname",
+        f"{config.pod_name}@%h",
+        "--loglevel",
+        loglevel,
         # each pod is on its own: no need to sync with or gossip about other workers
-        "--without-mingle", "--without-gossip",
+        "--without-mingle",
+        "--without-gossip",
     ]
 
 

@@ -37,8 +37,12 @@ def configure(app: Celery, config: PodConfig) -> None:
         broker_connection_retry_on_startup=True,
         # publishing a report must not hang on a dead broker; Reporter retries on top
         broker_connection_timeout=2,
-        task_publish_retry_policy={"max_retries": 2, "interval_start": 0,
-                                   "interval_step": 0.2, "interval_max": 0.5},
+        task_publish_retry_policy={
+            "max_retries": 2,
+            "interval_start": 0,
+            "interval_step": 0.2,
+            "interval_max": 0.5,
+        },
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],

@@ -30,8 +30,13 @@ GZIP_LEVEL = 6  # fixed: the level changes the compressed bytes
 FILE, DIRECTORY = "file", "directory"
 GZIP_TYPE = "application/gzip"
 DEFAULT_TYPE = "application/octet-stream"
-_ENCODING_TYPES = {"gzip": GZIP_TYPE, "bzip2": "application/x-bzip2", "xz": "application/x-xz",
-                   "compress": "application/x-compress", "br": "application/x-brotli"}
+_ENCODING_TYPES = {
+    "gzip": GZIP_TYPE,
+    "bzip2": "application/x-bzip2",
+    "xz": "application/x-xz",
+    "compress": "application/x-compress",
+    "br": "application/x-brotli",
+}
 _DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 # O_NONBLOCK: a FIFO swapped in after the check must not hang the open.
 _FILE_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -78,10 +83,14 @@ class _Digesting:
         return "sha256:" + self.sha256.hexdigest()
 
 
-def collect(artifacts_dir: Path, scratch: Path, *,
-            max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES,
-            max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
-            max_count: int = DEFAULT_MAX_COUNT) -> list[Packed]:
+def collect(
+    artifacts_dir: Path,
+    scratch: Path,
+    *,
+    max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES,
+    max_run_bytes: int = DEFAULT_MAX_RUN_BYTES,
+    max_count: int = DEFAULT_MAX_COUNT,
+) -> list[Packed]:
     """Every top-level entry of ``artifacts_dir`` packed for upload, sorted by name."""
     root_fd = open_artifacts_dir(artifacts_dir)
     if root_fd is None:
@@ -90,8 +99,9 @@ def collect(artifacts_dir: Path, scratch: Path, *,
     try:
         names = sorted(os.listdir(root_fd))
         if len(names) > max_count:
-            raise ArtifactError(f"the step left {len(names)} artifacts; "
-                                f"at most {max_count} are allowed")
+            raise ArtifactError(
+                f"the step left {len(names)} artifacts; at most {max_count} are allowed"
+            )
         for name in names:
             check_name(name)
         total = 0
@@ -99,8 +109,10 @@ def collect(artifacts_dir: Path, scratch: Path, *,
             packed.append(pack(root_fd, artifacts_dir, name, scratch, max_artifact_bytes))
             total += packed[-1].size
             if total > max_run_bytes:
-                raise ArtifactError(f"artifact {name!r} brings the Run's artifacts to {total} "
-                                    f"bytes; the limit is {max_run_bytes} bytes")
+                raise ArtifactError(
+                    f"artifact {name!r} brings the Run's artifacts to {total} "
+                    f"bytes; the limit is {max_run_bytes} bytes"
+                )
     except BaseException:
         _discard_archives(packed)
         raise
@@ -137,8 +149,9 @@ def pack(root_fd: int, artifacts_dir: Path, name: str, scratch: Path, limit: int
     if stat.S_ISDIR(mode):
         archive, size, digest = archive_directory(root_fd, name, scratch, limit)
         return Packed(name, DIRECTORY, archive, size, digest, GZIP_TYPE)
-    raise ArtifactError(f"artifact {name!r} is {_kind(mode)}; "
-                        "only regular files and directories can be artifacts")
+    raise ArtifactError(
+        f"artifact {name!r} is {_kind(mode)}; only regular files and directories can be artifacts"
+    )
 
 
 def file_content_type(name: str) -> str:
@@ -166,8 +179,7 @@ class _NullSink:
         pass
 
 
-def archive_directory(root_fd: int, name: str, scratch: Path,
-                      limit: int) -> tuple[Path, int, str]:
+def archive_directory(root_fd: int, name: str, scratch: Path, limit: int) -> tuple[Path, int, str]:
     """Write the directory ``name`` as a reproducible .tar.gz under ``scratch``."""
     scratch.mkdir(parents=True, exist_ok=True)
     fd, archive = tempfile.mkstemp(prefix="artifact-", suffix=".tar.gz", dir=scratch)
@@ -183,16 +195,26 @@ def archive_directory(root_fd: int, name: str, scratch: Path,
 
 def write_archive(root_fd: int, name: str, sink: _Digesting) -> None:
     """The tree under ``name`` as tar.gz: sorted, no owners, no times, normalised modes."""
-    with gzip.GzipFile(fileobj=sink, mode="wb", mtime=0, filename="",
-                       compresslevel=GZIP_LEVEL) as compressed, \
-            tarfile.TarFile(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT,
-                            encoding="utf-8") as archive:
+    with (
+        gzip.GzipFile(
+            fileobj=sink, mode="wb", mtime=0, filename="", compresslevel=GZIP_LEVEL
+        ) as compressed,
+        tarfile.TarFile(
+            fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8"
+        ) as archive,
+    ):
         for relative, parent_fd, leaf, info in walk_tree(root_fd, name):
             add_member(archive, name, relative, parent_fd, leaf, info)
 
 
-def add_member(archive: tarfile.TarFile, artifact: str, relative: str, parent_fd: int,
-               leaf: str, info: os.stat_result) -> None:
+def add_member(
+    archive: tarfile.TarFile,
+    artifact: str,
+    relative: str,
+    parent_fd: int,
+    leaf: str,
+    info: os.stat_result,
+) -> None:
     member = tarfile.TarInfo(relative)
     member.mtime, member.uid, member.gid, member.uname, member.gname = 0, 0, 0, "", ""
     if stat.S_ISDIR(info.st_mode):
@@ -208,8 +230,9 @@ def add_member(archive: tarfile.TarFile, artifact: str, relative: str, parent_fd
         try:
             archive.addfile(member, handle)
         except OSError as exc:  # the file shrank while it was read
-            raise ArtifactError(f"artifact {artifact!r}: {relative!r} changed while it was "
-                                f"packed: {exc}") from exc
+            raise ArtifactError(
+                f"artifact {artifact!r}: {relative!r} changed while it was packed: {exc}"
+            ) from exc
 
 
 def walk_tree(root_fd: int, name: str) -> Iterator[tuple[str, int, str, os.stat_result]]:
@@ -242,12 +265,15 @@ def _checked_entry(dir_fd: int, leaf: str, artifact: str, relative: str) -> os.s
     try:
         leaf.encode("utf-8")
     except UnicodeEncodeError:
-        raise ArtifactError(f"artifact {artifact!r}: the name {relative!r} "
-                            "is not valid UTF-8") from None
+        raise ArtifactError(
+            f"artifact {artifact!r}: the name {relative!r} is not valid UTF-8"
+        ) from None
     info = _lstat(dir_fd, leaf, f"{artifact}/{relative}")
     if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
-        raise ArtifactError(f"artifact {artifact!r}: {relative!r} is {_kind(info.st_mode)}; "
-                            "an artifact directory may hold only regular files and directories")
+        raise ArtifactError(
+            f"artifact {artifact!r}: {relative!r} is {_kind(info.st_mode)}; "
+            "an artifact directory may hold only regular files and directories"
+        )
     return info
 
 
@@ -269,8 +295,9 @@ def _open_dir(dir_fd: int, leaf: str, where: str) -> int:
     try:
         return os.open(leaf, _DIR_OPEN, dir_fd=dir_fd)
     except OSError as exc:
-        raise ArtifactError(f"cannot open the directory {where!r} (it may have been replaced "
-                            f"by a symlink): {exc}") from exc
+        raise ArtifactError(
+            f"cannot open the directory {where!r} (it may have been replaced by a symlink): {exc}"
+        ) from exc
 
 
 def _open_file(dir_fd: int, leaf: str, where: str) -> int:
@@ -278,8 +305,9 @@ def _open_file(dir_fd: int, leaf: str, where: str) -> int:
     try:
         fd = os.open(leaf, _FILE_OPEN, dir_fd=dir_fd)
     except OSError as exc:
-        raise ArtifactError(f"cannot open {where!r} (it may have been replaced by a "
-                            f"symlink): {exc}") from exc
+        raise ArtifactError(
+            f"cannot open {where!r} (it may have been replaced by a symlink): {exc}"
+        ) from exc
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -289,9 +317,15 @@ def _open_file(dir_fd: int, leaf: str, where: str) -> int:
 
 
 def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-             (stat.S_ISDIR, "a directory"), (stat.S_ISREG, "a regular file"))
+    kinds = (
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISREG, "a regular file"),
+    )
     return next((label for test, label in kinds if test(mode)), "of an unknown type")
 
 

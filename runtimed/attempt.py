@@ -86,11 +86,20 @@ class Failure(Exception):
 class Attempt:
     """Executes one claimed attempt; never raises for anything the Run did."""
 
-    def __init__(self, config: PodConfig, ref: RunRef, spec: RunPayload, run_dir: Path, *,
-                 clock: Clock, control: StepControl, on_output: Callable[[bytes], object] | None,
-                 grace: float = execute.KILL_GRACE_SECONDS,
-                 git_timeout: float = GIT_TIMEOUT_SECONDS,
-                 store_factory: StoreFactory = build_store) -> None:
+    def __init__(
+        self,
+        config: PodConfig,
+        ref: RunRef,
+        spec: RunPayload,
+        run_dir: Path,
+        *,
+        clock: Clock,
+        control: StepControl,
+        on_output: Callable[[bytes], object] | None,
+        grace: float = execute.KILL_GRACE_SECONDS,
+        git_timeout: float = GIT_TIMEOUT_SECONDS,
+        store_factory: StoreFactory = build_store,
+    ) -> None:
         self.config, self.ref, self.spec = config, ref, spec
         self.files = AttemptFiles(run_dir, ref.attempt)
         self.clock, self.control, self.on_output = clock, control, on_output
@@ -102,8 +111,9 @@ class Attempt:
         try:
             cwd, script = self._prepare()
         except Failure as failure:
-            return Outcome(Result(FAILED, failure.reason, failure.message, None, start,
-                                  self.clock()))
+            return Outcome(
+                Result(FAILED, failure.reason, failure.message, None, start, self.clock())
+            )
         result = self._execute(cwd, script)
         if result.phase != SUCCEEDED:
             return Outcome(result)
@@ -124,14 +134,14 @@ class Attempt:
             if spec.mode != "task":
                 raise PrepareError(f"mode {spec.mode!r} is not supported by this runtimed")
             self.files.create()
-            staged = stage(spec.source, spec.entrypoint, self.files.run_dir,
-                           git_timeout=self.git_timeout)
+            staged = stage(
+                spec.source, spec.entrypoint, self.files.run_dir, git_timeout=self.git_timeout
+            )
             cwd = execute.working_directory(self.config.workspace, spec.working_dir)
         except PrepareError as exc:
             raise Failure("PrepareSource", exc.message) from None
         except OSError as exc:
-            raise Failure("PrepareSource", f"cannot prepare the attempt directory: {exc}") \
-                from None
+            raise Failure("PrepareSource", f"cannot prepare the attempt directory: {exc}") from None
         for index, item in enumerate(spec.artifact_inputs):
             self._stage_input(index, item.ref, item.path, cwd)
         return cwd, staged.script
@@ -151,34 +161,55 @@ class Attempt:
         if self._store is None:
             if not self.spec.artifact_store:
                 raise StoreError(f"the Runtime has no artifactStore to {purpose}")
-            self._store = self.store_factory(self.spec.artifact_store,
-                                             volumes_root=self.config.artifact_volumes,
-                                             secrets_dir=self.config.secrets_dir)
+            self._store = self.store_factory(
+                self.spec.artifact_store,
+                volumes_root=self.config.artifact_volumes,
+                secrets_dir=self.config.secrets_dir,
+            )
         return self._store
 
     # --- execute ---------------------------------------------------------------------------
 
     def _execute(self, cwd: Path, script: Path) -> Result:
-        env = execute.step_env(self.spec.env, {
-            **execute.identity_env(
-                run_name=self.ref.name, run_namespace=self.ref.namespace, run_uid=self.ref.uid,
-                attempt=self.ref.attempt, pod_name=self.config.pod_name,
-                workspace=self.config.workspace, run_dir=self.files.run_dir),
-            "KRUNTIME_OUTPUTS": str(self.files.outputs),
-            "KRUNTIME_ARTIFACTS_DIR": str(self.files.artifacts),
-        })
-        step = Step(script, self.spec.args, cwd, env, self.files.log, self.spec.timeout_seconds,
-                    on_output=self.on_output, control=self.control)
+        env = execute.step_env(
+            self.spec.env,
+            {
+                **execute.identity_env(
+                    run_name=self.ref.name,
+                    run_namespace=self.ref.namespace,
+                    run_uid=self.ref.uid,
+                    attempt=self.ref.attempt,
+                    pod_name=self.config.pod_name,
+                    workspace=self.config.workspace,
+                    run_dir=self.files.run_dir,
+                ),
+                "KRUNTIME_OUTPUTS": str(self.files.outputs),
+                "KRUNTIME_ARTIFACTS_DIR": str(self.files.artifacts),
+            },
+        )
+        step = Step(
+            script,
+            self.spec.args,
+            cwd,
+            env,
+            self.files.log,
+            self.spec.timeout_seconds,
+            on_output=self.on_output,
+            control=self.control,
+        )
         return execute.run_step(step, clock=self.clock, grace=self.grace)
 
     # --- collect ---------------------------------------------------------------------------
 
     def _pack(self) -> list[Packed]:
         try:
-            return collect(self.files.artifacts, self.files.scratch,
-                           max_artifact_bytes=self.config.max_artifact_bytes,
-                           max_run_bytes=self.config.max_run_artifact_bytes,
-                           max_count=MAX_ARTIFACTS)
+            return collect(
+                self.files.artifacts,
+                self.files.scratch,
+                max_artifact_bytes=self.config.max_artifact_bytes,
+                max_run_bytes=self.config.max_run_artifact_bytes,
+                max_count=MAX_ARTIFACTS,
+            )
         except ArtifactError as exc:
             raise Failure("ArtifactInvalid", exc.message) from None
 
@@ -190,24 +221,33 @@ class Attempt:
             store = self._artifact_store("upload artifacts to")
         except StoreError as exc:
             names = ", ".join(p.name for p in packed)
-            raise Failure("ArtifactInvalid", f"the step left artifacts ({names}) but {exc}") \
-                from None
+            raise Failure(
+                "ArtifactInvalid", f"the step left artifacts ({names}) but {exc}"
+            ) from None
         refs: list[dict] = []
         try:
             for item in packed:
                 refs.append(self._put(store, scope, item))
         except (StoreError, OSError) as exc:
             self._delete_uploaded(store, scope, refs)
-            raise Failure("RuntimeError", f"uploading artifact {item.name!r} failed: {exc}") \
-                from None
+            raise Failure(
+                "RuntimeError", f"uploading artifact {item.name!r} failed: {exc}"
+            ) from None
         return refs
 
     def _put(self, store: ArtifactStore, scope: RunScope, item: Packed) -> dict:
         with open(item.path, "rb") as source:
             location = store.put(scope, item.name, source, item.size, item.content_type)
-        return {"name": item.name, "driver": store.driver, "type": item.type,
-                "location": location, "sizeBytes": item.size, "digest": item.digest,
-                "contentType": item.content_type, "createdAt": rfc3339(self.clock())}
+        return {
+            "name": item.name,
+            "driver": store.driver,
+            "type": item.type,
+            "location": location,
+            "sizeBytes": item.size,
+            "digest": item.digest,
+            "contentType": item.content_type,
+            "createdAt": rfc3339(self.clock()),
+        }
 
     @staticmethod
     def _delete_uploaded(store: ArtifactStore, scope: RunScope, refs: list[dict]) -> None:
@@ -215,8 +255,12 @@ class Attempt:
             try:
                 store.delete(scope, ref["name"])
             except StoreError:
-                log.warning("could not delete partial upload %s of Run %s", ref["name"],
-                            scope.run_uid, exc_info=True)
+                log.warning(
+                    "could not delete partial upload %s of Run %s",
+                    ref["name"],
+                    scope.run_uid,
+                    exc_info=True,
+                )
 
     def _failed(self, result: Result, reason: str, message: str) -> Result:
         return Result(FAILED, reason, message, result.exit_code, result.start, self.clock())

@@ -78,9 +78,17 @@ class PodConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PodConfig:
         env = os.environ if environ is None else environ
-        missing = [name for name in ("KRUNTIME_POD_NAME", "KRUNTIME_POD_UID",
-                                     "KRUNTIME_POD_NAMESPACE", "KRUNTIME_RUNTIME",
-                                     "KRUNTIME_WORKSPACE") if not env.get(name, "").strip()]
+        missing = [
+            name
+            for name in (
+                "KRUNTIME_POD_NAME",
+                "KRUNTIME_POD_UID",
+                "KRUNTIME_POD_NAMESPACE",
+                "KRUNTIME_RUNTIME",
+                "KRUNTIME_WORKSPACE",
+            )
+            if not env.get(name, "").strip()
+        ]
         if missing:
             raise ConfigError("runtimed needs these environment variables: " + ", ".join(missing))
         broker_url = env.get("CELERY_BROKER_URL", "").strip() or "filesystem://"
@@ -91,19 +99,23 @@ class PodConfig:
             runtime=env["KRUNTIME_RUNTIME"].strip(),
             workspace=_workspace(env["KRUNTIME_WORKSPACE"].strip()),
             capacity=_capacity(env.get("KRUNTIME_CAPACITY", "")),
-            heartbeat_seconds=_positive(env, "KRUNTIME_HEARTBEAT_SECONDS",
-                                        DEFAULT_HEARTBEAT_SECONDS),
+            heartbeat_seconds=_positive(
+                env, "KRUNTIME_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS
+            ),
             broker_url=broker_url,
             broker_dir=_broker_dir(env) if broker_url.startswith("filesystem://") else None,
             polling_interval=_positive(env, "CELERY_POLLING_INTERVAL", DEFAULT_POLLING_INTERVAL),
             artifact_volumes=_optional_dir(env, "KRUNTIME_ARTIFACT_VOLUMES"),
             secrets_dir=_optional_dir(env, "KRUNTIME_SECRETS_DIR"),
-            max_artifact_bytes=_bytes(env, "KRUNTIME_ARTIFACT_MAX_BYTES",
-                                      DEFAULT_MAX_ARTIFACT_BYTES),
-            max_run_artifact_bytes=_bytes(env, "KRUNTIME_RUN_ARTIFACT_MAX_BYTES",
-                                          DEFAULT_MAX_RUN_ARTIFACT_BYTES),
-            termination_grace_seconds=_positive(env, "KRUNTIME_TERMINATION_GRACE_SECONDS",
-                                                DEFAULT_TERMINATION_GRACE_SECONDS),
+            max_artifact_bytes=_bytes(
+                env, "KRUNTIME_ARTIFACT_MAX_BYTES", DEFAULT_MAX_ARTIFACT_BYTES
+            ),
+            max_run_artifact_bytes=_bytes(
+                env, "KRUNTIME_RUN_ARTIFACT_MAX_BYTES", DEFAULT_MAX_RUN_ARTIFACT_BYTES
+            ),
+            termination_grace_seconds=_positive(
+                env, "KRUNTIME_TERMINATION_GRACE_SECONDS", DEFAULT_TERMINATION_GRACE_SECONDS
+            ),
         )
 
 
@@ -148,8 +160,9 @@ def _capacity(value: str) -> dict[str, int]:
         raise ConfigError('KRUNTIME_CAPACITY must be a JSON object, e.g. {"runs": 2}')
     for name, amount in parsed.items():
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-            raise ConfigError(f"KRUNTIME_CAPACITY[{name!r}] must be a non-negative integer, "
-                              f"got {amount!r}")
+            raise ConfigError(
+                f"KRUNTIME_CAPACITY[{name!r}] must be a non-negative integer, got {amount!r}"
+            )
     return parsed
 
 
@@ -169,8 +182,10 @@ def _positive(env: Mapping[str, str], name: str, default: float) -> float:
 def _broker_dir(env: Mapping[str, str]) -> Path:
     raw = env.get("KRUNTIMES_BROKER_DIR", "").strip()
     if not raw:
-        raise ConfigError("the filesystem broker (CELERY_BROKER_URL=filesystem://) needs "
-                          "KRUNTIMES_BROKER_DIR, the folder holding queue/, processed/, control/")
+        raise ConfigError(
+            "the filesystem broker (CELERY_BROKER_URL=filesystem://) needs "
+            "KRUNTIMES_BROKER_DIR, the folder holding queue/, processed/, control/"
+        )
     path = Path(raw)
     if not path.is_absolute():
         raise ConfigError(f"KRUNTIMES_BROKER_DIR must be an absolute path, got {raw!r}")

@@ -112,8 +112,16 @@ class Step:
     control: StepControl | None = None
 
 
-def identity_env(*, run_name: str, run_namespace: str, run_uid: str, attempt: int,
-                 pod_name: str, workspace: Path, run_dir: Path) -> dict[str, str]:
+def identity_env(
+    *,
+    run_name: str,
+    run_namespace: str,
+    run_uid: str,
+    attempt: int,
+    pod_name: str,
+    workspace: Path,
+    run_dir: Path,
+) -> dict[str, str]:
     return {
         "KRUNTIME_RUN_NAME": run_name,
         "KRUNTIME_RUN_NAMESPACE": run_namespace,
@@ -180,14 +188,21 @@ def _tee(sink: BinaryIO, copy: Callable[[bytes], object] | None) -> Callable[[by
 
 def stopped_result(control: StepControl, start: datetime, end: datetime) -> Result:
     if control.terminating:
-        return Result(FAILED, "PodTerminating", "the Runtime Pod shut down before the step "
-                      "finished; its processes were killed", None, start, end)
+        return Result(
+            FAILED,
+            "PodTerminating",
+            "the Runtime Pod shut down before the step finished; its processes were killed",
+            None,
+            start,
+            end,
+        )
     return cancelled_result(start, end)
 
 
 def cancelled_result(start: datetime, end: datetime) -> Result:
-    return Result(CANCELLED, "Cancelled", "the Run was cancelled; its processes were killed",
-                  None, start, end)
+    return Result(
+        CANCELLED, "Cancelled", "the Run was cancelled; its processes were killed", None, start, end
+    )
 
 
 def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SECONDS) -> Result:
@@ -201,13 +216,19 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
     with open(step.log_path, "wb", buffering=0) as sink:
         try:
             process = subprocess.Popen(
-                [bash, str(step.script), *step.args], cwd=step.cwd,
+                [bash, str(step.script), *step.args],
+                cwd=step.cwd,
                 env={**step.env, proctree.STEP_ID_VARIABLE: step_id},
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True)
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
         except OSError as exc:
-            return Result(FAILED, "RuntimeError", f"cannot start the step: {exc}", None,
-                          start, clock())
+            return Result(
+                FAILED, "RuntimeError", f"cannot start the step: {exc}", None, start, clock()
+            )
         tree = proctree.StepTree(step_id, process.pid)
         tree.watch()
         procgroup.track(process.pid)
@@ -247,20 +268,39 @@ def _wait(process: subprocess.Popen, timeout: float | None) -> bool:
     return False
 
 
-def outcome(returncode: int, timed_out: bool, timeout: float | None,
-            start: datetime, end: datetime) -> Result:
+def outcome(
+    returncode: int, timed_out: bool, timeout: float | None, start: datetime, end: datetime
+) -> Result:
     if timed_out:
-        return Result(TIMEOUT, "Timeout", f"the step did not finish within {timeout:g}s "
-                      "and was killed", None, start, end)
+        return Result(
+            TIMEOUT,
+            "Timeout",
+            f"the step did not finish within {timeout:g}s and was killed",
+            None,
+            start,
+            end,
+        )
     if returncode == 0:
         return Result(SUCCEEDED, "", "", 0, start, end)
     if returncode < 0:
         name = _signal_name(-returncode)
         code = 128 - returncode
-        return Result(FAILED, "RuntimeExecute",
-                      f"the step exited with exit code {code} (killed by {name})", code, start, end)
-    return Result(FAILED, "RuntimeExecute", f"the step exited with exit code {returncode}",
-                  returncode, start, end)
+        return Result(
+            FAILED,
+            "RuntimeExecute",
+            f"the step exited with exit code {code} (killed by {name})",
+            code,
+            start,
+            end,
+        )
+    return Result(
+        FAILED,
+        "RuntimeExecute",
+        f"the step exited with exit code {returncode}",
+        returncode,
+        start,
+        end,
+    )
 
 
 def _signal_name(signum: int) -> str:

@@ -55,8 +55,11 @@ class Channel(filesystem.Channel):
 
     def _size(self, queue):
         wanted = f"{queue}.msg"
-        return sum(1 for name in os.listdir(self.data_folder_in)
-                   if not name.startswith(_PARTIAL) and name.partition(".")[2] == wanted)
+        return sum(
+            1
+            for name in os.listdir(self.data_folder_in)
+            if not name.startswith(_PARTIAL) and name.partition(".")[2] == wanted
+        )
 
 
 class Transport(filesystem.Transport):

@@ -56,8 +56,7 @@ class Heartbeat:
         if self.running:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="runtimed-heartbeat",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="runtimed-heartbeat", daemon=True)
         self._thread.start()
 
     def beat_now(self) -> None:
@@ -83,10 +82,13 @@ class Heartbeat:
                 return
 
 
-def pod_heartbeat(config: PodConfig, active: ActiveRuns, reporter: Reporter,
-                  clock: Clock = utc_now) -> Heartbeat:
-    return Heartbeat(lambda: reporter.heartbeat(heartbeat_message(config, active, clock)),
-                     config.heartbeat_seconds)
+def pod_heartbeat(
+    config: PodConfig, active: ActiveRuns, reporter: Reporter, clock: Clock = utc_now
+) -> Heartbeat:
+    return Heartbeat(
+        lambda: reporter.heartbeat(heartbeat_message(config, active, clock)),
+        config.heartbeat_seconds,
+    )
 
 
 def connect(app: Celery, heartbeat: Heartbeat) -> None:

@@ -55,8 +55,9 @@ class _Entry:
     link: Parts | None = None  # a hard link's target, as parts from the archive root
 
 
-def stage_input(stream: BinaryIO, ref: dict, destination_root: Path, path: str, *,
-                spool_dir: Path) -> Path:
+def stage_input(
+    stream: BinaryIO, ref: dict, destination_root: Path, path: str, *, spool_dir: Path
+) -> Path:
     """Verify the artifact read from ``stream`` and put it at ``destination_root / path``."""
     parts = split_input_path(path)
     name = str(ref.get("name") or "?")
@@ -84,8 +85,9 @@ def split_input_path(path: str) -> Parts:
         raise StagingError(f"artifact input path {path!r} must be relative")
     parts = tuple(path.split("/"))
     if any(part in ("", ".", "..") for part in parts):
-        raise StagingError(f"artifact input path {path!r} must not contain empty, '.' or '..' "
-                           "segments")
+        raise StagingError(
+            f"artifact input path {path!r} must not contain empty, '.' or '..' segments"
+        )
     return parts
 
 
@@ -94,8 +96,7 @@ def expected_size(ref: dict) -> int | None:
     if size is None:
         return None
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise StagingError(f"artifact input {ref.get('name')!r} has an invalid sizeBytes "
-                           f"{size!r}")
+        raise StagingError(f"artifact input {ref.get('name')!r} has an invalid sizeBytes {size!r}")
     return size
 
 
@@ -106,13 +107,16 @@ def expected_digest(ref: dict) -> str | None:
         return None
     match = _DIGEST.fullmatch(digest) if isinstance(digest, str) else None
     if match is None:
-        raise StagingError(f"artifact input {ref.get('name')!r} has an invalid digest "
-                           f"{digest!r}; expected sha256:<64 hex digits>")
+        raise StagingError(
+            f"artifact input {ref.get('name')!r} has an invalid digest "
+            f"{digest!r}; expected sha256:<64 hex digits>"
+        )
     return match.group(1).lower()
 
 
-def spool_stream(stream: BinaryIO, spool_dir: Path, name: str, size: int | None,
-                 digest: str | None) -> Path:
+def spool_stream(
+    stream: BinaryIO, spool_dir: Path, name: str, size: int | None, digest: str | None
+) -> Path:
     """Copy ``stream`` to a temp file under ``spool_dir`` while hashing, then verify it."""
     spool_dir.mkdir(parents=True, exist_ok=True)
     fd, spool_name = tempfile.mkstemp(prefix="input-", suffix=".spool", dir=spool_dir)
@@ -122,8 +126,10 @@ def spool_stream(stream: BinaryIO, spool_dir: Path, name: str, size: int | None,
         if size is not None and count != size:
             raise StagingError(f"artifact input {name!r} is {count} bytes; its ref says {size}")
         if digest is not None and sha256.hexdigest() != digest:
-            raise StagingError(f"artifact input {name!r} has digest sha256:{sha256.hexdigest()}"
-                               f"; its ref says sha256:{digest}")
+            raise StagingError(
+                f"artifact input {name!r} has digest sha256:{sha256.hexdigest()}"
+                f"; its ref says sha256:{digest}"
+            )
     except BaseException:
         spool.unlink(missing_ok=True)
         raise
@@ -137,8 +143,9 @@ def _copy_hashing(stream: BinaryIO, fd: int, name: str, size: int | None):
             while chunk := stream.read(CHUNK):
                 count += len(chunk)
                 if size is not None and count > size:  # stop early: it cannot match any more
-                    raise StagingError(f"artifact input {name!r} is larger than the "
-                                       f"{size} bytes its ref says")
+                    raise StagingError(
+                        f"artifact input {name!r} is larger than the {size} bytes its ref says"
+                    )
                 sha256.update(chunk)
                 spool.write(chunk)
     except OSError as exc:
@@ -152,8 +159,10 @@ def place_file(spool: Path, root: Path, parts: Parts, name: str) -> None:
         leaf = parts[-1]
         existing = _lstat_or_none(parents.fd, leaf)
         if existing is not None and not stat.S_ISREG(existing.st_mode):
-            raise StagingError(f"artifact input {name!r}: {'/'.join(parts)!r} already exists "
-                               f"and is {_kind(existing.st_mode)}, not a regular file")
+            raise StagingError(
+                f"artifact input {name!r}: {'/'.join(parts)!r} already exists "
+                f"and is {_kind(existing.st_mode)}, not a regular file"
+            )
         temporary = STAGING_PREFIX + secrets.token_hex(8)
         try:
             with open(spool, "rb") as source:
@@ -161,8 +170,9 @@ def place_file(spool: Path, root: Path, parts: Parts, name: str) -> None:
             os.replace(temporary, leaf, src_dir_fd=parents.fd, dst_dir_fd=parents.fd)
         except OSError as exc:
             _unlink_quietly(parents.fd, temporary)
-            raise StagingError(f"cannot write artifact input {name!r} to "
-                               f"{'/'.join(parts)!r}: {exc}") from exc
+            raise StagingError(
+                f"cannot write artifact input {name!r} to {'/'.join(parts)!r}: {exc}"
+            ) from exc
 
 
 def place_tree(spool: Path, root: Path, parts: Parts, name: str) -> None:
@@ -174,19 +184,26 @@ def place_tree(spool: Path, root: Path, parts: Parts, name: str) -> None:
                 _check_tree_destination(parents.fd, parts, name)
                 _extract_then_rename(archive, plan, parents, root, parts, name)
     except (tarfile.TarError, EOFError, zlib.error) as exc:
-        raise StagingError(f"artifact input {name!r} is not a readable tar archive: "
-                           f"{exc}") from exc
+        raise StagingError(f"artifact input {name!r} is not a readable tar archive: {exc}") from exc
 
 
 def _check_tree_destination(parent_fd: int, parts: Parts, name: str) -> None:
     existing = _lstat_or_none(parent_fd, parts[-1])
     if existing is not None and not stat.S_ISDIR(existing.st_mode):
-        raise StagingError(f"artifact input {name!r}: {'/'.join(parts)!r} already exists and "
-                           f"is {_kind(existing.st_mode)}, not a directory")
+        raise StagingError(
+            f"artifact input {name!r}: {'/'.join(parts)!r} already exists and "
+            f"is {_kind(existing.st_mode)}, not a directory"
+        )
 
 
-def _extract_then_rename(archive: tarfile.TarFile, plan: list[_Entry], parents: _Parents,
-                         root: Path, parts: Parts, name: str) -> None:
+def _extract_then_rename(
+    archive: tarfile.TarFile,
+    plan: list[_Entry],
+    parents: _Parents,
+    root: Path,
+    parts: Parts,
+    name: str,
+) -> None:
     temporary = STAGING_PREFIX + secrets.token_hex(8)
     try:
         os.mkdir(temporary, 0o700, dir_fd=parents.fd)
@@ -202,8 +219,9 @@ def _extract_then_rename(archive: tarfile.TarFile, plan: list[_Entry], parents: 
     except BaseException as exc:
         shutil.rmtree(temporary, dir_fd=parents.fd, ignore_errors=True)
         if isinstance(exc, OSError):
-            raise StagingError(f"cannot extract artifact input {name!r} into "
-                               f"{'/'.join(parts)!r}: {exc}") from exc
+            raise StagingError(
+                f"cannot extract artifact input {name!r} into {'/'.join(parts)!r}: {exc}"
+            ) from exc
         raise
 
 
@@ -260,10 +278,15 @@ def member_kind(member: tarfile.TarInfo, name: str) -> str:
         return FILE
     if member.issym():
         return SYMLINK
-    what = {tarfile.CHRTYPE: "a character device", tarfile.BLKTYPE: "a block device",
-            tarfile.FIFOTYPE: "a FIFO"}.get(member.type, f"of unsupported type {member.type!r}")
-    raise StagingError(f"artifact input {name!r}: member {member.name!r} is {what}; only "
-                       "regular files, directories, symlinks and hard links can be staged")
+    what = {
+        tarfile.CHRTYPE: "a character device",
+        tarfile.BLKTYPE: "a block device",
+        tarfile.FIFOTYPE: "a FIFO",
+    }.get(member.type, f"of unsupported type {member.type!r}")
+    raise StagingError(
+        f"artifact input {name!r}: member {member.name!r} is {what}; only "
+        "regular files, directories, symlinks and hard links can be staged"
+    )
 
 
 def _claim_parents(kinds: dict[Parts, str], parts: Parts, shown: str, name: str) -> None:
@@ -272,15 +295,19 @@ def _claim_parents(kinds: dict[Parts, str], parts: Parts, shown: str, name: str)
         above = parts[:depth]
         kind = kinds.setdefault(above, DIR)
         if kind != DIR:
-            raise StagingError(f"artifact input {name!r}: member {shown!r} passes through "
-                               f"{'/'.join(above)!r}, which is a {kind}")
+            raise StagingError(
+                f"artifact input {name!r}: member {shown!r} passes through "
+                f"{'/'.join(above)!r}, which is a {kind}"
+            )
 
 
 def _claim(kinds: dict[Parts, str], parts: Parts, kind: str, shown: str, name: str) -> None:
     earlier = kinds.get(parts)
     if earlier is not None and (earlier, kind) != (DIR, DIR):
-        raise StagingError(f"artifact input {name!r}: member {shown!r} appears more than once "
-                           f"(as a {earlier}, then as a {kind})")
+        raise StagingError(
+            f"artifact input {name!r}: member {shown!r} appears more than once "
+            f"(as a {earlier}, then as a {kind})"
+        )
     kinds[parts] = kind
 
 
@@ -289,18 +316,23 @@ def _hard_link_target(kinds: dict[Parts, str], member: tarfile.TarInfo, name: st
     what = f"hard link {member.name + ' -> ' + member.linkname!r}"
     target = member_parts(member.linkname, what, name)
     if not target or kinds.get(target) != FILE or target == member_parts(member.name, what, name):
-        raise StagingError(f"artifact input {name!r}: {what} does not point at an earlier "
-                           "regular file of the archive")
+        raise StagingError(
+            f"artifact input {name!r}: {what} does not point at an earlier "
+            "regular file of the archive"
+        )
     return target
 
 
-def check_symlink_target(kinds: dict[Parts, str], symlinks: dict[Parts, str], parts: Parts,
-                         target: str, name: str) -> None:
+def check_symlink_target(
+    kinds: dict[Parts, str], symlinks: dict[Parts, str], parts: Parts, target: str, name: str
+) -> None:
     """Resolve the target the way the kernel would, over the archive's tree: stay inside."""
     shown = f"{'/'.join(parts)} -> {target}"
     if not target or "\0" in target or target.startswith("/"):
-        raise StagingError(f"artifact input {name!r}: symlink {shown!r} must have a relative "
-                           "target inside the destination")
+        raise StagingError(
+            f"artifact input {name!r}: symlink {shown!r} must have a relative "
+            "target inside the destination"
+        )
     current: list[str] = list(parts[:-1])
     pending = target.split("/")
     hops = 0
@@ -310,8 +342,9 @@ def check_symlink_target(kinds: dict[Parts, str], symlinks: dict[Parts, str], pa
             continue
         if segment == "..":
             if not current:
-                raise StagingError(f"artifact input {name!r}: symlink {shown!r} points outside "
-                                   "the destination")
+                raise StagingError(
+                    f"artifact input {name!r}: symlink {shown!r} points outside the destination"
+                )
             current.pop()
             continue
         candidate = (*current, segment)
@@ -321,16 +354,21 @@ def check_symlink_target(kinds: dict[Parts, str], symlinks: dict[Parts, str], pa
         hops += 1
         inner = symlinks[candidate]
         if inner.startswith("/"):
-            raise StagingError(f"artifact input {name!r}: symlink {shown!r} points outside the "
-                               f"destination through the absolute symlink {'/'.join(candidate)!r}")
+            raise StagingError(
+                f"artifact input {name!r}: symlink {shown!r} points outside the "
+                f"destination through the absolute symlink {'/'.join(candidate)!r}"
+            )
         if hops > MAX_SYMLINK_HOPS:
-            raise StagingError(f"artifact input {name!r}: symlink {shown!r} goes through more "
-                               f"than {MAX_SYMLINK_HOPS} symlinks (a loop?)")
+            raise StagingError(
+                f"artifact input {name!r}: symlink {shown!r} goes through more "
+                f"than {MAX_SYMLINK_HOPS} symlinks (a loop?)"
+            )
         pending[:0] = inner.split("/")  # the kernel resolves the link from where it sits
 
 
-def extract_member(archive: tarfile.TarFile, entry: _Entry, tree_fd: int, tree_path: Path,
-                   name: str) -> None:
+def extract_member(
+    archive: tarfile.TarFile, entry: _Entry, tree_fd: int, tree_path: Path, name: str
+) -> None:
     """Create one checked member under the fresh tree, never following a symlink."""
     _data_filter(entry.member, tree_path, name)  # a second guard; the plan already checked
     parent_fd = _open_dirs(tree_fd, entry.parts[:-1], create=True)
@@ -364,8 +402,9 @@ def _data_filter(member: tarfile.TarInfo, tree_path: Path, name: str) -> None:
 def _link(tree_fd: int, target: Parts, parent_fd: int, leaf: str) -> None:
     target_parent = _open_dirs(tree_fd, target[:-1], create=False)
     try:
-        os.link(target[-1], leaf, src_dir_fd=target_parent, dst_dir_fd=parent_fd,
-                follow_symlinks=False)
+        os.link(
+            target[-1], leaf, src_dir_fd=target_parent, dst_dir_fd=parent_fd, follow_symlinks=False
+        )
     finally:
         if target_parent != tree_fd:
             os.close(target_parent)
@@ -419,8 +458,7 @@ class _Parents:
         try:
             self.fds.append(os.open(self.root, os.O_RDONLY | os.O_DIRECTORY))
         except OSError as exc:
-            raise StagingError(f"the staging root {self.root} is not a directory: "
-                               f"{exc}") from exc
+            raise StagingError(f"the staging root {self.root} is not a directory: {exc}") from exc
         try:
             for index, part in enumerate(self.parts[:-1]):
                 self.fds.append(self._descend(index, part))
@@ -430,7 +468,7 @@ class _Parents:
         return self
 
     def _descend(self, index: int, part: str) -> int:
-        shown = "/".join(self.parts[:index + 1])
+        shown = "/".join(self.parts[: index + 1])
         try:
             return os.open(part, _DIR_OPEN, dir_fd=self.fd)
         except FileNotFoundError:
@@ -438,15 +476,18 @@ class _Parents:
         except OSError as exc:
             existing = _lstat_or_none(self.fd, part)
             kind = _kind(existing.st_mode) if existing else "not openable"
-            raise StagingError(f"artifact input {self.name!r}: {shown!r} is {kind}; staging "
-                               "never writes through it") from exc
+            raise StagingError(
+                f"artifact input {self.name!r}: {shown!r} is {kind}; staging "
+                "never writes through it"
+            ) from exc
         try:
             os.mkdir(part, 0o755, dir_fd=self.fd)
             self.created.append(index)
             return os.open(part, _DIR_OPEN, dir_fd=self.fd)
         except OSError as exc:
-            raise StagingError(f"artifact input {self.name!r}: cannot create {shown!r}: "
-                               f"{exc}") from exc
+            raise StagingError(
+                f"artifact input {self.name!r}: cannot create {shown!r}: {exc}"
+            ) from exc
 
     def rollback(self) -> None:
         """Remove (deepest first) the parent directories this created, if still empty."""
@@ -476,8 +517,13 @@ def _unlink_quietly(dir_fd: int, leaf: str) -> None:
 
 
 def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"),
-             (stat.S_ISREG, "a regular file"), (stat.S_ISFIFO, "a FIFO"),
-             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"))
+    kinds = (
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
     return next((label for test, label in kinds if test(mode)), "of an unknown type")

@@ -30,13 +30,29 @@ Send = Callable[[str, dict], bool]
 class LogShipper:
     """Batches raw output into ``append_log`` chunks; ``write`` never blocks on the broker."""
 
-    def __init__(self, send: Send, *, namespace: str, name: str, uid: str, attempt: int,
-                 pod_uid: str, flush_bytes: int = 65536, flush_interval: float = 0.25,
-                 max_backlog_bytes: int = 8 * MiB, clock: Callable[[], float] = time.monotonic,
-                 background: bool = True) -> None:
+    def __init__(
+        self,
+        send: Send,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        attempt: int,
+        pod_uid: str,
+        flush_bytes: int = 65536,
+        flush_interval: float = 0.25,
+        max_backlog_bytes: int = 8 * MiB,
+        clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
+    ) -> None:
         self._send = send
-        self._identity = {"namespace": namespace, "name": name, "uid": uid,
-                          "attempt": attempt, "podUID": pod_uid}
+        self._identity = {
+            "namespace": namespace,
+            "name": name,
+            "uid": uid,
+            "attempt": attempt,
+            "podUID": pod_uid,
+        }
         self.flush_bytes = max(1, flush_bytes)
         self.flush_interval = flush_interval
         self.max_backlog_bytes = max(self.flush_bytes, max_backlog_bytes)
@@ -58,8 +74,7 @@ class LogShipper:
         self.tail: dict | None = None
         self._thread: threading.Thread | None = None
         if background:
-            self._thread = threading.Thread(target=self._run, name="runtimed-logship",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._run, name="runtimed-logship", daemon=True)
             self._thread.start()
 
     # ------------------------------------------------------------------ the reading thread
@@ -91,10 +106,13 @@ class LogShipper:
         self.dropped_bytes += excess
         self._reset_decoder = True
         if not self._dropping:
-            log.warning("Run %s attempt %s: log backlog over %d bytes (control plane "
-                        "unreachable?); dropping the oldest unsent output",
-                        self._identity["uid"], self._identity["attempt"],
-                        self.max_backlog_bytes)
+            log.warning(
+                "Run %s attempt %s: log backlog over %d bytes (control plane "
+                "unreachable?); dropping the oldest unsent output",
+                self._identity["uid"],
+                self._identity["attempt"],
+                self.max_backlog_bytes,
+            )
         self._dropping = True
 
     # ------------------------------------------------------------------ sending
@@ -121,16 +139,19 @@ class LogShipper:
     def _due(self) -> bool:
         if len(self._pending) >= self.flush_bytes:
             return True
-        return bool(self._pending) and self._first_unsent_at is not None and (
-            self._clock() - self._first_unsent_at >= self.flush_interval)
+        return (
+            bool(self._pending)
+            and self._first_unsent_at is not None
+            and (self._clock() - self._first_unsent_at >= self.flush_interval)
+        )
 
     def _take(self, *, final: bool) -> tuple[int, bytes, bool, bool] | None:
         """The next chunk's (offset, raw bytes, reset decoder?, last?), or None."""
         with self._cond:
             if not self._pending or not (final or self._due()):
                 return None
-            data = bytes(self._pending[:self.flush_bytes])
-            del self._pending[:self.flush_bytes]
+            data = bytes(self._pending[: self.flush_bytes])
+            del self._pending[: self.flush_bytes]
             offset = self._pending_offset
             self._pending_offset += len(data)
             if not self._pending:
@@ -154,8 +175,13 @@ class LogShipper:
             delivered = False
         if not delivered:
             self.failed_chunks += 1
-            log.warning("Run %s attempt %s: dropped the log chunk at offset %d (%d bytes)",
-                        self._identity["uid"], self._identity["attempt"], offset, len(data))
+            log.warning(
+                "Run %s attempt %s: dropped the log chunk at offset %d (%d bytes)",
+                self._identity["uid"],
+                self._identity["attempt"],
+                offset,
+                len(data),
+            )
 
     # ------------------------------------------------------------------ the shipping thread
 
@@ -198,11 +224,20 @@ class LogShipper:
         else:
             self._thread.join(timeout)
             if self._thread.is_alive():
-                log.warning("Run %s attempt %s: log shipping did not finish within %gs; the "
-                            "rest of the output is not shipped", self._identity["uid"],
-                            self._identity["attempt"], timeout)
+                log.warning(
+                    "Run %s attempt %s: log shipping did not finish within %gs; the "
+                    "rest of the output is not shipped",
+                    self._identity["uid"],
+                    self._identity["attempt"],
+                    timeout,
+                )
         if self.dropped_bytes or self.failed_chunks:
-            log.warning("Run %s attempt %s: %d bytes of output dropped on the backlog bound, "
-                        "%d chunks not delivered", self._identity["uid"],
-                        self._identity["attempt"], self.dropped_bytes, self.failed_chunks)
+            log.warning(
+                "Run %s attempt %s: %d bytes of output dropped on the backlog bound, "
+                "%d chunks not delivered",
+                self._identity["uid"],
+                self._identity["attempt"],
+                self.dropped_bytes,
+                self.failed_chunks,
+            )
         return self.total_bytes

@@ -55,14 +55,14 @@ class Outbox:
             self._write(key, report)
             while len(self._reports) > self.limit:
                 dropped, _ = self._reports.popitem(last=False)
-                log.error("outbox full: dropping the unconfirmed report of Run %s attempt %s",
-                          *dropped)
+                log.error(
+                    "outbox full: dropping the unconfirmed report of Run %s attempt %s", *dropped
+                )
                 self._unlink(dropped)
 
     def pending(self, limit: int = PER_HEARTBEAT) -> list[dict]:
         with self._lock:
-            return [report for _, report in zip(range(limit), self._reports.values(),
-                                                strict=False)]
+            return [report for _, report in zip(range(limit), self._reports.values(), strict=False)]
 
     def confirm(self, keys: Iterable[Key]) -> int:
         removed = 0
@@ -118,5 +118,7 @@ class Outbox:
             if key is not None:
                 self._reports[key] = report
         if self._reports:
-            log.info("outbox: %d unconfirmed report(s) from before; sending them again",
-                     len(self._reports))
+            log.info(
+                "outbox: %d unconfirmed report(s) from before; sending them again",
+                len(self._reports),
+            )

@@ -65,8 +65,9 @@ def read_capped(path: Path) -> bytes | None:
             raise OutputsError(OUTPUTS_INVALID, "the outputs file is not a regular file")
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
-        raise OutputsError(OUTPUTS_TOO_LARGE,
-                           f"the outputs file is larger than {MAX_FILE_BYTES} bytes")
+        raise OutputsError(
+            OUTPUTS_TOO_LARGE, f"the outputs file is larger than {MAX_FILE_BYTES} bytes"
+        )
     return data
 
 
@@ -77,19 +78,23 @@ def parse_line(raw: bytes, number: int) -> tuple[str, str] | None:
     try:
         line = raw.decode("utf-8").strip()
     except UnicodeDecodeError:
-        raise OutputsError(OUTPUTS_INVALID,
-                           f"line {number} of the outputs is not valid UTF-8") from None
+        raise OutputsError(
+            OUTPUTS_INVALID, f"line {number} of the outputs is not valid UTF-8"
+        ) from None
     if not line or line.startswith("#"):
         return None
     key, equals, value = line.partition("=")
     key, value = key.strip(), value.strip()
     if not equals:
-        raise OutputsError(OUTPUTS_INVALID,
-                           f"line {number} of the outputs is not KEY=VALUE (it has no '=')")
+        raise OutputsError(
+            OUTPUTS_INVALID, f"line {number} of the outputs is not KEY=VALUE (it has no '=')"
+        )
     if not _KEY.fullmatch(key):
-        raise OutputsError(OUTPUTS_INVALID,
-                           f"line {number} of the outputs has an invalid key {key!r}: keys are "
-                           "non-empty and use only letters, digits, '-', '.' and '_'")
+        raise OutputsError(
+            OUTPUTS_INVALID,
+            f"line {number} of the outputs has an invalid key {key!r}: keys are "
+            "non-empty and use only letters, digits, '-', '.' and '_'",
+        )
     return key, value
 
 
@@ -98,16 +103,26 @@ def check_limits(outputs: dict[str, str]) -> None:
     total = 0
     for index, (key, value) in enumerate(outputs.items(), start=1):
         if index > MAX_OUTPUT_KEYS:
-            raise OutputsError(OUTPUTS_TOO_LARGE, f"output {key!r} is key number {index}; "
-                               f"at most {MAX_OUTPUT_KEYS} keys are allowed")
+            raise OutputsError(
+                OUTPUTS_TOO_LARGE,
+                f"output {key!r} is key number {index}; at most {MAX_OUTPUT_KEYS} keys are allowed",
+            )
         key_bytes, value_bytes = len(key.encode("utf-8")), len(value.encode("utf-8"))
         if key_bytes > MAX_KEY_BYTES:
-            raise OutputsError(OUTPUTS_TOO_LARGE, f"output key {key!r} is {key_bytes} bytes; "
-                               f"the limit is {MAX_KEY_BYTES} bytes")
+            raise OutputsError(
+                OUTPUTS_TOO_LARGE,
+                f"output key {key!r} is {key_bytes} bytes; the limit is {MAX_KEY_BYTES} bytes",
+            )
         if value_bytes > MAX_VALUE_BYTES:
-            raise OutputsError(OUTPUTS_TOO_LARGE, f"the value of output {key!r} is "
-                               f"{value_bytes} bytes; the limit is {MAX_VALUE_BYTES} bytes")
+            raise OutputsError(
+                OUTPUTS_TOO_LARGE,
+                f"the value of output {key!r} is "
+                f"{value_bytes} bytes; the limit is {MAX_VALUE_BYTES} bytes",
+            )
         total += key_bytes + value_bytes
         if total > MAX_TOTAL_BYTES:
-            raise OutputsError(OUTPUTS_TOO_LARGE, f"output {key!r} brings the outputs to "
-                               f"{total} bytes; the limit is {MAX_TOTAL_BYTES} bytes in total")
+            raise OutputsError(
+                OUTPUTS_TOO_LARGE,
+                f"output {key!r} brings the outputs to "
+                f"{total} bytes; the limit is {MAX_TOTAL_BYTES} bytes in total",
+            )

@@ -73,8 +73,9 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-def wait_group_gone(pgid: int, timeout: float, leader: subprocess.Popen | None = None,
-                    interval: float = 0.02) -> bool:
+def wait_group_gone(
+    pgid: int, timeout: float, leader: subprocess.Popen | None = None, interval: float = 0.02
+) -> bool:
     deadline = time.monotonic() + timeout
     while group_alive(pgid, leader):
         if time.monotonic() >= deadline:
@@ -83,8 +84,9 @@ def wait_group_gone(pgid: int, timeout: float, leader: subprocess.Popen | None =
     return True
 
 
-def terminate_group(pgid: int, grace: float, leader: subprocess.Popen | None = None, *,
-                    settle: float = 2.0) -> None:
+def terminate_group(
+    pgid: int, grace: float, leader: subprocess.Popen | None = None, *, settle: float = 2.0
+) -> None:
     """SIGTERM the whole group, SIGKILL whatever is left after ``grace``, reap what we can."""
     if not group_alive(pgid, leader):
         return
@@ -93,8 +95,10 @@ def terminate_group(pgid: int, grace: float, leader: subprocess.Popen | None = N
         return
     signal_group(pgid, signal.SIGKILL)
     if not wait_group_gone(pgid, settle, leader):
-        log.warning("process group %s still has members after SIGKILL "
-                    "(zombies owned by another parent?)", pgid)
+        log.warning(
+            "process group %s still has members after SIGKILL (zombies owned by another parent?)",
+            pgid,
+        )
 
 
 def track(pgid: int) -> None:

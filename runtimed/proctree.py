@@ -44,7 +44,7 @@ def read_proc(pid: int) -> Proc | None:
     except OSError:
         return None
     # the command name is in parentheses and may itself contain ") "
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = stat[stat.rfind(")") + 2 :].split()
     try:
         return Proc(pid, int(fields[1]), int(fields[19]))
     except (IndexError, ValueError):
@@ -112,12 +112,12 @@ class StepTree:
 
     def watch(self, interval: float = WATCH_INTERVAL_SECONDS) -> None:
         """Record the step's descendants while it runs (in a daemon thread)."""
+
         def loop() -> None:
             while not self._stop.wait(interval):
                 self.record(processes())
 
-        self._thread = threading.Thread(target=loop, name=f"proctree-{self.leader}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=loop, name=f"proctree-{self.leader}", daemon=True)
         self._thread.start()
 
     def record(self, procs: dict[int, Proc]) -> None:
@@ -131,8 +131,9 @@ class StepTree:
 
     def _known_alive(self, procs: dict[int, Proc]) -> set[int]:
         """Seen pids still alive as the same process, and their descendants."""
-        alive = {pid for pid, start in self.seen.items()
-                 if pid in procs and procs[pid].start == start}
+        alive = {
+            pid for pid, start in self.seen.items() if pid in procs and procs[pid].start == start
+        }
         for pid in list(alive):
             alive |= subtree(procs, pid)
         return alive
@@ -172,8 +173,9 @@ def kill_step(tree: StepTree, root: int | None = None) -> int:
         for pid in targets:
             _reap(pid)
     else:
-        log.warning("step %s: processes still alive after %d kill rounds", tree.step_id,
-                    KILL_ROUNDS)
+        log.warning(
+            "step %s: processes still alive after %d kill rounds", tree.step_id, KILL_ROUNDS
+        )
     if killed:
         log.info("step %s: killed %d process(es) it left behind", tree.step_id, len(killed))
     return len(killed)
@@ -225,4 +227,4 @@ def _is_zombie(pid: int) -> bool:
             stat = handle.read().decode("ascii", "replace")
     except OSError:
         return True
-    return stat[stat.rfind(")") + 2:].split()[:1] == ["Z"]
+    return stat[stat.rfind(")") + 2 :].split()[:1] == ["Z"]

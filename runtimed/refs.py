@@ -32,8 +32,9 @@ def artifact_name_problem(name: object) -> Problem | None:
     except UnicodeEncodeError:  # lone surrogates: from JSON escapes or undecodable file names
         return Problem("must be valid UTF-8")
     if size > MAX_NAME_BYTES:
-        return Problem(f"is {size} bytes; may not be more than {MAX_NAME_BYTES} bytes",
-                       too_long=True)
+        return Problem(
+            f"is {size} bytes; may not be more than {MAX_NAME_BYTES} bytes", too_long=True
+        )
     if name in (".", ".."):
         return Problem("must not be '.' or '..'")
     if "/" in name or "\\" in name or "\x00" in name:

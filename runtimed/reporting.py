@@ -53,8 +53,14 @@ def status_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
 class Reporter:
     """Sends ``scheduling.*`` tasks by name; never raises."""
 
-    def __init__(self, send_task: Callable[..., Any], *, retries: int = 3,
-                 backoff: float = 0.2, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        send_task: Callable[..., Any],
+        *,
+        retries: int = 3,
+        backoff: float = 0.2,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._send_task = send_task  # usually ``app.send_task``
         self.retries = retries
         self.backoff = backoff
@@ -68,10 +74,16 @@ class Reporter:
                 return True
             except Exception as exc:  # noqa: BLE001 - any broker failure is only logged
                 last = attempt + 1 == attempts
-                log.warning("sending %s failed (attempt %d/%d): %s%s", name, attempt + 1,
-                            attempts, exc, "; giving up" if last else "")
+                log.warning(
+                    "sending %s failed (attempt %d/%d): %s%s",
+                    name,
+                    attempt + 1,
+                    attempts,
+                    exc,
+                    "; giving up" if last else "",
+                )
                 if not last:
-                    self._sleep(self.backoff * 2 ** attempt)
+                    self._sleep(self.backoff * 2**attempt)
         return False
 
     def report_run(self, report: dict) -> bool:
@@ -82,11 +94,24 @@ class Reporter:
         return self.send(HEARTBEAT_TASK, {"heartbeat": heartbeat}, retries=1)
 
 
-def run_report(*, namespace: str, name: str, uid: str, attempt: int, pod_name: str,
-               pod_uid: str, phase: str, reason: str = "", message: str = "",
-               exit_code: int | None = None, start: datetime | None = None,
-               end: datetime | None = None, outputs: dict | None = None,
-               artifact_refs: list | None = None, artifact_store: dict | None = None) -> dict:
+def run_report(
+    *,
+    namespace: str,
+    name: str,
+    uid: str,
+    attempt: int,
+    pod_name: str,
+    pod_uid: str,
+    phase: str,
+    reason: str = "",
+    message: str = "",
+    exit_code: int | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    outputs: dict | None = None,
+    artifact_refs: list | None = None,
+    artifact_store: dict | None = None,
+) -> dict:
     """The ``scheduling.report_run`` kwarg ``report``, exactly as the control plane reads it.
 
     ``artifactStore`` (the store this attempt used, for cleanup) rides on every report that has
@@ -99,10 +124,18 @@ def run_report(*, namespace: str, name: str, uid: str, attempt: int, pod_name: s
         extra["artifactRefs"] = artifact_refs
     if artifact_store:
         extra["artifactStore"] = artifact_store
-    return {**extra,
-        "namespace": namespace, "name": name, "uid": uid, "attempt": attempt,
-        "podName": pod_name, "podUID": pod_uid,
-        "phase": phase, "reason": reason, "message": status_message(message),
+    return {
+        **extra,
+        "namespace": namespace,
+        "name": name,
+        "uid": uid,
+        "attempt": attempt,
+        "podName": pod_name,
+        "podUID": pod_uid,
+        "phase": phase,
+        "reason": reason,
+        "message": status_message(message),
         "exitCode": exit_code,
-        "startTime": rfc3339(start), "completionTime": rfc3339(end),
+        "startTime": rfc3339(start),
+        "completionTime": rfc3339(end),
     }

@@ -21,9 +21,23 @@ CHECKOUT_NAME = "src"
 GIT_TIMEOUT_SECONDS = 300.0
 GIT_OUTPUT_LIMIT = 2048
 # What git may keep from runtimed's environment (proxies, CA bundles); nothing else leaks.
-_GIT_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY",
-                 "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE",
-                 "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSH_COMMAND")
+_GIT_ENV_KEEP = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "GIT_SSH_COMMAND",
+)
 
 
 class PrepareError(Exception):
@@ -57,8 +71,13 @@ def ensure_run_dir(workspace: Path, uid: str) -> Path:
     return path
 
 
-def stage(source: Source, entrypoint: str | None, directory: Path, *,
-          git_timeout: float = GIT_TIMEOUT_SECONDS) -> Staged:
+def stage(
+    source: Source,
+    entrypoint: str | None,
+    directory: Path,
+    *,
+    git_timeout: float = GIT_TIMEOUT_SECONDS,
+) -> Staged:
     """Put the source in place and return what to execute. Inline source ignores entrypoint."""
     if source.inline is not None:
         return Staged(directory, write_inline(directory, source.inline))
@@ -89,12 +108,20 @@ def clone(repo_url: str, commit: str | None, dest: Path, *, timeout: float) -> s
     if commit is not None and (not commit or commit.startswith("-")):
         raise PrepareError(f"commitSHA {commit!r} is not a commit")
     _remove(dest)
-    _git(["clone", "--quiet", "--no-checkout", "--", repo_url, str(dest)], dest.parent, timeout,
-         "git clone")
+    _git(
+        ["clone", "--quiet", "--no-checkout", "--", repo_url, str(dest)],
+        dest.parent,
+        timeout,
+        "git clone",
+    )
     wanted = f"{commit or 'HEAD'}^{{commit}}"
     try:
-        resolved = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", wanted], dest,
-                        timeout, "git rev-parse").strip()
+        resolved = _git(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", wanted],
+            dest,
+            timeout,
+            "git rev-parse",
+        ).strip()
     except PrepareError:
         raise PrepareError(f"commit {commit or 'HEAD'} not found in {repo_url}") from None
     _git(["checkout", "--quiet", "--detach", resolved], dest, timeout, "git checkout")
@@ -122,16 +149,24 @@ def _git(args: list[str], cwd: Path, timeout: float, what: str) -> str:
     if git is None:
         raise PrepareError("git is not installed in this Runtime Pod")
     try:
-        done = subprocess.run([git, *args], cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            [git, *args],
+            cwd=cwd,
+            env=_git_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise PrepareError(f"{what}: timed out after {timeout:g}s") from None
     except OSError as exc:
         raise PrepareError(f"{what}: {exc}") from exc
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip()[-GIT_OUTPUT_LIMIT:]
-        raise PrepareError(f"{what} failed (exit code {done.returncode})"
-                           + (f": {detail}" if detail else ""))
+        raise PrepareError(
+            f"{what} failed (exit code {done.returncode})" + (f": {detail}" if detail else "")
+        )
     return done.stdout.decode("utf-8", "replace")
 
 

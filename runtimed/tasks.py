@@ -112,10 +112,18 @@ def write_result(path: Path, report: dict) -> None:
 class RunService:
     """Executes Runs for one pod; the Celery tasks are thin wrappers around its methods."""
 
-    def __init__(self, config: PodConfig, reporter: Reporter, *, clock: Clock = utc_now,
-                 active: ActiveRuns | None = None, grace: float = KILL_GRACE_SECONDS,
-                 git_timeout: float = GIT_TIMEOUT_SECONDS,
-                 store_factory: StoreFactory = build_store, ship_logs: bool = True) -> None:
+    def __init__(
+        self,
+        config: PodConfig,
+        reporter: Reporter,
+        *,
+        clock: Clock = utc_now,
+        active: ActiveRuns | None = None,
+        grace: float = KILL_GRACE_SECONDS,
+        git_timeout: float = GIT_TIMEOUT_SECONDS,
+        store_factory: StoreFactory = build_store,
+        ship_logs: bool = True,
+    ) -> None:
         self.config = config
         self.reporter = reporter
         self.clock = clock
@@ -160,8 +168,11 @@ class RunService:
         pod = payload.get("pod") if isinstance(payload.get("pod"), dict) else {}
         if (pod.get("name"), pod.get("uid")) != (self.config.pod_name, self.config.pod_uid):
             return 0  # meant for another incarnation of this pod's name
-        keys = [key for key in map(report_key, [r for r in payload["reports"]
-                                                 if isinstance(r, dict)]) if key is not None]
+        keys = [
+            key
+            for key in map(report_key, [r for r in payload["reports"] if isinstance(r, dict)])
+            if key is not None
+        ]
         return self.active.confirm(keys)
 
     def cancel_run(self, payload: Any) -> dict | None:
@@ -177,8 +188,15 @@ class RunService:
                 log.info("Run %s attempt %s: cancelling", ref.uid, ref.attempt)
             return None
         if claim(directory / f"attempt-{ref.attempt}.started"):
-            final = self._report(ref, CANCELLED, "Cancelled", "the Run was cancelled before "
-                                 "it started", None, None, self.clock())
+            final = self._report(
+                ref,
+                CANCELLED,
+                "Cancelled",
+                "the Run was cancelled before it started",
+                None,
+                None,
+                self.clock(),
+            )
             return self._finish(ref, directory, final)
         return self._duplicate(ref, directory)
 
@@ -197,8 +215,9 @@ class RunService:
         except (OSError, PrepareError) as exc:  # the workspace itself is broken
             log.error("Run %s attempt %s cannot start: %s", ref.uid, ref.attempt, exc)
             now = self.clock()
-            final = self._report(ref, FAILED, "RuntimeError", f"runtimed cannot start the Run: "
-                                 f"{exc}", None, now, now)
+            final = self._report(
+                ref, FAILED, "RuntimeError", f"runtimed cannot start the Run: {exc}", None, now, now
+            )
             self.reporter.report_run(final)
             return final
 
@@ -215,66 +234,106 @@ class RunService:
         name, uid = pod.get("name"), pod.get("uid")
         if name in (None, self.config.pod_name) and uid in (None, self.config.pod_uid):
             return True
-        log.warning("Run %s/%s attempt %s was dispatched to pod %s (uid %s), not to this pod "
-                    "%s (uid %s); ignoring it", ref.namespace, ref.name, ref.attempt, name, uid,
-                    self.config.pod_name, self.config.pod_uid)
+        log.warning(
+            "Run %s/%s attempt %s was dispatched to pod %s (uid %s), not to this pod "
+            "%s (uid %s); ignoring it",
+            ref.namespace,
+            ref.name,
+            ref.attempt,
+            name,
+            uid,
+            self.config.pod_name,
+            self.config.pod_uid,
+        )
         return False
 
     def _duplicate(self, ref: RunRef, directory: Path) -> dict | None:
         recorded = read_result(directory / f"attempt-{ref.attempt}.result.json")
         if recorded is not None:
-            log.info("Run %s attempt %s already finished; re-sending its report", ref.uid,
-                     ref.attempt)
+            log.info(
+                "Run %s attempt %s already finished; re-sending its report", ref.uid, ref.attempt
+            )
             self.reporter.report_run(recorded)
             return recorded
         if ref.key in self.active:
-            log.info("Run %s attempt %s is already running; duplicate ignored", ref.uid,
-                     ref.attempt)
+            log.info(
+                "Run %s attempt %s is already running; duplicate ignored", ref.uid, ref.attempt
+            )
         else:
-            log.warning("Run %s attempt %s was started before and never finished (runtimed "
-                        "restarted?); not executing it again", ref.uid, ref.attempt)
+            log.warning(
+                "Run %s attempt %s was started before and never finished (runtimed "
+                "restarted?); not executing it again",
+                ref.uid,
+                ref.attempt,
+            )
         return None
 
-    def _run_claimed(self, ref: RunRef, payload: dict, directory: Path,
-                     control: StepControl) -> dict:
+    def _run_claimed(
+        self, ref: RunRef, payload: dict, directory: Path, control: StepControl
+    ) -> dict:
         start = self.clock()
         self.active.add(ref.key)
-        store_spec = payload.get("artifactStore") if isinstance(
-            payload.get("artifactStore"), dict) else None
+        store_spec = (
+            payload.get("artifactStore") if isinstance(payload.get("artifactStore"), dict) else None
+        )
         shipper = self._shipper(ref)
         try:
             try:
-                self.reporter.report_run(self._report(ref, RUNNING, start=start,
-                                                      artifact_store=store_spec))
+                self.reporter.report_run(
+                    self._report(ref, RUNNING, start=start, artifact_store=store_spec)
+                )
                 outcome = self._execute(ref, payload, directory, start, control, shipper)
             except PayloadError as exc:  # a spec runtimed cannot execute: not a fault here
-                log.warning("Run %s attempt %s: cannot execute its spec: %s", ref.uid,
-                            ref.attempt, exc)
-                outcome = Outcome(Result(FAILED, "PrepareSource", f"the Run cannot be "
-                                         f"executed: {exc}", None, start, self.clock()))
+                log.warning(
+                    "Run %s attempt %s: cannot execute its spec: %s", ref.uid, ref.attempt, exc
+                )
+                outcome = Outcome(
+                    Result(
+                        FAILED,
+                        "PrepareSource",
+                        f"the Run cannot be executed: {exc}",
+                        None,
+                        start,
+                        self.clock(),
+                    )
+                )
             except Exception as exc:  # noqa: BLE001 - whatever it is, the Run must end
                 # the traceback stays in runtimed's log; the Run gets one line
                 log.exception("Run %s attempt %s: runtimed failed", ref.uid, ref.attempt)
-                outcome = Outcome(Result(FAILED, "RuntimeError", f"runtimed failed: "
-                                         f"{type(exc).__name__}: {exc}", None, start,
-                                         self.clock()))
+                outcome = Outcome(
+                    Result(
+                        FAILED,
+                        "RuntimeError",
+                        f"runtimed failed: {type(exc).__name__}: {exc}",
+                        None,
+                        start,
+                        self.clock(),
+                    )
+                )
             tail = None
             if shipper is not None:  # the last output rides on the final report
                 shipper.close(hand_over_tail=True)
                 tail = shipper.tail
             result = outcome.result
-            final = self._report(ref, result.phase, result.reason, result.message,
-                                 result.exit_code, start, result.end, outputs=outcome.outputs,
-                                 artifact_refs=outcome.artifact_refs,
-                                 artifact_store=store_spec)
+            final = self._report(
+                ref,
+                result.phase,
+                result.reason,
+                result.message,
+                result.exit_code,
+                start,
+                result.end,
+                outputs=outcome.outputs,
+                artifact_refs=outcome.artifact_refs,
+                artifact_store=store_spec,
+            )
             self._finish(ref, directory, final, tail)
         finally:
             # only now: a heartbeat must not lose the Run before its terminal report was sent
             self.active.discard(ref.key)
         return final
 
-    def _finish(self, ref: RunRef, directory: Path, final: dict,
-                tail: dict | None = None) -> dict:
+    def _finish(self, ref: RunRef, directory: Path, final: dict, tail: dict | None = None) -> dict:
         """Record the final report (a redelivery re-sends it), keep it for the heartbeats
         (without the log), and send it with the attempt's last output."""
         self._record(directory / f"attempt-{ref.attempt}.result.json", final)
@@ -286,25 +345,65 @@ class RunService:
         if not self.ship_logs:
             return None
         # one quick retry: a chunk is not worth stalling the pipe for
-        return LogShipper(lambda name, kwargs: self.reporter.send(name, kwargs, retries=1),
-                          namespace=ref.namespace, name=ref.name,
-                          uid=ref.uid, attempt=ref.attempt, pod_uid=self.config.pod_uid)
+        return LogShipper(
+            lambda name, kwargs: self.reporter.send(name, kwargs, retries=1),
+            namespace=ref.namespace,
+            name=ref.name,
+            uid=ref.uid,
+            attempt=ref.attempt,
+            pod_uid=self.config.pod_uid,
+        )
 
-    def _execute(self, ref: RunRef, payload: dict, directory: Path, start,
-                 control: StepControl, shipper: LogShipper | None) -> Outcome:
+    def _execute(
+        self,
+        ref: RunRef,
+        payload: dict,
+        directory: Path,
+        start,
+        control: StepControl,
+        shipper: LogShipper | None,
+    ) -> Outcome:
         spec = parse(payload)  # a PayloadError here is PrepareSource
-        attempt = Attempt(self.config, ref, spec, directory, clock=self.clock, control=control,
-                          on_output=shipper.write if shipper is not None else None,
-                          grace=self.grace, git_timeout=self.git_timeout,
-                          store_factory=self.store_factory)
+        attempt = Attempt(
+            self.config,
+            ref,
+            spec,
+            directory,
+            clock=self.clock,
+            control=control,
+            on_output=shipper.write if shipper is not None else None,
+            grace=self.grace,
+            git_timeout=self.git_timeout,
+            store_factory=self.store_factory,
+        )
         return attempt.run(start)
 
-    def _report(self, ref: RunRef, phase: str, reason: str = "", message: str = "",
-                exit_code: int | None = None, start=None, end=None, **extra) -> dict:
-        return run_report(namespace=ref.namespace, name=ref.name, uid=ref.uid,
-                          attempt=ref.attempt, pod_name=self.config.pod_name,
-                          pod_uid=self.config.pod_uid, phase=phase, reason=reason,
-                          message=message, exit_code=exit_code, start=start, end=end, **extra)
+    def _report(
+        self,
+        ref: RunRef,
+        phase: str,
+        reason: str = "",
+        message: str = "",
+        exit_code: int | None = None,
+        start=None,
+        end=None,
+        **extra,
+    ) -> dict:
+        return run_report(
+            namespace=ref.namespace,
+            name=ref.name,
+            uid=ref.uid,
+            attempt=ref.attempt,
+            pod_name=self.config.pod_name,
+            pod_uid=self.config.pod_uid,
+            phase=phase,
+            reason=reason,
+            message=message,
+            exit_code=exit_code,
+            start=start,
+            end=end,
+            **extra,
+        )
 
     @staticmethod
     def _record(path: Path, report: dict) -> None:

@@ -42,13 +42,22 @@ class Progress:
 def expire_finished(now: datetime, batch: int, after_pk: int = 0) -> Progress:
     """Delete finished Runs whose ``ttlSecondsAfterFinished`` has passed (one batch)."""
     kind = registry.for_model(Run)
-    expiry = ExpressionWrapper(F("finished_at") + F("ttl_after_finished"),
-                               output_field=DateTimeField())
-    rows = list(Run.objects.filter(pk__gt=after_pk, finished_at__isnull=False,
-                                   finished_at__lte=now, ttl_after_finished__isnull=False,
-                                   deletion_timestamp__isnull=True)
-                .annotate(expires_at=expiry).filter(expires_at__lte=now)
-                .order_by("pk").values_list("pk", "namespace", "name")[:batch])
+    expiry = ExpressionWrapper(
+        F("finished_at") + F("ttl_after_finished"), output_field=DateTimeField()
+    )
+    rows = list(
+        Run.objects.filter(
+            pk__gt=after_pk,
+            finished_at__isnull=False,
+            finished_at__lte=now,
+            ttl_after_finished__isnull=False,
+            deletion_timestamp__isnull=True,
+        )
+        .annotate(expires_at=expiry)
+        .filter(expires_at__lte=now)
+        .order_by("pk")
+        .values_list("pk", "namespace", "name")[:batch]
+    )
     progress = Progress(resume_after=rows[-1][0] if len(rows) == batch else None)
     for _pk, namespace, name in rows:
         try:
@@ -74,17 +83,22 @@ def delete_artifacts(run: Run, store_factory: StoreFactory = build_store) -> int
     snapshot = (run.status or {}).get("artifactStore")
     if not snapshot:
         return 0
-    artifact_store = store_factory(snapshot, volumes_root=Path(settings.KRUNTIMES_ARTIFACT_VOLUMES),
-                                   secrets_dir=secrets_dir(run.namespace))
+    artifact_store = store_factory(
+        snapshot,
+        volumes_root=Path(settings.KRUNTIMES_ARTIFACT_VOLUMES),
+        secrets_dir=secrets_dir(run.namespace),
+    )
     return artifact_store.delete_run(RunScope(run.namespace, str(run.uid)))
 
 
-def release_deleted(batch: int, after_pk: int = 0,
-                    store_factory: StoreFactory = build_store) -> Progress:
+def release_deleted(
+    batch: int, after_pk: int = 0, store_factory: StoreFactory = build_store
+) -> Progress:
     """One batch of deleted Runs holding the artifact-cleanup finalizer."""
     kind = registry.for_model(Run)
-    runs = list(Run.objects.filter(pk__gt=after_pk, deletion_timestamp__isnull=False)
-                .order_by("pk")[:batch])
+    runs = list(
+        Run.objects.filter(pk__gt=after_pk, deletion_timestamp__isnull=False).order_by("pk")[:batch]
+    )
     progress = Progress(resume_after=runs[-1].pk if len(runs) == batch else None)
     for run in runs:
         if ARTIFACT_CLEANUP not in (run.finalizers or []):
@@ -97,16 +111,24 @@ def release_deleted(batch: int, after_pk: int = 0,
         except StoreError as exc:
             progress.failed += 1
             metrics.ARTIFACT_CLEANUPS.labels("failed").inc()
-            log.warning("artifacts of Run %s/%s could not be deleted (will retry): %s",
-                        run.namespace, run.name, exc)
+            log.warning(
+                "artifacts of Run %s/%s could not be deleted (will retry): %s",
+                run.namespace,
+                run.name,
+                exc,
+            )
             continue
         try:
             store.remove_finalizer(kind, run, ARTIFACT_CLEANUP)
         except StatusError as exc:
             log.info("releasing Run %s/%s deferred: %s", run.namespace, run.name, exc)
             continue
-        log.info("Run %s/%s: %d artifact(s) deleted, finalizer released", run.namespace,
-                 run.name, removed)
+        log.info(
+            "Run %s/%s: %d artifact(s) deleted, finalizer released",
+            run.namespace,
+            run.name,
+            removed,
+        )
         progress.cleaned += 1
         metrics.ARTIFACT_CLEANUPS.labels("cleaned").inc()
     return progress

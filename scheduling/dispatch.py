@@ -29,9 +29,15 @@ pod_queue = protocol.pod_queue
 
 def identity(run: Run) -> dict:
     """Which attempt of which Run, on which pod incarnation: what every message carries."""
-    return {"run": {"namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-                    "attempt": run.attempt},
-            "pod": {"name": run.assigned_pod, "uid": run.assigned_pod_uid}}
+    return {
+        "run": {
+            "namespace": run.namespace,
+            "name": run.name,
+            "uid": str(run.uid),
+            "attempt": run.attempt,
+        },
+        "pod": {"name": run.assigned_pod, "uid": run.assigned_pod_uid},
+    }
 
 
 def payload(run: Run, artifact_store: dict | None = None) -> dict:
@@ -56,20 +62,25 @@ def _artifact_stores(runs: list[Run]) -> dict[tuple[str, str], dict | None]:
     stores: dict[tuple[str, str], dict | None] = dict.fromkeys(keys)
     for namespace in {ns for ns, _ in keys}:
         names = [name for ns, name in keys if ns == namespace]
-        for name, spec in Runtime.objects.filter(namespace=namespace, name__in=names) \
-                .values_list("name", "spec"):
+        for name, spec in Runtime.objects.filter(namespace=namespace, name__in=names).values_list(
+            "name", "spec"
+        ):
             stores[(namespace, name)] = (spec or {}).get("artifactStore")
     return stores
 
 
 def _send(app, run: Run, artifact_store: dict | None) -> bool:
     try:
-        app.send_task(EXECUTE_TASK, kwargs={"payload": payload(run, artifact_store)},
-                      queue=pod_queue(run.assigned_pod))
+        app.send_task(
+            EXECUTE_TASK,
+            kwargs={"payload": payload(run, artifact_store)},
+            queue=pod_queue(run.assigned_pod),
+        )
         return True
     except Exception:  # noqa: BLE001 - the periodic pass sends it again
-        log.warning("could not dispatch Run %s/%s; will retry", run.namespace, run.name,
-                    exc_info=True)
+        log.warning(
+            "could not dispatch Run %s/%s; will retry", run.namespace, run.name, exc_info=True
+        )
         return False
 
 
@@ -89,8 +100,14 @@ def dispatch(run_pks: list[int], now: datetime, app=None) -> int:
 
 def redispatch(now: datetime, batch: int = 500, app=None) -> int:
     """The level-triggered half: Scheduled Runs never sent, or sent a while ago and not started."""
-    due = Run.objects.filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=now - REDISPATCH_AFTER),
-                             phase=RunPhase.SCHEDULED).order_by("pk").values_list("pk", flat=True)
+    due = (
+        Run.objects.filter(
+            Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=now - REDISPATCH_AFTER),
+            phase=RunPhase.SCHEDULED,
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     return dispatch(list(due[:batch]), now, app=app)
 
 
@@ -114,19 +131,28 @@ def confirm_reports(heartbeat: dict, reports: object, app=None) -> int:
             uids.append(uuid.UUID(uid))
         except ValueError:
             continue
-    waiting = {(str(uid), attempt, pod_uid) for uid, attempt, pod_uid in Run.objects.filter(
-        uid__in=uids, phase__in=ACTIVE_PHASES).values_list("uid", "attempt", "assigned_pod_uid")}
-    done = [{"uid": uid, "attempt": attempt} for (uid, attempt), pod_uid in keys.items()
-            if (uid, attempt, pod_uid) not in waiting]
+    waiting = {
+        (str(uid), attempt, pod_uid)
+        for uid, attempt, pod_uid in Run.objects.filter(
+            uid__in=uids, phase__in=ACTIVE_PHASES
+        ).values_list("uid", "attempt", "assigned_pod_uid")
+    }
+    done = [
+        {"uid": uid, "attempt": attempt}
+        for (uid, attempt), pod_uid in keys.items()
+        if (uid, attempt, pod_uid) not in waiting
+    ]
     if not done:
         return 0
     if app is None:
         from portal.celery import app
     pod = {"name": heartbeat.get("podName"), "uid": heartbeat.get("podUID")}
     try:
-        app.send_task(protocol.CONFIRM_REPORTS_TASK,
-                      kwargs={"payload": {"pod": pod, "reports": done}},
-                      queue=pod_queue(str(pod["name"])))
+        app.send_task(
+            protocol.CONFIRM_REPORTS_TASK,
+            kwargs={"payload": {"pod": pod, "reports": done}},
+            queue=pod_queue(str(pod["name"])),
+        )
     except Exception:  # noqa: BLE001 - the next heartbeat repeats them; confirmed then
         log.warning("could not confirm reports to pod %s", pod["name"], exc_info=True)
         return 0
@@ -143,19 +169,27 @@ def send_cancels(run_pks: list[int], now: datetime, app=None) -> int:
     sent = []
     for run in Run.objects.filter(STOPPING, pk__in=run_pks, phase__in=ACTIVE_PHASES):
         try:
-            app.send_task(CANCEL_TASK, kwargs={"payload": identity(run)},
-                          queue=pod_queue(run.assigned_pod))
+            app.send_task(
+                CANCEL_TASK, kwargs={"payload": identity(run)}, queue=pod_queue(run.assigned_pod)
+            )
             sent.append(run.pk)
         except Exception:  # noqa: BLE001 - resend_cancels sends it again
-            log.warning("could not send the cancel of Run %s/%s; will retry", run.namespace,
-                        run.name, exc_info=True)
+            log.warning(
+                "could not send the cancel of Run %s/%s; will retry",
+                run.namespace,
+                run.name,
+                exc_info=True,
+            )
     Run.objects.filter(pk__in=sent).update(cancel_sent_at=now)
     return len(sent)
 
 
 def resend_cancels(now: datetime, batch: int = 500, app=None) -> int:
     """The level-triggered half: stopping Runs still active a while after their cancel."""
-    due = (Run.objects.filter(STOPPING, phase__in=ACTIVE_PHASES)
-           .filter(Q(cancel_sent_at__isnull=True) | Q(cancel_sent_at__lt=now - RESEND_CANCEL_AFTER))
-           .order_by("pk").values_list("pk", flat=True))
+    due = (
+        Run.objects.filter(STOPPING, phase__in=ACTIVE_PHASES)
+        .filter(Q(cancel_sent_at__isnull=True) | Q(cancel_sent_at__lt=now - RESEND_CANCEL_AFTER))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     return send_cancels(list(due[:batch]), now, app=app)

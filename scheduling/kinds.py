@@ -34,28 +34,44 @@ def register_scheduling_kinds() -> None:
     from .triggers import on_run_change, on_runtime_change
     from .validators import RUN_VALIDATORS, RUNTIME_VALIDATORS
 
-    registry.register(ResourceKind(
-        group=GROUP, version=VERSION, kind="Runtime", plural="runtimes", model=Runtime,
-        short_names=("rt",),
-        body={"spec": RuntimeSpecSerializer, "status": RuntimeStatusSerializer},
-        validators=RUNTIME_VALIDATORS,
-        on_change=(on_runtime_change,),
-        columns=(Column("REPLICAS", lambda o: o.replicas),
-                 Column("READY", lambda o: o.ready_replicas),
-                 Column("IMAGE", runtime_image, wide=True)),
-    ))
-    registry.register(ResourceKind(
-        group=GROUP, version=VERSION, kind="Run", plural="runs", model=Run,
-        short_names=("rn",),
-        body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
-        validators=RUN_VALIDATORS,
-        default_finalizers=(ARTIFACT_CLEANUP,),
-        subresources={"log": ("get",)},
-        on_change=(on_run_change,),
-        columns=(Column("RUNTIME", lambda o: o.runtime),
-                 Column("PHASE", lambda o: o.phase),
-                 Column("POD", lambda o: o.assigned_pod),
-                 Column("ATTEMPT", lambda o: o.attempt),
-                 Column("REASON", lambda o: _status(o, "reason"), wide=True),
-                 Column("MESSAGE", lambda o: _status(o, "message"), wide=True)),
-    ))
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version=VERSION,
+            kind="Runtime",
+            plural="runtimes",
+            model=Runtime,
+            short_names=("rt",),
+            body={"spec": RuntimeSpecSerializer, "status": RuntimeStatusSerializer},
+            validators=RUNTIME_VALIDATORS,
+            on_change=(on_runtime_change,),
+            columns=(
+                Column("REPLICAS", lambda o: o.replicas),
+                Column("READY", lambda o: o.ready_replicas),
+                Column("IMAGE", runtime_image, wide=True),
+            ),
+        )
+    )
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version=VERSION,
+            kind="Run",
+            plural="runs",
+            model=Run,
+            short_names=("rn",),
+            body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
+            validators=RUN_VALIDATORS,
+            default_finalizers=(ARTIFACT_CLEANUP,),
+            subresources={"log": ("get",)},
+            on_change=(on_run_change,),
+            columns=(
+                Column("RUNTIME", lambda o: o.runtime),
+                Column("PHASE", lambda o: o.phase),
+                Column("POD", lambda o: o.assigned_pod),
+                Column("ATTEMPT", lambda o: o.attempt),
+                Column("REASON", lambda o: _status(o, "reason"), wide=True),
+                Column("MESSAGE", lambda o: _status(o, "message"), wide=True),
+            ),
+        )
+    )

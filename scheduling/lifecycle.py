@@ -32,7 +32,8 @@ def write_status(run: Run, status: dict, **columns) -> bool:
     """Controller status write: compare-and-set on resourceVersion, columns kept in step."""
     columns = {**Run.status_columns(status), **columns}
     updated = Run.objects.filter(pk=run.pk, resource_version=run.resource_version).update(
-        status=status, resource_version=run.resource_version + 1, **columns)
+        status=status, resource_version=run.resource_version + 1, **columns
+    )
     if updated:
         run.status, run.resource_version = status, run.resource_version + 1
         for column, value in columns.items():
@@ -40,32 +41,43 @@ def write_status(run: Run, status: dict, **columns) -> bool:
     return bool(updated)
 
 
-def end_attempt(run: Run, phase: str, reason: str, message: str, now: datetime, *,
-                status: dict | None = None, **finish) -> tuple[dict, dict]:
+def end_attempt(
+    run: Run,
+    phase: str,
+    reason: str,
+    message: str,
+    now: datetime,
+    *,
+    status: dict | None = None,
+    **finish,
+) -> tuple[dict, dict]:
     """The status and columns after the current attempt ended: the next attempt after its
     backoff when the retry policy allows one, else the Run's terminal phase."""
     status = run.status if status is None else status
     reason = reason or (phase if phase != RunPhase.SUCCEEDED else "")
     if phase in (RunPhase.FAILED, RunPhase.TIMEOUT) and retry.should_retry(
-            run.spec, reason, run.attempt, cancel_requested=run.is_stopping):
+        run.spec, reason, run.attempt, cancel_requested=run.is_stopping
+    ):
         delay = retry.backoff(run.spec, run.attempt)
-        new = run_status.retrying(status, reason, message, now, run.generation,
-                                  delay_seconds=delay.total_seconds())
+        new = run_status.retrying(
+            status, reason, message, now, run.generation, delay_seconds=delay.total_seconds()
+        )
         return new, {"not_before": now + delay, "dispatched_at": None, "cancel_sent_at": None}
     new = run_status.finished(status, phase, reason, message, now, run.generation, **finish)
     return new, {"not_before": None}
 
 
-def write_end(run: Run, phase: str, reason: str, message: str, now: datetime,
-              **finish) -> bool:
+def write_end(run: Run, phase: str, reason: str, message: str, now: datetime, **finish) -> bool:
     """Apply :func:`end_attempt`; a retry wakes the scheduler when its backoff is over."""
     status, columns = end_attempt(run, phase, reason, message, now, **finish)
     if not write_status(run, status, **columns):
         return False
     retried = bool(columns.get("not_before"))
-    metrics.ATTEMPTS_ENDED.labels(phase, metrics.attempt_reason(
-        reason or ("Succeeded" if phase == RunPhase.SUCCEEDED else phase)),
-        "true" if retried else "false").inc()
+    metrics.ATTEMPTS_ENDED.labels(
+        phase,
+        metrics.attempt_reason(reason or ("Succeeded" if phase == RunPhase.SUCCEEDED else phase)),
+        "true" if retried else "false",
+    ).inc()
     if retried:
         triggers.request_scheduling("retry", eta=columns["not_before"])
     elif run.deletion_timestamp is not None:  # it was deleted while it ran: clean up now
@@ -77,15 +89,19 @@ def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
     """The new status for a report, or None when it changes nothing (duplicate, late, stale)."""
     if run.is_terminal:
         return None
-    if (str(run.uid) != report.get("uid") or run.attempt != int(report.get("attempt") or 0)
-            or run.assigned_pod_uid != report.get("podUID")):
+    if (
+        str(run.uid) != report.get("uid")
+        or run.attempt != int(report.get("attempt") or 0)
+        or run.assigned_pod_uid != report.get("podUID")
+    ):
         return None  # a report about another attempt or another pod incarnation
     phase = report.get("phase")
     if phase == RunPhase.RUNNING:
         if run.phase != RunPhase.SCHEDULED:
             return None
-        return _with_store(run_status.running(run.status, report.get("startTime"), now,
-                                              run.generation), report)
+        return _with_store(
+            run_status.running(run.status, report.get("startTime"), now, run.generation), report
+        )
     if phase in TERMINAL_REPORTS:
         status = _with_store(dict(run.status), report)
         if report.get("startTime") and not status.get("startTime"):
@@ -98,8 +114,11 @@ def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
 def _reported_reason(report: dict) -> tuple[str, str]:
     """The report's reason when it is a valid condition reason; else RuntimeError, saying so."""
     reason, message = report.get("reason") or "", str(report.get("message") or "")
-    if not reason or (isinstance(reason, str) and len(reason) <= MAX_REASON_LENGTH
-                      and CONDITION_REASON_RE.fullmatch(reason)):
+    if not reason or (
+        isinstance(reason, str)
+        and len(reason) <= MAX_REASON_LENGTH
+        and CONDITION_REASON_RE.fullmatch(reason)
+    ):
         return reason, message
     return "RuntimeError", f"runtimed reported an invalid reason {str(reason)[:64]!r}: {message}"
 
@@ -117,9 +136,18 @@ def _apply(run: Run, report: dict, status: dict, now: datetime) -> bool:
     outputs = report.get("outputs") if isinstance(report.get("outputs"), dict) else None
     refs = report.get("artifactRefs") if isinstance(report.get("artifactRefs"), list) else None
     reason, message = _reported_reason(report)
-    return write_end(run, report["phase"], reason, message, now, status=status,
-                     exit_code=report.get("exitCode"), completion=report.get("completionTime"),
-                     outputs=outputs, artifact_refs=refs)
+    return write_end(
+        run,
+        report["phase"],
+        reason,
+        message,
+        now,
+        status=status,
+        exit_code=report.get("exitCode"),
+        completion=report.get("completionTime"),
+        outputs=outputs,
+        artifact_refs=refs,
+    )
 
 
 def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
@@ -130,8 +158,9 @@ def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
         log.warning("ignoring a report with a malformed uid %r", report.get("uid"))
         return False
     for _ in range(attempts):
-        run = Run.objects.filter(namespace=report.get("namespace"), name=report.get("name"),
-                                 uid=uid).first()
+        run = Run.objects.filter(
+            namespace=report.get("namespace"), name=report.get("name"), uid=uid
+        ).first()
         if run is None:
             return False
         status = _report_status(run, report, now)
@@ -140,8 +169,12 @@ def apply_report(report: dict, now: datetime, attempts: int = 3) -> bool:
             return False
         if _apply(run, report, status, now):
             return True
-    log.warning("report for %s/%s lost %d write races", report.get("namespace"),
-                report.get("name"), attempts)
+    log.warning(
+        "report for %s/%s lost %d write races",
+        report.get("namespace"),
+        report.get("name"),
+        attempts,
+    )
     return False
 
 
@@ -151,31 +184,45 @@ def note_if_late(run: Run, report: dict) -> bool:
     another attempt. Cases: the attempt was failed as lost (PodGone, PodUnhealthy, ...) though
     it ended, or a later attempt already exists although this one succeeded."""
     phase, attempt = report.get("phase"), report.get("attempt")
-    if phase not in TERMINAL_REPORTS or str(run.uid) != report.get("uid") \
-            or not isinstance(attempt, int):
+    if (
+        phase not in TERMINAL_REPORTS
+        or str(run.uid) != report.get("uid")
+        or not isinstance(attempt, int)
+    ):
         return False
     reason = (run.status or {}).get("reason", "")
-    if attempt == run.attempt and run.is_terminal and reason in LOST_REASONS \
-            and phase != run.phase:
+    if attempt == run.attempt and run.is_terminal and reason in LOST_REASONS and phase != run.phase:
         ended_as = reason
     elif attempt < run.attempt and phase == RunPhase.SUCCEEDED:
         ended_as = "superseded"
     else:
         return False  # a duplicate of what is recorded, or a failure that was retried
     metrics.LATE_REPORTS.labels(phase, ended_as).inc()
-    log.warning("late report: Run %s/%s attempt %s really ended %s (%s), but it had been "
-                "ended as %s; the Run is left as it is", run.namespace, run.name, attempt,
-                phase, report.get("reason") or "", ended_as)
+    log.warning(
+        "late report: Run %s/%s attempt %s really ended %s (%s), but it had been "
+        "ended as %s; the Run is left as it is",
+        run.namespace,
+        run.name,
+        attempt,
+        phase,
+        report.get("reason") or "",
+        ended_as,
+    )
     return True
 
 
 def runs_wait_for_capacity(now: datetime) -> bool:
     """Whether a Pending Run was found unplaceable (or is due after its backoff): only those
     need a pass when capacity frees up; a Run not yet considered has its own wake-up."""
-    return Run.objects.filter(
-        Q(not_before__isnull=True) | Q(not_before__lte=now), phase=RunPhase.PENDING,
-        deletion_timestamp__isnull=True).exclude(
-        Q(status__message__isnull=True) | Q(status__message="")).exists()
+    return (
+        Run.objects.filter(
+            Q(not_before__isnull=True) | Q(not_before__lte=now),
+            phase=RunPhase.PENDING,
+            deletion_timestamp__isnull=True,
+        )
+        .exclude(Q(status__message__isnull=True) | Q(status__message=""))
+        .exists()
+    )
 
 
 def apply_missed_reports(reports: object, now: datetime) -> int:
@@ -189,8 +236,11 @@ def apply_missed_reports(reports: object, now: datetime) -> int:
             by_uid[uuid.UUID(str(report.get("uid")))] = report
         except (AttributeError, ValueError):
             continue
-    waiting = set(Run.objects.filter(uid__in=list(by_uid), phase__in=ACTIVE_PHASES)
-                  .values_list("uid", flat=True))
+    waiting = set(
+        Run.objects.filter(uid__in=list(by_uid), phase__in=ACTIVE_PHASES).values_list(
+            "uid", flat=True
+        )
+    )
     applied = 0
     for uid in waiting:
         if apply_report(by_uid[uid], now):
@@ -210,8 +260,14 @@ def fail(run: Run, reason: str, message: str, now: datetime) -> bool:
 def _since(run: Run) -> datetime | None:
     """When the Run entered its phase: startTime once running, else the Scheduled transition."""
     if run.phase == RunPhase.SCHEDULED:
-        stamp = next((c.get("lastTransitionTime") for c in run.status.get("conditions") or []
-                      if c.get("type") == "Scheduled"), None)
+        stamp = next(
+            (
+                c.get("lastTransitionTime")
+                for c in run.status.get("conditions") or []
+                if c.get("type") == "Scheduled"
+            ),
+            None,
+        )
     else:
         stamp = run.status.get("startTime")
     try:
@@ -251,8 +307,9 @@ def _lost_reason(run: Run, pod: RuntimePod | None, silence: Silence) -> tuple[st
     return None
 
 
-def reconcile_runs(now: datetime, batch: int = 1000,
-                   resumed: datetime | None = None) -> dict[str, int]:
+def reconcile_runs(
+    now: datetime, batch: int = 1000, resumed: datetime | None = None
+) -> dict[str, int]:
     """End (or retry) active Runs whose pod is gone, terminating or silent, or whose runtimed
     no longer executes them; ``resumed`` is when the control plane last came back from a gap
     (silence before it is not the pods' fault)."""
@@ -267,9 +324,14 @@ def reconcile_runs(now: datetime, batch: int = 1000,
     return counts
 
 
-def fail_runs_on_pod(namespace: str, pod_name: str, pod_uid: str, reason: str, message: str,
-                     now: datetime) -> int:
+def fail_runs_on_pod(
+    namespace: str, pod_name: str, pod_uid: str, reason: str, message: str, now: datetime
+) -> int:
     """A provider saw the pod end: its active Runs end (or retry) now, not at the next pass."""
-    runs = Run.objects.filter(namespace=namespace, assigned_pod=pod_name,
-                              assigned_pod_uid=pod_uid, phase__in=ACTIVE_PHASES)
+    runs = Run.objects.filter(
+        namespace=namespace,
+        assigned_pod=pod_name,
+        assigned_pod_uid=pod_uid,
+        phase__in=ACTIVE_PHASES,
+    )
     return sum(fail(run, reason, message, now) for run in runs)

@@ -49,16 +49,18 @@ def parse_bool(params, name: str) -> bool:
         return True
     if value in FALSE:
         return False
-    raise errors.bad_request(f'invalid {name} "{value}"',
-                             [errors.invalid(name, "must be true or false")])
+    raise errors.bad_request(
+        f'invalid {name} "{value}"', [errors.invalid(name, "must be true or false")]
+    )
 
 
 def parse_int(params, name: str, minimum: int) -> int | None:
     try:
         return logs.query_int(params, name, minimum)
     except logs.BadQuery as exc:
-        raise errors.bad_request(f'invalid {name} "{params.get(name)}"',
-                                 [errors.invalid(name, exc.detail)]) from None
+        raise errors.bad_request(
+            f'invalid {name} "{params.get(name)}"', [errors.invalid(name, exc.detail)]
+        ) from None
 
 
 def check_attempt(run: Run, attempt: int | None) -> int:
@@ -66,8 +68,10 @@ def check_attempt(run: Run, attempt: int | None) -> int:
         return run.attempt
     if attempt > run.attempt:
         raise errors.bad_request(
-            f"attempt {attempt} of Run \"{run.name}\" does not exist: the Run is at attempt "
-            f"{run.attempt}", [errors.invalid("attempt", f"must be at most {run.attempt}")])
+            f'attempt {attempt} of Run "{run.name}" does not exist: the Run is at attempt '
+            f"{run.attempt}",
+            [errors.invalid("attempt", f"must be at most {run.attempt}")],
+        )
     return attempt
 
 
@@ -98,9 +102,12 @@ class RunLogView(KubeView):
     def kind(self):
         return registry.for_model(Run)
 
-    @extend_schema(operation_id="readRunLog", parameters=LOG_PARAMETERS,
-                   responses={(200, "text/plain"): OpenApiTypes.STR},
-                   tags=["kruntimes.io/v1alpha1"])
+    @extend_schema(
+        operation_id="readRunLog",
+        parameters=LOG_PARAMETERS,
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+        tags=["kruntimes.io/v1alpha1"],
+    )
     def get(self, request, namespace: str, name: str):
         self.authorize(request, "get", namespace, name)
         params = request.query_params
@@ -112,10 +119,16 @@ class RunLogView(KubeView):
         attempt = check_attempt(run, attempt)
         if follow:
             release = streams.acquire(request.user.get_username())  # or a 429 Status
-            pieces = logs.follow_log(run, attempt, tail_lines=tail_lines,
-                                     limit_bytes=limit_bytes, policy=self.follow_policy)
-            response = streams.SlotStreamingResponse(encoded_stream(pieces), release=release,
-                                                     content_type=TEXT_PLAIN)
+            pieces = logs.follow_log(
+                run,
+                attempt,
+                tail_lines=tail_lines,
+                limit_bytes=limit_bytes,
+                policy=self.follow_policy,
+            )
+            response = streams.SlotStreamingResponse(
+                encoded_stream(pieces), release=release, content_type=TEXT_PLAIN
+            )
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"  # a proxy must not hold the stream back
             return response

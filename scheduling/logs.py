@@ -46,15 +46,22 @@ def _parse_chunk(chunk) -> dict | None:
         return None
     try:
         parsed = {
-            "namespace": str(chunk["namespace"]), "name": str(chunk["name"]),
-            "uid": uuid.UUID(str(chunk["uid"])), "attempt": int(chunk["attempt"]),
-            "offset": int(chunk["offset"]), "size": int(chunk["size"]),
+            "namespace": str(chunk["namespace"]),
+            "name": str(chunk["name"]),
+            "uid": uuid.UUID(str(chunk["uid"])),
+            "attempt": int(chunk["attempt"]),
+            "offset": int(chunk["offset"]),
+            "size": int(chunk["size"]),
             "text": chunk["text"],
         }
     except (KeyError, TypeError, ValueError):
         return None
-    if (not isinstance(parsed["text"], str) or parsed["attempt"] < 1 or parsed["offset"] < 0
-            or parsed["size"] < 0):
+    if (
+        not isinstance(parsed["text"], str)
+        or parsed["attempt"] < 1
+        or parsed["offset"] < 0
+        or parsed["size"] < 0
+    ):
         return None
     return parsed
 
@@ -67,21 +74,37 @@ def append_chunk(chunk: dict, now) -> bool:
         return False
     if parsed["size"] == 0 and not parsed["text"]:
         return False
-    run = Run.objects.filter(namespace=parsed["namespace"], name=parsed["name"],
-                             uid=parsed["uid"]).only("pk", "attempt").first()
+    run = (
+        Run.objects.filter(namespace=parsed["namespace"], name=parsed["name"], uid=parsed["uid"])
+        .only("pk", "attempt")
+        .first()
+    )
     if run is None:
-        log.info("dropping a log chunk of %s/%s uid %s: no such Run", parsed["namespace"],
-                 parsed["name"], parsed["uid"])
+        log.info(
+            "dropping a log chunk of %s/%s uid %s: no such Run",
+            parsed["namespace"],
+            parsed["name"],
+            parsed["uid"],
+        )
         return False
     if parsed["attempt"] > run.attempt:
-        log.info("dropping a log chunk of Run %s attempt %d: the Run is at attempt %d",
-                 parsed["uid"], parsed["attempt"], run.attempt)
+        log.info(
+            "dropping a log chunk of Run %s attempt %d: the Run is at attempt %d",
+            parsed["uid"],
+            parsed["attempt"],
+            run.attempt,
+        )
         return False
     try:
         with transaction.atomic():
-            RunLogChunk.objects.create(run=run, attempt=parsed["attempt"],
-                                       offset=parsed["offset"], size=parsed["size"],
-                                       text=parsed["text"], created=now)
+            RunLogChunk.objects.create(
+                run=run,
+                attempt=parsed["attempt"],
+                offset=parsed["offset"],
+                size=parsed["size"],
+                text=parsed["text"],
+                created=now,
+            )
     except IntegrityError:  # a redelivery: this offset is stored already
         return False
     metrics.LOG_BYTES.inc(parsed["size"])
@@ -137,8 +160,14 @@ def gap_marker(size: int) -> str:
     return f"[… {size} bytes missing …]\n"
 
 
-def read_log(run: Run, attempt: int | None = None, *, after_offset: int | None = None,
-             tail_lines: int | None = None, limit_bytes: int | None = None) -> LogSlice:
+def read_log(
+    run: Run,
+    attempt: int | None = None,
+    *,
+    after_offset: int | None = None,
+    tail_lines: int | None = None,
+    limit_bytes: int | None = None,
+) -> LogSlice:
     """The text of ``attempt`` (default: the current one) from ``after_offset`` on.
 
     ``tail_lines`` keeps only the last lines; ``limit_bytes`` caps the UTF-8 size of the text.
@@ -190,8 +219,9 @@ def _tail_chunks(query, lines: int) -> list[RunLogChunk]:
     return picked
 
 
-def _assemble(chunks: list[RunLogChunk], start: int,
-              first_kept: int) -> tuple[str, list[tuple[int, int]]]:
+def _assemble(
+    chunks: list[RunLogChunk], start: int, first_kept: int
+) -> tuple[str, list[tuple[int, int]]]:
     """The chunks' text with markers for truncated and missing output."""
     parts: list[str] = []
     gaps: list[tuple[int, int]] = []
@@ -220,7 +250,7 @@ def last_lines(text: str, lines: int) -> str:
         cut = text.rfind("\n", 0, cut)
         if cut < 0:
             return text
-    return text[cut + 1:]
+    return text[cut + 1 :]
 
 
 def cut_to_bytes(text: str, limit: int) -> str:
@@ -228,7 +258,7 @@ def cut_to_bytes(text: str, limit: int) -> str:
     encoded = text.encode()
     if len(encoded) <= limit:
         return text
-    return encoded[:max(0, limit)].decode(errors="ignore")
+    return encoded[: max(0, limit)].decode(errors="ignore")
 
 
 # ---------------------------------------------------------------------------- following
@@ -257,9 +287,14 @@ def attempt_over(run_id: int, attempt: int) -> bool:
     return attempt < current or phase in TERMINAL_PHASES
 
 
-def follow_log(run: Run, attempt: int | None = None, *, tail_lines: int | None = None,
-               limit_bytes: int | None = None,
-               policy: FollowPolicy = DEFAULT_FOLLOW) -> Iterator[str]:
+def follow_log(
+    run: Run,
+    attempt: int | None = None,
+    *,
+    tail_lines: int | None = None,
+    limit_bytes: int | None = None,
+    policy: FollowPolicy = DEFAULT_FOLLOW,
+) -> Iterator[str]:
     """Yield the log, then new text as it arrives, until the attempt is over and quiet."""
     attempt = run.attempt if attempt is None else attempt
     first = read_log(run, attempt, tail_lines=tail_lines, limit_bytes=limit_bytes)

@@ -64,7 +64,9 @@ class RuntimePod(models.Model):
     name = models.CharField(max_length=253)
     uid = models.UUIDField(default=uuid.uuid4, unique=True)
     provider = models.CharField(max_length=16, default="local")
-    phase = models.CharField(max_length=16, default="Pending", db_index=True)  # Pending|Running|Terminating
+    phase = models.CharField(
+        max_length=16, default="Pending", db_index=True
+    )  # Pending|Running|Terminating
     ready = models.BooleanField(default=False, db_index=True)
     capacity = models.JSONField(default=dict, blank=True)
     labels = models.JSONField(default=dict, blank=True)
@@ -79,8 +81,9 @@ class RuntimePod(models.Model):
 
     class Meta:
         ordering = ("namespace", "runtime", "name")
-        constraints = [models.UniqueConstraint(fields=("namespace", "name"),
-                                               name="runtimepod_unique_name")]
+        constraints = [
+            models.UniqueConstraint(fields=("namespace", "name"), name="runtimepod_unique_name")
+        ]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -90,10 +93,16 @@ class Run(NamespacedObject):
     spec = models.JSONField(default=dict)
     status = models.JSONField(default=dict, blank=True)
     runtime = models.CharField(max_length=63, db_index=True, editable=False, default="")
-    phase = models.CharField(max_length=16, choices=RunPhase.choices, default=RunPhase.PENDING,
-                             db_index=True, editable=False)
-    assigned_pod = models.CharField(max_length=253, blank=True, default="", db_index=True,
-                                    editable=False)
+    phase = models.CharField(
+        max_length=16,
+        choices=RunPhase.choices,
+        default=RunPhase.PENDING,
+        db_index=True,
+        editable=False,
+    )
+    assigned_pod = models.CharField(
+        max_length=253, blank=True, default="", db_index=True, editable=False
+    )
     assigned_pod_uid = models.CharField(max_length=36, blank=True, default="", editable=False)
     priority = models.IntegerField(default=0, editable=False)
     attempt = models.PositiveIntegerField(default=1, editable=False)
@@ -113,9 +122,12 @@ class Run(NamespacedObject):
 
     class Meta(NamespacedObject.Meta):
         constraints = [unique_name_constraint("run", namespaced=True)]
-        indexes = [models.Index(fields=("phase", "priority", "creation_timestamp"),
-                                name="run_queue_order"),
-                   models.Index(fields=("finished_at",), name="run_finished_at")]
+        indexes = [
+            models.Index(
+                fields=("phase", "priority", "creation_timestamp"), name="run_queue_order"
+            ),
+            models.Index(fields=("finished_at",), name="run_finished_at"),
+        ]
 
     @staticmethod
     def status_columns(status: dict) -> dict:
@@ -174,8 +186,11 @@ class RunLogChunk(models.Model):
 
     class Meta:
         ordering = ("run", "attempt", "offset")
-        constraints = [models.UniqueConstraint(fields=("run", "attempt", "offset"),
-                                               name="runlogchunk_unique_offset")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=("run", "attempt", "offset"), name="runlogchunk_unique_offset"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"run {self.run_id} attempt {self.attempt} @{self.offset}"

@@ -17,8 +17,11 @@ REMOVE_AFTER = timedelta(minutes=5)
 
 
 def _capacity(namespace: str, runtime: str, annotations: dict) -> dict[str, int]:
-    spec = Runtime.objects.filter(namespace=namespace, name=runtime).values_list(
-        "spec", flat=True).first()
+    spec = (
+        Runtime.objects.filter(namespace=namespace, name=runtime)
+        .values_list("spec", flat=True)
+        .first()
+    )
     return resources.pod_capacity(spec or {}, annotations)
 
 
@@ -39,9 +42,13 @@ def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool
         return None, False
     namespace, name, uid = beat["namespace"], beat["podName"], beat["podUID"]
     fields = {
-        "runtime": beat["runtime"], "ready": True, "phase": "Running", "last_heartbeat": now,
+        "runtime": beat["runtime"],
+        "ready": True,
+        "phase": "Running",
+        "last_heartbeat": now,
         "active_runs": list(beat.get("activeRuns") or []),
-        "workspace_path": beat.get("workspacePath", "") or "", "host": beat.get("host", "") or "",
+        "workspace_path": beat.get("workspacePath", "") or "",
+        "host": beat.get("host", "") or "",
         "pid": beat.get("pid"),
     }
     with transaction.atomic():
@@ -53,8 +60,12 @@ def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool
             try:
                 with transaction.atomic():
                     pod = RuntimePod.objects.create(
-                        namespace=namespace, name=name, uid=uid,
-                        capacity=_capacity(namespace, beat["runtime"], {}), **fields)
+                        namespace=namespace,
+                        name=name,
+                        uid=uid,
+                        capacity=_capacity(namespace, beat["runtime"], {}),
+                        **fields,
+                    )
             except IntegrityError:  # the provider created it meanwhile
                 pod = RuntimePod.objects.get(namespace=namespace, name=name)
             else:
@@ -75,8 +86,9 @@ def reconcile_pods(now: datetime, resumed: datetime | None = None) -> dict[str, 
     not_ready = stale.update(ready=False)
     removed = 0
     if resumed is None or now - resumed > REMOVE_AFTER:
-        silence = disruption.assess(RuntimePod.objects.only("namespace", "last_heartbeat"),
-                                    now, NOT_READY_AFTER, resumed)
+        silence = disruption.assess(
+            RuntimePod.objects.only("namespace", "last_heartbeat"), now, NOT_READY_AFTER, resumed
+        )
         gone = RuntimePod.objects.filter(last_heartbeat__lt=now - REMOVE_AFTER)
         if "*" not in silence.disrupted:
             gone = gone.exclude(namespace__in=silence.disrupted)

@@ -48,6 +48,9 @@ def recover(workspace: Path | str | None) -> int:
             applied += 1
     if applied:
         metrics.RECOVERED_REPORTS.inc(applied)
-        log.warning("applied %d final report(s) read from the disk of a gone Runtime Pod (%s)",
-                    applied, workspace)
+        log.warning(
+            "applied %d final report(s) read from the disk of a gone Runtime Pod (%s)",
+            applied,
+            workspace,
+        )
     return applied

@@ -46,7 +46,9 @@ def run_requests(spec: dict) -> tuple[dict[str, int], list[str]]:
 def pod_capacity(runtime_spec: dict | None, annotations: dict | None) -> dict[str, int]:
     """spec.capacity.resources, overridden per pod by ``kruntimes.io/capacity.<resource>``."""
     capacity = dict(DEFAULT_POD_CAPACITY)
-    for name, value in (((runtime_spec or {}).get("capacity") or {}).get("resources") or {}).items():
+    for name, value in (
+        ((runtime_spec or {}).get("capacity") or {}).get("resources") or {}
+    ).items():
         number = as_integer(value)
         if number is not None:
             capacity[name] = number
@@ -54,7 +56,7 @@ def pod_capacity(runtime_spec: dict | None, annotations: dict | None) -> dict[st
         if key.startswith(CAPACITY_ANNOTATION_PREFIX):
             number = as_integer(value)
             if number is not None:
-                capacity[key[len(CAPACITY_ANNOTATION_PREFIX):]] = number
+                capacity[key[len(CAPACITY_ANNOTATION_PREFIX) :]] = number
     return capacity
 
 

@@ -17,11 +17,19 @@ from portal.machinery.validation import parse_duration
 
 DEFAULT_BACKOFF_SECONDS = 10.0
 MAX_BACKOFF_SECONDS = 60.0
-DEFAULT_RETRYABLE_REASONS = frozenset({
-    "PodGone", "PodTerminating", "PodUnhealthy", "ExecutionLost", "RuntimeError"})
-NEVER_RETRIED = frozenset({
-    "Cancelled", "OutputsInvalid", "OutputsTooLarge", "ArtifactInvalid", "PrepareSource",
-    "FractionalResourceRequest"})
+DEFAULT_RETRYABLE_REASONS = frozenset(
+    {"PodGone", "PodTerminating", "PodUnhealthy", "ExecutionLost", "RuntimeError"}
+)
+NEVER_RETRIED = frozenset(
+    {
+        "Cancelled",
+        "OutputsInvalid",
+        "OutputsTooLarge",
+        "ArtifactInvalid",
+        "PrepareSource",
+        "FractionalResourceRequest",
+    }
+)
 
 
 def max_attempts(spec: dict) -> int:
@@ -37,8 +45,7 @@ def is_retryable(spec: dict, reason: str) -> bool:
 
 def should_retry(spec: dict, reason: str, attempt: int, *, cancel_requested: bool) -> bool:
     """Whether attempt ``attempt`` ending with ``reason`` is followed by attempt + 1."""
-    return (not cancel_requested and attempt < max_attempts(spec)
-            and is_retryable(spec, reason))
+    return not cancel_requested and attempt < max_attempts(spec) and is_retryable(spec, reason)
 
 
 def backoff(spec: dict, attempt: int) -> timedelta:

@@ -16,15 +16,20 @@ def desired_status(runtime: Runtime, ready: int, now: datetime) -> dict:
     status["readyReplicas"] = ready
     status["observedGeneration"] = runtime.generation
     status["conditions"] = set_condition(
-        status.get("conditions"), type="Available", status="True" if available else "False",
+        status.get("conditions"),
+        type="Available",
+        status="True" if available else "False",
         reason="RuntimePodsReady" if available else "NoReadyRuntimePods",
         message=f"{ready}/{runtime.replicas} Runtime Pods ready",
-        observed_generation=runtime.generation, now=now)
+        observed_generation=runtime.generation,
+        now=now,
+    )
     return status
 
 
-def sync_runtime_status(now: datetime, namespace: str | None = None,
-                        name: str | None = None) -> int:
+def sync_runtime_status(
+    now: datetime, namespace: str | None = None, name: str | None = None
+) -> int:
     """Write each Runtime's status where it changed (compare-and-set); returns writes."""
     runtimes = Runtime.objects.filter(deletion_timestamp__isnull=True)
     pods = RuntimePod.objects.all()
@@ -32,17 +37,24 @@ def sync_runtime_status(now: datetime, namespace: str | None = None,
         runtimes, pods = runtimes.filter(namespace=namespace), pods.filter(namespace=namespace)
     if name is not None:
         runtimes, pods = runtimes.filter(name=name), pods.filter(runtime=name)
-    ready = {(row["namespace"], row["runtime"]): row["ready"] for row in pods.values(
-        "namespace", "runtime").annotate(ready=Count("pk", filter=Q(ready=True)))}
+    ready = {
+        (row["namespace"], row["runtime"]): row["ready"]
+        for row in pods.values("namespace", "runtime").annotate(
+            ready=Count("pk", filter=Q(ready=True))
+        )
+    }
     writes = 0
     for runtime in runtimes:
         count = ready.get((runtime.namespace, runtime.name), 0)
         current = runtime.status or {}
-        if current.get("readyReplicas") == count and current.get("observedGeneration") == \
-                runtime.generation and current.get("conditions"):
+        if (
+            current.get("readyReplicas") == count
+            and current.get("observedGeneration") == runtime.generation
+            and current.get("conditions")
+        ):
             continue
         status = desired_status(runtime, count, now)
-        writes += Runtime.objects.filter(pk=runtime.pk, resource_version=runtime.resource_version
-                                         ).update(status=status, ready_replicas=count,
-                                                  resource_version=runtime.resource_version + 1)
+        writes += Runtime.objects.filter(
+            pk=runtime.pk, resource_version=runtime.resource_version
+        ).update(status=status, ready_replicas=count, resource_version=runtime.resource_version + 1)
     return writes

@@ -65,8 +65,11 @@ def report_run(report: dict) -> bool:
     if isinstance(tail, dict):  # the attempt's last output, stored before the Run ends
         logs.append_chunk(tail, timezone.now())
     changed = lifecycle.apply_report(report, timezone.now())
-    if changed and report.get("phase") != "Running" and lifecycle.runs_wait_for_capacity(
-            timezone.now()):
+    if (
+        changed
+        and report.get("phase") != "Running"
+        and lifecycle.runs_wait_for_capacity(timezone.now())
+    ):
         triggers.request_scheduling("run")  # capacity was freed
     return changed
 
@@ -92,10 +95,13 @@ def reconcile() -> dict:
     """The beat pass: pod readiness, lost pods and executions, undelivered dispatches."""
     now = timezone.now()
     resumed = disruption.note_pass(now, settings.KRUNTIMES_RECONCILE_INTERVAL_SECONDS)
-    result = {**pods.reconcile_pods(now, resumed), **lifecycle.reconcile_runs(now, resumed=resumed),
-              "redispatched": dispatch.redispatch(now),
-              "cancels": dispatch.resend_cancels(now),
-              "runtimes": runtimes.sync_runtime_status(now)}
+    result = {
+        **pods.reconcile_pods(now, resumed),
+        **lifecycle.reconcile_runs(now, resumed=resumed),
+        "redispatched": dispatch.redispatch(now),
+        "cancels": dispatch.resend_cancels(now),
+        "runtimes": runtimes.sync_runtime_status(now),
+    }
     triggers.request_scheduling("beat")
     return result
 
@@ -104,14 +110,26 @@ def reconcile() -> dict:
 def collect_runs(expire_after: int = 0, release_after: int = 0) -> dict:
     """One batch of TTL deletions and of artifact cleanups; re-enqueued while work remains."""
     batch = settings.KRUNTIMES_GC_BATCH_SIZE
-    expired = cleanup.expire_finished(timezone.now(), batch, expire_after) \
-        if expire_after >= 0 else cleanup.Progress()
-    released = cleanup.release_deleted(batch, release_after) \
-        if release_after >= 0 else cleanup.Progress()
+    expired = (
+        cleanup.expire_finished(timezone.now(), batch, expire_after)
+        if expire_after >= 0
+        else cleanup.Progress()
+    )
+    released = (
+        cleanup.release_deleted(batch, release_after) if release_after >= 0 else cleanup.Progress()
+    )
     if expired.resume_after is not None or released.resume_after is not None:
         # -1: that half is done; only the unfinished half resumes
-        collect_runs.apply_async(args=(
-            -1 if expired.resume_after is None else expired.resume_after,
-            -1 if released.resume_after is None else released.resume_after), queue=protocol.CONTROL_QUEUE)
-    return {"expired": expired.expired, "cleaned": released.cleaned,
-            "waiting": released.waiting, "failed": released.failed}
+        collect_runs.apply_async(
+            args=(
+                -1 if expired.resume_after is None else expired.resume_after,
+                -1 if released.resume_after is None else released.resume_after,
+            ),
+            queue=protocol.CONTROL_QUEUE,
+        )
+    return {
+        "expired": expired.expired,
+        "cleaned": released.cleaned,
+        "waiting": released.waiting,
+        "failed": released.failed,
+    }

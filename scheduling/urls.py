@@ -5,6 +5,9 @@ from django.urls import path
 from scheduling.log_views import RunLogView
 
 urlpatterns = [
-    path("apis/kruntimes.io/v1alpha1/namespaces/<str:namespace>/runs/<str:name>/log",
-         RunLogView.as_view(), name="run-log"),
+    path(
+        "apis/kruntimes.io/v1alpha1/namespaces/<str:namespace>/runs/<str:name>/log",
+        RunLogView.as_view(),
+        name="run-log",
+    ),
 ]

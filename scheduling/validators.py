@@ -16,8 +16,16 @@ from .models import PRIORITY_ANNOTATION
 # Execution inputs: fixed once the Run exists (ttlSecondsAfterFinished and cancelRequested
 # are the only spec fields a client may still change).
 RUN_IMMUTABLE_FIELDS = (
-    "runtime", "source", "mode", "env", "timeout", "retryPolicy", "resources", "workspace",
-    "affinity", "artifactInputs",
+    "runtime",
+    "source",
+    "mode",
+    "env",
+    "timeout",
+    "retryPolicy",
+    "resources",
+    "workspace",
+    "affinity",
+    "artifactInputs",
 )
 IMMUTABLE_MESSAGE = "field is immutable"
 _INTEGER_RE = re.compile(r"[+-]?[0-9]+")
@@ -33,8 +41,11 @@ def run_spec_immutable(new: dict, old: dict | None) -> list[FieldError]:
     if old is None:
         return []
     new_spec, old_spec = _spec(new), _spec(old)
-    return [errors.invalid(f"spec.{name}", IMMUTABLE_MESSAGE)
-            for name in RUN_IMMUTABLE_FIELDS if new_spec.get(name) != old_spec.get(name)]
+    return [
+        errors.invalid(f"spec.{name}", IMMUTABLE_MESSAGE)
+        for name in RUN_IMMUTABLE_FIELDS
+        if new_spec.get(name) != old_spec.get(name)
+    ]
 
 
 def cancel_requested_is_one_way(new: dict, old: dict | None) -> list[FieldError]:
@@ -43,8 +54,11 @@ def cancel_requested_is_one_way(new: dict, old: dict | None) -> list[FieldError]
         return []
     if _spec(new).get("cancelRequested") is True:
         return []
-    return [errors.invalid("spec.cancelRequested",
-                           "Invalid value: may not be reset to false or removed once true")]
+    return [
+        errors.invalid(
+            "spec.cancelRequested", "Invalid value: may not be reset to false or removed once true"
+        )
+    ]
 
 
 def priority_annotation_is_integer(new: dict, old: dict | None) -> list[FieldError]:
@@ -57,11 +71,13 @@ def priority_annotation_is_integer(new: dict, old: dict | None) -> list[FieldErr
     if not isinstance(value, str) or not _INTEGER_RE.fullmatch(value):
         return [errors.invalid(path, f'Invalid value: "{value}": must be an integer')]
     if not _INT32_MIN <= int(value) <= _INT32_MAX:
-        return [errors.invalid(path, f'Invalid value: "{value}": must be between '
-                                     f"{_INT32_MIN} and {_INT32_MAX}")]
+        return [
+            errors.invalid(
+                path, f'Invalid value: "{value}": must be between {_INT32_MIN} and {_INT32_MAX}'
+            )
+        ]
     return []
 
 
-RUN_VALIDATORS = (run_spec_immutable, cancel_requested_is_one_way,
-                  priority_annotation_is_integer)
+RUN_VALIDATORS = (run_spec_immutable, cancel_requested_is_one_way, priority_annotation_is_integer)
 RUNTIME_VALIDATORS = ()

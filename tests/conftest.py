@@ -29,8 +29,11 @@ def pytest_sessionstart(session):
 
 # Modules whose every test starts real processes (the ``processes`` marker: make test-fast
 # leaves them out; make test runs everything).
-PROCESS_MODULES = ("tests/integration/", "tests/api/test_fuzzing.py",
-                   "tests/runtimed/test_end_to_end.py")
+PROCESS_MODULES = (
+    "tests/integration/",
+    "tests/api/test_fuzzing.py",
+    "tests/runtimed/test_end_to_end.py",
+)
 
 
 def pytest_collection_modifyitems(config, items):

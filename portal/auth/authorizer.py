@@ -34,8 +34,12 @@ class UserInfo:
         if user is None or not getattr(user, "is_authenticated", False):
             return cls(username="system:anonymous", groups=("system:unauthenticated",))
         groups = tuple(sorted(g.name for g in user.groups.all())) + ("system:authenticated",)
-        return cls(username=user.get_username(), uid=str(user.pk), groups=groups,
-                   is_superuser=bool(user.is_superuser))
+        return cls(
+            username=user.get_username(),
+            uid=str(user.pk),
+            groups=groups,
+            is_superuser=bool(user.is_superuser),
+        )
 
 
 @dataclass(frozen=True)
@@ -70,20 +74,36 @@ def _backend(name: str) -> Authorizer:
     try:
         return import_string(BACKENDS[name])()
     except KeyError:
-        raise ValueError(f"unknown KRUNTIMES_AUTHORIZER {name!r}; use one of {sorted(BACKENDS)}") from None
+        raise ValueError(
+            f"unknown KRUNTIMES_AUTHORIZER {name!r}; use one of {sorted(BACKENDS)}"
+        ) from None
 
 
 def get_authorizer() -> Authorizer:
     return _backend(settings.KRUNTIMES_AUTHORIZER)
 
 
-def review(user, verb: str, group: str, resource: str, subresource: str = "",
-           namespace: str = "", name: str = "", version: str = "") -> Decision:
+def review(
+    user,
+    verb: str,
+    group: str,
+    resource: str,
+    subresource: str = "",
+    namespace: str = "",
+    name: str = "",
+    version: str = "",
+) -> Decision:
     """May ``user`` (a Django user or a UserInfo) do ``verb`` on the resource? Superusers may."""
     info = UserInfo.of(user)
     if info.is_superuser:
         return Decision(True, "superuser")
-    attributes = ResourceAttributes(verb=verb, group=group, resource=resource,
-                                    subresource=subresource, namespace=namespace or "",
-                                    name=name or "", version=version)
+    attributes = ResourceAttributes(
+        verb=verb,
+        group=group,
+        resource=resource,
+        subresource=subresource,
+        namespace=namespace or "",
+        name=name or "",
+        version=version,
+    )
     return get_authorizer().review(info, attributes)

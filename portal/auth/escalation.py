@@ -41,8 +41,11 @@ def _url_covered(url: str, held: list[dict], verb: str) -> bool:
         if not any(v in ("*", verb) for v in rule.get("verbs") or ()):
             continue
         for pattern in rule.get("nonResourceURLs") or ():
-            if pattern == url or pattern == "*" or (
-                    pattern.endswith("*") and url.startswith(pattern[:-1])):
+            if (
+                pattern == url
+                or pattern == "*"
+                or (pattern.endswith("*") and url.startswith(pattern[:-1]))
+            ):
                 return True
     return False
 
@@ -61,8 +64,9 @@ def missing_permissions(user: UserInfo, rules: list, namespace: str) -> list[str
             if not review(user, verb, group, plural, subresource, namespace, name).allowed:
                 resource = f"{plural}/{subresource}" if subresource else plural
                 named = f", ResourceNames:[{name!r}]" if name else ""
-                missing.append(f'{{APIGroups:["{group}"], Resources:["{resource}"]{named}, '
-                               f'Verbs:["{verb}"]}}')
+                missing.append(
+                    f'{{APIGroups:["{group}"], Resources:["{resource}"]{named}, Verbs:["{verb}"]}}'
+                )
         for url in rule.get("nonResourceURLs") or ():
             if held_rules is None:
                 held_rules = held_rules_of(user, namespace)
@@ -90,7 +94,10 @@ def _forbidden(kind: Any, name: str, user: UserInfo, missing: list[str], why: st
     return errors.forbidden_status(
         f'{kind.plural}.{kind.group} "{name}" is forbidden: user "{user.username}" is '
         f"attempting to grant RBAC permissions not currently held: {shown}{more} ({why})",
-        kind.plural, kind.group, name)
+        kind.plural,
+        kind.group,
+        name,
+    )
 
 
 def _user(context: Any) -> UserInfo | None:
@@ -126,8 +133,11 @@ def binding_admission(kind: Any, new: dict, old: dict | None, context: Any) -> N
     name, namespace = meta.get("name", ""), meta.get("namespace", "") if kind.namespaced else ""
     role_ref = new.get("roleRef") or {}
     role_kind, role_name = role_ref.get("kind"), role_ref.get("name", "")
-    if old is not None and new.get("roleRef") == old.get("roleRef") and \
-            new.get("subjects") == old.get("subjects"):
+    if (
+        old is not None
+        and new.get("roleRef") == old.get("roleRef")
+        and new.get("subjects") == old.get("subjects")
+    ):
         return
     role_plural = "roles" if role_kind == "Role" else "clusterroles"
     if review(user, "bind", RBAC_GROUP, role_plural, "", namespace, role_name).allowed:
@@ -140,9 +150,13 @@ def binding_admission(kind: Any, new: dict, old: dict | None, context: Any) -> N
     if rules is None:
         raise errors.forbidden_status(
             f'{kind.plural}.{kind.group} "{name}" is forbidden: {role_kind} "{role_name}" '
-            f'not found, and user "{user.username}" may not "bind" it', kind.plural,
-            kind.group, name)
+            f'not found, and user "{user.username}" may not "bind" it',
+            kind.plural,
+            kind.group,
+            name,
+        )
     missing = missing_permissions(user, rules, namespace)
     if missing:
-        raise _forbidden(kind, name, user, missing,
-                         f'or the "bind" verb on {role_plural} "{role_name}"')
+        raise _forbidden(
+            kind, name, user, missing, f'or the "bind" verb on {role_plural} "{role_name}"'
+        )

@@ -51,10 +51,12 @@ def resource_name_matches(rule: dict, name: str) -> bool:
 
 def rule_allows(rule: dict, attrs: ResourceAttributes) -> bool:
     """Does one PolicyRule allow this resource request?"""
-    return (verb_matches(rule, attrs.verb)
-            and api_group_matches(rule, attrs.group)
-            and resource_matches(rule, attrs.resource, attrs.subresource)
-            and resource_name_matches(rule, attrs.name))
+    return (
+        verb_matches(rule, attrs.verb)
+        and api_group_matches(rule, attrs.group)
+        and resource_matches(rule, attrs.resource, attrs.subresource)
+        and resource_name_matches(rule, attrs.name)
+    )
 
 
 def subject_matches(subject: dict, user: UserInfo, binding_namespace: str) -> bool:
@@ -77,7 +79,7 @@ def service_account_name(username: str) -> str:
     """``system:serviceaccount:<ns>:<name>`` -> ``<name>``; "" for any other username."""
     if not username.startswith(SERVICE_ACCOUNT_PREFIX):
         return ""
-    namespace, _, name = username[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
+    namespace, _, name = username[len(SERVICE_ACCOUNT_PREFIX) :].partition(":")
     return name if namespace and name and ":" not in name else ""
 
 
@@ -104,11 +106,16 @@ class Grant:
     role_name: str
 
     def describe(self) -> str:
-        where = f' in namespace "{self.binding.namespace}"' if self.binding_kind == "RoleBinding" \
+        where = (
+            f' in namespace "{self.binding.namespace}"'
+            if self.binding_kind == "RoleBinding"
             else ""
-        return (f'RBAC: allowed by {self.binding_kind} "{self.binding.name}"{where} of '
-                f'{self.role_kind} "{self.role_name}" to {self.subject["kind"]} '
-                f'"{self.subject["name"]}"')
+        )
+        return (
+            f'RBAC: allowed by {self.binding_kind} "{self.binding.name}"{where} of '
+            f'{self.role_kind} "{self.role_name}" to {self.subject["kind"]} '
+            f'"{self.subject["name"]}"'
+        )
 
 
 def grants_for(bindings: Iterable, binding_kind: str, user: UserInfo) -> list[Grant]:
@@ -123,8 +130,10 @@ def grants_for(bindings: Iterable, binding_kind: str, user: UserInfo) -> list[Gr
         if binding_kind == "ClusterRoleBinding" and role_kind != "ClusterRole":
             continue
         subjects = binding.subjects if isinstance(binding.subjects, list) else []
-        subject = next((s for s in subjects
-                        if isinstance(s, dict) and subject_matches(s, user, namespace)), None)
+        subject = next(
+            (s for s in subjects if isinstance(s, dict) and subject_matches(s, user, namespace)),
+            None,
+        )
         if subject is not None:
             grants.append(Grant(binding_kind, binding, subject, role_kind, role_name))
     return grants
@@ -132,7 +141,8 @@ def grants_for(bindings: Iterable, binding_kind: str, user: UserInfo) -> list[Gr
 
 def rules_allow(rules, attrs: ResourceAttributes) -> bool:
     return isinstance(rules, list) and any(
-        isinstance(rule, dict) and rule_allows(rule, attrs) for rule in rules)
+        isinstance(rule, dict) and rule_allows(rule, attrs) for rule in rules
+    )
 
 
 class RBACAuthorizer:
@@ -145,21 +155,30 @@ class RBACAuthorizer:
 
         who = subject_prefilter(user)
         fields = ("name", "role_ref", "subjects")
-        grants = grants_for(ClusterRoleBinding.objects.filter(who).only(*fields).order_by("name"),
-                            "ClusterRoleBinding", user)
+        grants = grants_for(
+            ClusterRoleBinding.objects.filter(who).only(*fields).order_by("name"),
+            "ClusterRoleBinding",
+            user,
+        )
         if attrs.namespace:
-            bindings = RoleBinding.objects.filter(who, namespace=attrs.namespace) \
-                .only("namespace", *fields).order_by("name")
+            bindings = (
+                RoleBinding.objects.filter(who, namespace=attrs.namespace)
+                .only("namespace", *fields)
+                .order_by("name")
+            )
             grants += grants_for(bindings, "RoleBinding", user)
         if not grants:
             return Decision(False, DENIED)
         cluster_roles = _rules_by_name(
-            ClusterRole, {g.role_name for g in grants if g.role_kind == "ClusterRole"})
+            ClusterRole, {g.role_name for g in grants if g.role_kind == "ClusterRole"}
+        )
         roles = _rules_by_name(
-            Role, {g.role_name for g in grants if g.role_kind == "Role"}, attrs.namespace)
+            Role, {g.role_name for g in grants if g.role_kind == "Role"}, attrs.namespace
+        )
         for grant in grants:
             rules = (cluster_roles if grant.role_kind == "ClusterRole" else roles).get(
-                grant.role_name)
+                grant.role_name
+            )
             if rules_allow(rules, attrs):
                 return Decision(True, grant.describe())
         return Decision(False, DENIED)
@@ -172,16 +191,16 @@ def rules_of(user: UserInfo, namespace: str = "") -> list[dict]:
     who = subject_prefilter(user)
     grants = grants_for(ClusterRoleBinding.objects.filter(who), "ClusterRoleBinding", user)
     if namespace:
-        grants += grants_for(RoleBinding.objects.filter(who, namespace=namespace),
-                             "RoleBinding", user)
+        grants += grants_for(
+            RoleBinding.objects.filter(who, namespace=namespace), "RoleBinding", user
+        )
     cluster_roles = _rules_by_name(
-        ClusterRole, {g.role_name for g in grants if g.role_kind == "ClusterRole"})
-    roles = _rules_by_name(Role, {g.role_name for g in grants if g.role_kind == "Role"},
-                           namespace)
+        ClusterRole, {g.role_name for g in grants if g.role_kind == "ClusterRole"}
+    )
+    roles = _rules_by_name(Role, {g.role_name for g in grants if g.role_kind == "Role"}, namespace)
     rules: list[dict] = []
     for grant in grants:
-        found = (cluster_roles if grant.role_kind == "ClusterRole" else roles).get(
-            grant.role_name)
+        found = (cluster_roles if grant.role_kind == "ClusterRole" else roles).get(grant.role_name)
         rules += [rule for rule in found or [] if isinstance(rule, dict)]
     return rules
 

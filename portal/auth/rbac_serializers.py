@@ -13,8 +13,7 @@ VERBS_HINT = "get, list, watch, create, update, patch, delete, deletecollection,
 
 
 class PolicyRuleSerializer(StrictSerializer):
-    apiGroups = serializers.ListField(child=serializers.CharField(allow_blank=True),
-                                      required=False)
+    apiGroups = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
     resources = serializers.ListField(child=serializers.CharField(), required=False)
     verbs = serializers.ListField(child=serializers.CharField(), allow_empty=False)
     resourceNames = serializers.ListField(child=serializers.CharField(), required=False)
@@ -23,12 +22,20 @@ class PolicyRuleSerializer(StrictSerializer):
     def validate(self, attrs):
         if attrs.get("resources") and "apiGroups" not in attrs:
             raise serializers.ValidationError(
-                {"apiGroups": field_error("resource rules must supply at least one api group",
-                                           "FieldValueRequired").detail})
+                {
+                    "apiGroups": field_error(
+                        "resource rules must supply at least one api group", "FieldValueRequired"
+                    ).detail
+                }
+            )
         if not attrs.get("resources") and not attrs.get("nonResourceURLs"):
             raise serializers.ValidationError(
-                {"resources": field_error("rules must supply resources or nonResourceURLs",
-                                           "FieldValueRequired").detail})
+                {
+                    "resources": field_error(
+                        "rules must supply resources or nonResourceURLs", "FieldValueRequired"
+                    ).detail
+                }
+            )
         return attrs
 
 
@@ -51,12 +58,22 @@ class SubjectSerializer(StrictSerializer):
         if attrs["apiGroup"] == "" and expected:
             attrs["apiGroup"] = expected
         if attrs["apiGroup"] != expected:
-            raise serializers.ValidationError({"apiGroup": field_error(
-                f'must be "{expected}" for a {attrs["kind"]} subject',
-                "FieldValueNotSupported").detail})
+            raise serializers.ValidationError(
+                {
+                    "apiGroup": field_error(
+                        f'must be "{expected}" for a {attrs["kind"]} subject',
+                        "FieldValueNotSupported",
+                    ).detail
+                }
+            )
         if attrs["kind"] != "ServiceAccount" and attrs.get("namespace"):
-            raise serializers.ValidationError({"namespace": field_error(
-                f'a {attrs["kind"]} subject has no namespace', "FieldValueForbidden").detail})
+            raise serializers.ValidationError(
+                {
+                    "namespace": field_error(
+                        f"a {attrs['kind']} subject has no namespace", "FieldValueForbidden"
+                    ).detail
+                }
+            )
         return attrs
 
 
@@ -65,8 +82,11 @@ def cluster_binding_rules(new: dict, old: dict | None) -> list:
     namespace (a RoleBinding defaults a ServiceAccount's namespace to its own)."""
     causes = []
     if (new.get("roleRef") or {}).get("kind") != "ClusterRole":
-        causes.append(errors.not_supported("roleRef.kind", (new.get("roleRef") or {}).get("kind"),
-                                           ["ClusterRole"]))
+        causes.append(
+            errors.not_supported(
+                "roleRef.kind", (new.get("roleRef") or {}).get("kind"), ["ClusterRole"]
+            )
+        )
     for index, subject in enumerate(new.get("subjects") or []):
         if subject.get("kind") == "ServiceAccount" and not subject.get("namespace"):
             causes.append(errors.required(f"subjects[{index}].namespace"))

@@ -20,17 +20,29 @@ log = logging.getLogger(__name__)
 
 def review_body(user: UserInfo, attrs: ResourceAttributes) -> client.V1SubjectAccessReview:
     """The SubjectAccessReview for one request; empty fields are omitted, as client-go does."""
-    extra = {key: [str(v) for v in (value if isinstance(value, list | tuple) else [value])]
-             for key, value in (user.extra or {}).items()}
+    extra = {
+        key: [str(v) for v in (value if isinstance(value, list | tuple) else [value])]
+        for key, value in (user.extra or {}).items()
+    }
     resource = client.V1ResourceAttributes(
-        namespace=attrs.namespace or None, verb=attrs.verb or None, group=attrs.group or None,
-        version=attrs.version or None, resource=attrs.resource or None,
-        subresource=attrs.subresource or None, name=attrs.name or None)
+        namespace=attrs.namespace or None,
+        verb=attrs.verb or None,
+        group=attrs.group or None,
+        version=attrs.version or None,
+        resource=attrs.resource or None,
+        subresource=attrs.subresource or None,
+        name=attrs.name or None,
+    )
     spec = client.V1SubjectAccessReviewSpec(
-        user=user.username, uid=user.uid or None, groups=list(user.groups) or None,
-        extra=extra or None, resource_attributes=resource)
-    return client.V1SubjectAccessReview(api_version="authorization.k8s.io/v1",
-                                        kind="SubjectAccessReview", spec=spec)
+        user=user.username,
+        uid=user.uid or None,
+        groups=list(user.groups) or None,
+        extra=extra or None,
+        resource_attributes=resource,
+    )
+    return client.V1SubjectAccessReview(
+        api_version="authorization.k8s.io/v1", kind="SubjectAccessReview", spec=spec
+    )
 
 
 def _failure(exc: Exception) -> str:
@@ -42,7 +54,8 @@ def _failure(exc: Exception) -> str:
         exc = exc.reason
     # NewConnectionError subclasses ConnectTimeoutError in urllib3 2, so it goes first
     if isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(
-            exc, urllib3.exceptions.NewConnectionError):
+        exc, urllib3.exceptions.NewConnectionError
+    ):
         return f"no answer within {settings.KRUNTIMES_SAR_TIMEOUT_SECONDS}s"
     if isinstance(exc, urllib3.exceptions.HTTPError):
         return f"cannot reach the Kubernetes API ({type(exc).__name__})"
@@ -54,15 +67,22 @@ class SubjectAccessReviewAuthorizer:
         body = review_body(user, attrs)
         try:
             api = client.AuthorizationV1Api(
-                api_client(host=getattr(settings, "KRUNTIMES_KUBERNETES_HOST", None)))
+                api_client(host=getattr(settings, "KRUNTIMES_KUBERNETES_HOST", None))
+            )
             result = api.create_subject_access_review(
-                body, _request_timeout=settings.KRUNTIMES_SAR_TIMEOUT_SECONDS)
+                body, _request_timeout=settings.KRUNTIMES_SAR_TIMEOUT_SECONDS
+            )
             status = result.status
             if status is None:
                 raise ValueError("the SubjectAccessReview came back without a status")
         except Exception as exc:  # noqa: BLE001 - any failure denies (fail closed)
-            log.warning("SubjectAccessReview for %s %s %s failed; denying", user.username,
-                        attrs.verb, attrs.resource, exc_info=True)
+            log.warning(
+                "SubjectAccessReview for %s %s %s failed; denying",
+                user.username,
+                attrs.verb,
+                attrs.resource,
+                exc_info=True,
+            )
             return Decision(False, f"authorization check failed: {_failure(exc)}")
         reason = status.reason or status.evaluation_error or ""
         if status.allowed and not status.denied:

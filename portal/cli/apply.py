@@ -17,16 +17,18 @@ from .sources import Document
 def apply_patch(kind: ResourceKind, manifest: dict) -> dict:
     """The merge patch ``apply`` sends: labels/annotations and the body fields, never status."""
     meta = metadata_of(manifest)
-    patch = {key: value for key, value in manifest.items()
-             if key not in ("apiVersion", "kind", "metadata", kind.status_field)}
+    patch = {
+        key: value
+        for key, value in manifest.items()
+        if key not in ("apiVersion", "kind", "metadata", kind.status_field)
+    }
     patch_meta = {key: meta[key] for key in ("labels", "annotations") if key in meta}
     if patch_meta:
         patch["metadata"] = patch_meta
     return patch
 
 
-def apply_document(document: Document, namespace: str | None = None,
-                   dry_run: bool = False) -> str:
+def apply_document(document: Document, namespace: str | None = None, dry_run: bool = False) -> str:
     """Create or merge one manifest; returns kubectl's line (``<plural>.<group>/<name> ...``).
 
     ``unchanged`` when merging would not change the live object: nothing is written then, so
@@ -58,8 +60,9 @@ def _live_object(kind: ResourceKind, ns: str | None, name: Any) -> Any:
     return None
 
 
-def _create(kind: ResourceKind, document: Document, ns: str | None,
-            context: store.WriteContext) -> str:
+def _create(
+    kind: ResourceKind, document: Document, ns: str | None, context: store.WriteContext
+) -> str:
     manifest = document.manifest
     meta = metadata_of(manifest)
     if not kind.namespaced and "namespace" in meta:
@@ -71,8 +74,15 @@ def _create(kind: ResourceKind, document: Document, ns: str | None,
     return f"{kind.key}/{obj.name} created"
 
 
-def _merge(kind: ResourceKind, document: Document, ns: str | None, name: str, live: Any,
-           context: store.WriteContext, dry_run: bool) -> str:
+def _merge(
+    kind: ResourceKind,
+    document: Document,
+    ns: str | None,
+    name: str,
+    live: Any,
+    context: store.WriteContext,
+    dry_run: bool,
+) -> str:
     before = to_manifest(kind, live)
     patch = apply_patch(kind, document.manifest)
     try:
@@ -82,8 +92,13 @@ def _merge(kind: ResourceKind, document: Document, ns: str | None, name: str, li
             return f"{kind.key}/{name} unchanged"
         if not dry_run:
             # Precondition: write only onto the version the comparison was made against.
-            guarded = {**patch, "metadata": {**patch.get("metadata", {}),
-                                             "resourceVersion": before["metadata"]["resourceVersion"]}}
+            guarded = {
+                **patch,
+                "metadata": {
+                    **patch.get("metadata", {}),
+                    "resourceVersion": before["metadata"]["resourceVersion"],
+                },
+            }
             store.patch(kind, ns, name, guarded, context=context)
     except StatusError as exc:
         raise CLIError.from_status(exc, "patching", document.source) from exc

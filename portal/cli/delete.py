@@ -19,8 +19,13 @@ from .resolve import (
 )
 from .sources import Document, read_documents
 
-PROPAGATION = {"background": "Background", "foreground": "Foreground", "orphan": "Orphan",
-               "true": "Background", "false": "Orphan"}
+PROPAGATION = {
+    "background": "Background",
+    "foreground": "Foreground",
+    "orphan": "Orphan",
+    "true": "Background",
+    "false": "Orphan",
+}
 
 
 @dataclass
@@ -34,14 +39,19 @@ class Target:
 def targets_from_args(args: list[str], namespace: str | None) -> list[Target]:
     groups, _ = parse_resource_args(args)
     if any(not group.names for group in groups):
-        raise CLIError.client("resource(s) were provided, but no name, label selector, or --all "
-                              "flag specified")
-    return [Target(g.kind, request_namespace(g.kind, namespace), name)
-            for g in groups for name in g.names]
+        raise CLIError.client(
+            "resource(s) were provided, but no name, label selector, or --all flag specified"
+        )
+    return [
+        Target(g.kind, request_namespace(g.kind, namespace), name)
+        for g in groups
+        for name in g.names
+    ]
 
 
-def targets_from_documents(documents: list[Document], namespace: str | None
-                           ) -> tuple[list[Target], list[str]]:
+def targets_from_documents(
+    documents: list[Document], namespace: str | None
+) -> tuple[list[Target], list[str]]:
     """The objects named by manifests, Namespaces last (their content goes first)."""
     targets: list[Target] = []
     problems: list[str] = []
@@ -51,16 +61,18 @@ def targets_from_documents(documents: list[Document], namespace: str | None
             name = metadata_of(doc.manifest).get("name")
             if not isinstance(name, str) or not name:
                 raise CLIError.client(f"from {doc.source}: resource name may not be empty")
-            targets.append(Target(kind, target_namespace(kind, doc.manifest, namespace), name,
-                                  doc.source))
+            targets.append(
+                Target(kind, target_namespace(kind, doc.manifest, namespace), name, doc.source)
+            )
         except CLIError as exc:
             problems += exc.lines
     targets.sort(key=lambda t: t.kind.group == "" and t.kind.kind == "Namespace")
     return targets, problems
 
 
-def delete_targets(resources: list[str], filenames: list[str], namespace: str | None,
-                   recursive: bool = False) -> tuple[list[Target], list[str]]:
+def delete_targets(
+    resources: list[str], filenames: list[str], namespace: str | None, recursive: bool = False
+) -> tuple[list[Target], list[str]]:
     """What ``delete`` removes: ``KIND NAME...``/``KIND/NAME...`` or the objects of ``-f``."""
     if filenames and resources:
         raise CLIError.client("name resources either by argument or with -f, not both")
@@ -81,12 +93,17 @@ def delete_target(target: Target, cascade: str = "background") -> str:
     """
     propagation = PROPAGATION.get(cascade.lower())
     if propagation is None:
-        raise CLIError.client(f'invalid cascade value "{cascade}": must be one of '
-                              "background, foreground, orphan")
+        raise CLIError.client(
+            f'invalid cascade value "{cascade}": must be one of background, foreground, orphan'
+        )
     try:
-        store.delete(target.kind, target.namespace, target.name, propagation=propagation,
-                     context=cli_context())
+        store.delete(
+            target.kind,
+            target.namespace,
+            target.name,
+            propagation=propagation,
+            context=cli_context(),
+        )
     except StatusError as exc:
-        raise CLIError.from_status(exc, "deleting" if target.source else "",
-                                   target.source) from exc
+        raise CLIError.from_status(exc, "deleting" if target.source else "", target.source) from exc
     return f'{target.kind.key} "{target.name}" deleted'

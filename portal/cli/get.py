@@ -12,8 +12,9 @@ from .errors import CLIError, status_lines
 from .resolve import ResourceGroup, request_namespace
 
 
-def fetch(group: ResourceGroup, namespace: str | None, all_namespaces: bool,
-          selector: str = "") -> tuple[list[Any], list[str]]:
+def fetch(
+    group: ResourceGroup, namespace: str | None, all_namespaces: bool, selector: str = ""
+) -> tuple[list[Any], list[str]]:
     """The objects of one kind: the named ones, else the list (``-l`` filtered)."""
     if all_namespaces and group.names and group.kind.namespaced:
         raise CLIError.client("a resource cannot be retrieved by name across all namespaces")

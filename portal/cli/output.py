@@ -71,37 +71,63 @@ def format_table(rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
-        padded = [text.ljust(max(widths[i] + TABLE_PADDING, TABLE_MIN_WIDTH))
-                  for i, text in enumerate(row[:-1])]
+        padded = [
+            text.ljust(max(widths[i] + TABLE_PADDING, TABLE_MIN_WIDTH))
+            for i, text in enumerate(row[:-1])
+        ]
         lines.append("".join(padded) + row[-1])
     return "\n".join(lines)
 
 
-def table_rows(kind: ResourceKind, objects: list[Any], *, all_namespaces: bool = False,
-               wide: bool = False, qualify: bool = False, now: datetime | None = None
-               ) -> list[list[str]]:
+def table_rows(
+    kind: ResourceKind,
+    objects: list[Any],
+    *,
+    all_namespaces: bool = False,
+    wide: bool = False,
+    qualify: bool = False,
+    now: datetime | None = None,
+) -> list[list[str]]:
     """Header and rows: [NAMESPACE] NAME <columns> AGE [<wide columns>]."""
     now = now or timezone.now()
     narrow = [c for c in kind.columns if not c.wide]
     extra = [c for c in kind.columns if c.wide] if wide else []
     show_ns = all_namespaces and kind.namespaced
-    rows = [(["NAMESPACE"] if show_ns else []) + ["NAME"] + [c.header for c in narrow]
-            + ["AGE"] + [c.header for c in extra]]
+    rows = [
+        (["NAMESPACE"] if show_ns else [])
+        + ["NAME"]
+        + [c.header for c in narrow]
+        + ["AGE"]
+        + [c.header for c in extra]
+    ]
     for obj in objects:
         name = f"{kind.key}/{obj.name}" if qualify else obj.name
-        rows.append(([obj.namespace] if show_ns else []) + [name]
-                    + [cell(c.value(obj)) for c in narrow]
-                    + [age(obj.creation_timestamp, now)] + [cell(c.value(obj)) for c in extra])
+        rows.append(
+            ([obj.namespace] if show_ns else [])
+            + [name]
+            + [cell(c.value(obj)) for c in narrow]
+            + [age(obj.creation_timestamp, now)]
+            + [cell(c.value(obj)) for c in extra]
+        )
     return rows
 
 
 def as_list(manifests: list[dict]) -> dict:
-    return {"apiVersion": "v1", "items": manifests, "kind": "List",
-            "metadata": {"resourceVersion": ""}}
+    return {
+        "apiVersion": "v1",
+        "items": manifests,
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+    }
 
 
-def render(found: list[tuple[ResourceKind, list[Any]]], output: str | None, *,
-           singular: bool = False, all_namespaces: bool = False) -> str:
+def render(
+    found: list[tuple[ResourceKind, list[Any]]],
+    output: str | None,
+    *,
+    singular: bool = False,
+    all_namespaces: bool = False,
+) -> str:
     """``get``'s stdout for the objects found, per kind: a table, YAML, JSON or names."""
     if output in ("yaml", "json"):
         manifests = [to_manifest(kind, obj) for kind, objects in found for obj in objects]
@@ -113,14 +139,26 @@ def render(found: list[tuple[ResourceKind, list[Any]]], output: str | None, *,
         return "".join(f"{kind.key}/{obj.name}\n" for kind, objects in found for obj in objects)
     now = timezone.now()
     qualify = len(found) > 1
-    tables = [format_table(table_rows(kind, objects, all_namespaces=all_namespaces,
-                                      wide=output == "wide", qualify=qualify, now=now))
-              for kind, objects in found if objects]
+    tables = [
+        format_table(
+            table_rows(
+                kind,
+                objects,
+                all_namespaces=all_namespaces,
+                wide=output == "wide",
+                qualify=qualify,
+                now=now,
+            )
+        )
+        for kind, objects in found
+        if objects
+    ]
     return "\n\n".join(tables) + "\n" if tables else ""
 
 
-def no_resources_message(kinds: list[ResourceKind], namespace: str | None,
-                         all_namespaces: bool) -> str:
+def no_resources_message(
+    kinds: list[ResourceKind], namespace: str | None, all_namespaces: bool
+) -> str:
     if all_namespaces or not any(kind.namespaced for kind in kinds):
         return "No resources found"
     return f"No resources found in {namespace or 'default'} namespace."

@@ -23,8 +23,11 @@ def kind_for_manifest(manifest: Any) -> ResourceKind:
     if not isinstance(manifest, dict):
         raise CLIError.client(f"expected a Kubernetes object, got {type(manifest).__name__}")
     api_version, kind_name = manifest.get("apiVersion"), manifest.get("kind")
-    missing = [f"{key} not set" for key, value in (("apiVersion", api_version),
-                                                     ("kind", kind_name)) if not value]
+    missing = [
+        f"{key} not set"
+        for key, value in (("apiVersion", api_version), ("kind", kind_name))
+        if not value
+    ]
     if missing:
         raise CLIError.client(f"error validating data: [{', '.join(missing)}]")
     kind = registry.for_manifest(str(api_version), str(kind_name))
@@ -54,7 +57,8 @@ def target_namespace(kind: ResourceKind, manifest: dict, flag: str | None) -> st
     if flag and own and own != flag:
         raise CLIError.client(
             f'the namespace from the provided object "{own}" does not match the namespace '
-            f'"{flag}". You must pass \'--namespace={own}\' to perform this operation.')
+            f"\"{flag}\". You must pass '--namespace={own}' to perform this operation."
+        )
     return flag or own or "default"
 
 
@@ -93,7 +97,8 @@ def _slash_groups(args: list[str]) -> list[ResourceGroup]:
         if not slash or not type_name or not name:
             raise CLIError.client(
                 "there is no need to specify a resource type as a separate argument when "
-                "passing arguments in resource/name form")
+                "passing arguments in resource/name form"
+            )
         kind = kind_for_name(type_name)
         groups.setdefault(kind.key, ResourceGroup(kind)).names.append(name)
     return list(groups.values())

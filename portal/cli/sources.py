@@ -29,8 +29,10 @@ def _source_files(source: str, recursive: bool) -> list[Path]:
     path = Path(source)
     if path.is_dir():
         candidates = path.rglob("*") if recursive else path.iterdir()
-        return sorted((p for p in candidates if p.is_file() and p.suffix in MANIFEST_SUFFIXES),
-                      key=lambda p: p.as_posix())
+        return sorted(
+            (p for p in candidates if p.is_file() and p.suffix in MANIFEST_SUFFIXES),
+            key=lambda p: p.as_posix(),
+        )
     return [path]
 
 
@@ -62,8 +64,11 @@ def expand_lists(manifest: Any) -> Iterator[Any]:
     """``kind: List`` (or any ``...List`` with ``items``) yields its items."""
     if isinstance(manifest, dict) and isinstance(manifest.get("items"), list):
         kind_name = manifest.get("kind")
-        if isinstance(kind_name, str) and kind_name.endswith("List") and registry.for_manifest(
-                str(manifest.get("apiVersion") or ""), kind_name) is None:
+        if (
+            isinstance(kind_name, str)
+            and kind_name.endswith("List")
+            and registry.for_manifest(str(manifest.get("apiVersion") or ""), kind_name) is None
+        ):
             for item in manifest["items"]:
                 yield from expand_lists(item)
             return
@@ -83,8 +88,9 @@ def _inputs(sources: list[str], recursive: bool) -> Iterator[tuple[str, str | No
                 yield str(path), None
 
 
-def read_documents(sources: Iterable[str], recursive: bool = False
-                   ) -> tuple[list[Document], list[str]]:
+def read_documents(
+    sources: Iterable[str], recursive: bool = False
+) -> tuple[list[Document], list[str]]:
     """The manifests named by ``-f`` (files, directories, ``-``): (documents, error lines).
 
     A path that does not exist fails the whole command before anything is read, as kubectl.
@@ -107,8 +113,11 @@ def read_documents(sources: Iterable[str], recursive: bool = False
 
 
 def is_namespace(manifest: Any) -> bool:
-    return isinstance(manifest, dict) and manifest.get("apiVersion") == "v1" \
+    return (
+        isinstance(manifest, dict)
+        and manifest.get("apiVersion") == "v1"
         and manifest.get("kind") == "Namespace"
+    )
 
 
 def namespaces_first(documents: list[Document]) -> list[Document]:

@@ -89,7 +89,9 @@ def is_condition_true(conditions: list[dict] | None, type: str) -> bool:
 
 
 def remove_condition(conditions: list[dict] | None, type: str) -> list[dict]:
-    return [dict(c) for c in conditions or () if not (isinstance(c, dict) and c.get("type") == type)]
+    return [
+        dict(c) for c in conditions or () if not (isinstance(c, dict) and c.get("type") == type)
+    ]
 
 
 def set_condition(
@@ -205,6 +207,7 @@ def _validate_condition(cond: dict, p: str) -> list[FieldError]:
     if not isinstance(gen, int) or isinstance(gen, bool):
         errs.append(type_invalid(f"{p}.observedGeneration", gen, "integer"))
     elif gen < 0:
-        errs.append(invalid_value(f"{p}.observedGeneration", gen,
-                                  "must be greater than or equal to zero"))
+        errs.append(
+            invalid_value(f"{p}.observedGeneration", gen, "must be greater than or equal to zero")
+        )
     return errs

@@ -28,8 +28,9 @@ def max_request_bytes() -> int:
 
 
 def too_large(limit: int) -> errors.StatusError:
-    return errors.StatusError(413, "RequestEntityTooLarge",
-                              f"the request body is larger than the limit of {limit} bytes")
+    return errors.StatusError(
+        413, "RequestEntityTooLarge", f"the request body is larger than the limit of {limit} bytes"
+    )
 
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:

@@ -42,7 +42,9 @@ def invalid(path: str, message: str) -> FieldError:
 
 def not_supported(path: str, value, supported) -> FieldError:
     options = ", ".join(f'"{s}"' for s in supported)
-    return FieldError(path, NOT_SUPPORTED, f'Unsupported value: "{value}": supported values: {options}')
+    return FieldError(
+        path, NOT_SUPPORTED, f'Unsupported value: "{value}": supported values: {options}'
+    )
 
 
 def forbidden(path: str, message: str) -> FieldError:
@@ -105,34 +107,60 @@ def _qualified(plural: str, group: str) -> str:
 
 
 def not_found(plural: str, group: str, name: str) -> StatusError:
-    return StatusError(404, "NotFound", f'{_qualified(plural, group)} "{name}" not found',
-                       kind=plural, group=group, name=name)
+    return StatusError(
+        404,
+        "NotFound",
+        f'{_qualified(plural, group)} "{name}" not found',
+        kind=plural,
+        group=group,
+        name=name,
+    )
 
 
 def already_exists(plural: str, group: str, name: str) -> StatusError:
-    return StatusError(409, "AlreadyExists", f'{_qualified(plural, group)} "{name}" already exists',
-                       kind=plural, group=group, name=name)
+    return StatusError(
+        409,
+        "AlreadyExists",
+        f'{_qualified(plural, group)} "{name}" already exists',
+        kind=plural,
+        group=group,
+        name=name,
+    )
 
 
 def conflict(plural: str, group: str, name: str, why: str) -> StatusError:
     return StatusError(
-        409, "Conflict",
+        409,
+        "Conflict",
         f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": {why}',
-        kind=plural, group=group, name=name)
+        kind=plural,
+        group=group,
+        name=name,
+    )
 
 
 def invalid_object(kind: str, group: str, name: str, causes: list[FieldError]) -> StatusError:
     summary = ", ".join(f"{c.field}: {c.message}" for c in causes)
-    return StatusError(422, "Invalid", f'{kind}.{group} "{name}" is invalid: {summary}'
-                       if group else f'{kind} "{name}" is invalid: {summary}',
-                       kind=kind, group=group, name=name, causes=list(causes))
+    return StatusError(
+        422,
+        "Invalid",
+        f'{kind}.{group} "{name}" is invalid: {summary}'
+        if group
+        else f'{kind} "{name}" is invalid: {summary}',
+        kind=kind,
+        group=group,
+        name=name,
+        causes=list(causes),
+    )
 
 
 def bad_request(message: str, causes: list[FieldError] | None = None) -> StatusError:
     return StatusError(400, "BadRequest", message, causes=list(causes or []))
 
 
-def forbidden_status(message: str, plural: str = "", group: str = "", name: str = "") -> StatusError:
+def forbidden_status(
+    message: str, plural: str = "", group: str = "", name: str = ""
+) -> StatusError:
     return StatusError(403, "Forbidden", message, kind=plural, group=group, name=name)
 
 

@@ -18,8 +18,12 @@ def _send(task, args: tuple, options: dict) -> None:
     try:
         task.apply_async(args=args, **options)
     except Exception:  # noqa: BLE001 - the beat pass heals a lost event
-        log.warning("could not enqueue %s%r; the next beat pass will pick it up",
-                    getattr(task, "name", task), args, exc_info=True)
+        log.warning(
+            "could not enqueue %s%r; the next beat pass will pick it up",
+            getattr(task, "name", task),
+            args,
+            exc_info=True,
+        )
 
 
 def send_on_commit(task, *args, **options) -> None:

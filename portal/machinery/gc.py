@@ -31,8 +31,9 @@ class Progress:
 def _existing_uids(uids: set[str]) -> set[str]:
     found: set[str] = set()
     for kind in registry.kinds:
-        found |= {str(u) for u in kind.model.objects.filter(uid__in=uids)
-                  .values_list("uid", flat=True)}
+        found |= {
+            str(u) for u in kind.model.objects.filter(uid__in=uids).values_list("uid", flat=True)
+        }
     return found
 
 
@@ -133,8 +134,11 @@ def finalize_namespaces(batch_size: int = 500) -> Progress:
         for kind in registry.kinds:
             if not kind.namespaced:
                 continue
-            rows = list(kind.model.objects.filter(namespace=namespace.name)
-                        .values_list("name", "deletion_timestamp")[:batch_size])
+            rows = list(
+                kind.model.objects.filter(namespace=namespace.name).values_list(
+                    "name", "deletion_timestamp"
+                )[:batch_size]
+            )
             remaining += len(rows)
             for name, deleting in rows:
                 if deleting is None:

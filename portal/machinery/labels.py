@@ -47,9 +47,11 @@ class Requirement:
             raise ValueError(f"unknown selector operator {self.operator!r}")
         object.__setattr__(self, "values", frozenset(self.values))
         n = len(self.values)
-        if (self.operator in (EXISTS, DOES_NOT_EXIST) and n) or (
-            self.operator in (EQUALS, NOT_EQUALS) and n != 1
-        ) or (self.operator in (IN, NOT_IN) and not n):
+        if (
+            (self.operator in (EXISTS, DOES_NOT_EXIST) and n)
+            or (self.operator in (EQUALS, NOT_EQUALS) and n != 1)
+            or (self.operator in (IN, NOT_IN) and not n)
+        ):
             raise ValueError(f"wrong number of values for operator {self.operator}")
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -117,8 +119,11 @@ NOTHING = Selector(match_nothing=True)
 def _validate_expression(expr, path: str) -> list[FieldError]:
     if not isinstance(expr, dict):
         return [type_invalid(path, expr, "object")]
-    errs = [errors.forbidden(f"{path}.{k}", "Forbidden: unknown field")
-            for k in expr if k not in _EXPRESSION_FIELDS]
+    errs = [
+        errors.forbidden(f"{path}.{k}", "Forbidden: unknown field")
+        for k in expr
+        if k not in _EXPRESSION_FIELDS
+    ]
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values")
     if key is None or key == "":
         errs.append(errors.required(f"{path}.key"))
@@ -137,12 +142,19 @@ def _validate_expression(expr, path: str) -> list[FieldError]:
     elif op not in EXPRESSION_OPERATORS:
         errs.append(errors.not_supported(f"{path}.operator", op, EXPRESSION_OPERATORS))
     elif op in (IN, NOT_IN) and not values:
-        errs.append(errors.required(
-            f"{path}.values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"))
+        errs.append(
+            errors.required(
+                f"{path}.values",
+                "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+            )
+        )
     elif op in (EXISTS, DOES_NOT_EXIST) and values:
-        errs.append(errors.forbidden(
-            f"{path}.values",
-            "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        errs.append(
+            errors.forbidden(
+                f"{path}.values",
+                "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )
+        )
     for i, v in enumerate(values):
         errs.extend(invalid_value(f"{path}.values[{i}]", v, m) for m in label_value_errors(v))
     return errs
@@ -154,8 +166,11 @@ def validate_label_selector(selector, path: str) -> list[FieldError]:
         return []
     if not isinstance(selector, dict):
         return [type_invalid(path, selector, "object")]
-    errs = [errors.forbidden(f"{path}.{k}", "Forbidden: unknown field")
-            for k in selector if k not in _SELECTOR_FIELDS]
+    errs = [
+        errors.forbidden(f"{path}.{k}", "Forbidden: unknown field")
+        for k in selector
+        if k not in _SELECTOR_FIELDS
+    ]
     errs.extend(validate_labels(selector.get("matchLabels"), f"{path}.matchLabels"))
     exprs = selector.get("matchExpressions")
     if exprs is None:
@@ -174,10 +189,14 @@ def compile_selector(selector: dict | None, path: str = "labelSelector") -> Sele
     errs = validate_label_selector(selector, path)
     if errs:
         raise LabelSelectorError(errs[0].field, errs[0].message, errs)
-    reqs = [Requirement(k, EQUALS, frozenset([v]))
-            for k, v in (selector.get("matchLabels") or {}).items()]
-    reqs += [Requirement(e["key"], e["operator"], frozenset(e.get("values") or ()))
-             for e in selector.get("matchExpressions") or ()]
+    reqs = [
+        Requirement(k, EQUALS, frozenset([v]))
+        for k, v in (selector.get("matchLabels") or {}).items()
+    ]
+    reqs += [
+        Requirement(e["key"], e["operator"], frozenset(e.get("values") or ()))
+        for e in selector.get("matchExpressions") or ()
+    ]
     return Selector(tuple(reqs))
 
 
@@ -256,8 +275,9 @@ class _Parser:
         if op in ("=", "==", "!="):
             # "k=" selects the empty value, as upstream.
             val = "" if self.peek() in (None, ",") else self.ident("identifier")
-            return Requirement(key, NOT_EQUALS if op == "!=" else EQUALS,
-                               frozenset([self.value(val)]))
+            return Requirement(
+                key, NOT_EQUALS if op == "!=" else EQUALS, frozenset([self.value(val)])
+            )
         if op not in ("in", "notin"):
             self.fail(f"found '{op}', expected: '=', '!=', '==', 'in', notin'")
         if self.take() != "(":

@@ -38,8 +38,11 @@ def object_meta(kind: ResourceKind, obj: Any) -> dict:
 
 
 def to_manifest(kind: ResourceKind, obj: Any) -> dict:
-    manifest = {"apiVersion": kind.api_version, "kind": kind.kind,
-                "metadata": object_meta(kind, obj)}
+    manifest = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": object_meta(kind, obj),
+    }
     for wire in kind.body:
         value = getattr(obj, kind.attr(wire))
         if value is not None:
@@ -51,18 +54,27 @@ def check_type_meta(kind: ResourceKind, manifest: Any) -> None:
     """apiVersion/kind in the body must name the kind of the path (400 otherwise)."""
     if not isinstance(manifest, dict):
         raise errors.bad_request(
-            f"the body must be a {kind.kind} object, got {type(manifest).__name__}")
+            f"the body must be a {kind.kind} object, got {type(manifest).__name__}"
+        )
     api_version = manifest.get("apiVersion")
     kind_name = manifest.get("kind")
     causes = []
     if api_version not in (None, "", kind.api_version):
-        causes.append(errors.invalid(
-            "apiVersion", f"the API version in the data ({api_version}) does not match "
-            f"the expected API version ({kind.api_version})"))
+        causes.append(
+            errors.invalid(
+                "apiVersion",
+                f"the API version in the data ({api_version}) does not match "
+                f"the expected API version ({kind.api_version})",
+            )
+        )
     if kind_name not in (None, "", kind.kind):
-        causes.append(errors.invalid(
-            "kind", f"the kind in the data ({kind_name}) does not match the expected "
-            f"kind ({kind.kind})"))
+        causes.append(
+            errors.invalid(
+                "kind",
+                f"the kind in the data ({kind_name}) does not match the expected "
+                f"kind ({kind.kind})",
+            )
+        )
     if causes:
         raise errors.bad_request("; ".join(c.message for c in causes), causes)
 
@@ -116,8 +128,9 @@ def validate_metadata(kind: ResourceKind, meta: dict) -> list[FieldError]:
     causes += validate_labels(meta.get("labels") or {}, "metadata.labels")
     causes += validate_annotations(meta.get("annotations") or {}, "metadata.annotations")
     causes += validate_finalizers(meta.get("finalizers") or [], "metadata.finalizers")
-    causes += validate_owner_references(meta.get("ownerReferences") or [],
-                                        "metadata.ownerReferences")
+    causes += validate_owner_references(
+        meta.get("ownerReferences") or [], "metadata.ownerReferences"
+    )
     return causes
 
 

@@ -82,7 +82,9 @@ class Registry:
     def register(self, kind: ResourceKind) -> ResourceKind:
         for existing in self.kinds:
             if (existing.group, existing.version, existing.plural) == (
-                kind.group, kind.version, kind.plural
+                kind.group,
+                kind.version,
+                kind.plural,
             ):
                 raise ValueError(f"kind {kind.key}/{kind.version} registered twice")
         self.kinds.append(kind)

@@ -26,24 +26,34 @@ class StatusSerializer(serializers.Serializer):
 
 
 def manifest_serializer(kind: ResourceKind) -> type[serializers.Serializer]:
-    fields = {"apiVersion": serializers.CharField(default=kind.api_version),
-              "kind": serializers.CharField(default=kind.kind),
-              "metadata": ObjectMetaSerializer()}
+    fields = {
+        "apiVersion": serializers.CharField(default=kind.api_version),
+        "kind": serializers.CharField(default=kind.kind),
+        "metadata": ObjectMetaSerializer(),
+    }
     for wire, spec in kind.body.items():
         fields[wire] = fresh_field(spec)
     return type(f"{kind.kind}Manifest", (StrictSerializer,), fields)
 
 
 def list_serializer(kind: ResourceKind, item) -> type[serializers.Serializer]:
-    return type(f"{kind.kind}List", (serializers.Serializer,), {
-        "apiVersion": serializers.CharField(), "kind": serializers.CharField(),
-        "metadata": serializers.DictField(), "items": item(many=True)})
+    return type(
+        f"{kind.kind}List",
+        (serializers.Serializer,),
+        {
+            "apiVersion": serializers.CharField(),
+            "kind": serializers.CharField(),
+            "metadata": serializers.DictField(),
+            "items": item(many=True),
+        },
+    )
 
 
 LIST_PARAMETERS = [
     OpenApiParameter("labelSelector", str, description="Kubernetes label selector"),
     OpenApiParameter("fieldSelector", str, description="metadata.name / metadata.namespace"),
-    OpenApiParameter("limit", int), OpenApiParameter("continue", str),
+    OpenApiParameter("limit", int),
+    OpenApiParameter("continue", str),
 ]
 WRITE_PARAMETERS = [OpenApiParameter("dryRun", str, enum=["All"])]
 ERRORS = {code: StatusSerializer for code in (400, 401, 403, 404, 409, 422)}
@@ -54,52 +64,106 @@ def _views(kind: ResourceKind):
     listing = list_serializer(kind, item)
     tag = [kind.api_version]
     collection = extend_schema_view(
-        get=extend_schema(operation_id=f"list{kind.kind}", responses={
-            200: listing, **ERRORS}, parameters=LIST_PARAMETERS, tags=tag),
-        post=extend_schema(operation_id=f"create{kind.kind}", request=item, responses={
-            201: item, **ERRORS}, parameters=WRITE_PARAMETERS, tags=tag),
+        get=extend_schema(
+            operation_id=f"list{kind.kind}",
+            responses={200: listing, **ERRORS},
+            parameters=LIST_PARAMETERS,
+            tags=tag,
+        ),
+        post=extend_schema(
+            operation_id=f"create{kind.kind}",
+            request=item,
+            responses={201: item, **ERRORS},
+            parameters=WRITE_PARAMETERS,
+            tags=tag,
+        ),
     )(type(f"{kind.kind}CollectionView", (CollectionView,), {"kind": kind}))
     obj = extend_schema_view(
-        get=extend_schema(operation_id=f"read{kind.kind}", responses={200: item, **ERRORS},
-                          tags=tag),
-        put=extend_schema(operation_id=f"replace{kind.kind}", request=item,
-                          responses={200: item, **ERRORS}, parameters=WRITE_PARAMETERS, tags=tag),
-        patch=extend_schema(operation_id=f"patch{kind.kind}", request=item,
-                            responses={200: item, **ERRORS}, parameters=WRITE_PARAMETERS,
-                            tags=tag),
-        delete=extend_schema(operation_id=f"delete{kind.kind}", request=None, parameters=[
-            OpenApiParameter("propagationPolicy", str,
-                             enum=["Background", "Foreground", "Orphan"])],
-            responses={200: item, **ERRORS}, tags=tag),
+        get=extend_schema(
+            operation_id=f"read{kind.kind}", responses={200: item, **ERRORS}, tags=tag
+        ),
+        put=extend_schema(
+            operation_id=f"replace{kind.kind}",
+            request=item,
+            responses={200: item, **ERRORS},
+            parameters=WRITE_PARAMETERS,
+            tags=tag,
+        ),
+        patch=extend_schema(
+            operation_id=f"patch{kind.kind}",
+            request=item,
+            responses={200: item, **ERRORS},
+            parameters=WRITE_PARAMETERS,
+            tags=tag,
+        ),
+        delete=extend_schema(
+            operation_id=f"delete{kind.kind}",
+            request=None,
+            parameters=[
+                OpenApiParameter(
+                    "propagationPolicy", str, enum=["Background", "Foreground", "Orphan"]
+                )
+            ],
+            responses={200: item, **ERRORS},
+            tags=tag,
+        ),
     )(type(f"{kind.kind}View", (ObjectView,), {"kind": kind}))
     status = None
     if kind.status_field:
         status = extend_schema_view(
-            get=extend_schema(operation_id=f"read{kind.kind}Status", responses={200: item},
-                              tags=tag),
-            put=extend_schema(operation_id=f"replace{kind.kind}Status", request=item,
-                              responses={200: item, **ERRORS}, tags=tag),
-            patch=extend_schema(operation_id=f"patch{kind.kind}Status", request=item,
-                                responses={200: item, **ERRORS}, tags=tag),
-        )(type(f"{kind.kind}StatusView", (ObjectView,), {"kind": kind, "subresource": "status",
-                                                         "http_method_names": [
-                                                             "get", "put", "patch", "options"]}))
+            get=extend_schema(
+                operation_id=f"read{kind.kind}Status", responses={200: item}, tags=tag
+            ),
+            put=extend_schema(
+                operation_id=f"replace{kind.kind}Status",
+                request=item,
+                responses={200: item, **ERRORS},
+                tags=tag,
+            ),
+            patch=extend_schema(
+                operation_id=f"patch{kind.kind}Status",
+                request=item,
+                responses={200: item, **ERRORS},
+                tags=tag,
+            ),
+        )(
+            type(
+                f"{kind.kind}StatusView",
+                (ObjectView,),
+                {
+                    "kind": kind,
+                    "subresource": "status",
+                    "http_method_names": ["get", "put", "patch", "options"],
+                },
+            )
+        )
     everywhere = None
     if kind.namespaced:
         everywhere = extend_schema_view(
-            get=extend_schema(operation_id=f"list{kind.kind}ForAllNamespaces", responses={
-                200: listing, **ERRORS}, parameters=LIST_PARAMETERS,
-                tags=tag),
-        )(type(f"{kind.kind}AllNamespacesView", (CollectionView,),
-               {"kind": kind, "http_method_names": ["get", "options"]}))
+            get=extend_schema(
+                operation_id=f"list{kind.kind}ForAllNamespaces",
+                responses={200: listing, **ERRORS},
+                parameters=LIST_PARAMETERS,
+                tags=tag,
+            ),
+        )(
+            type(
+                f"{kind.kind}AllNamespacesView",
+                (CollectionView,),
+                {"kind": kind, "http_method_names": ["get", "options"]},
+            )
+        )
     return collection, obj, status, everywhere
 
 
 def kind_urlpatterns(kind: ResourceKind) -> list:
     base = f"apis/{kind.group}/{kind.version}" if kind.group else f"api/{kind.version}"
     collection, obj, status, everywhere = _views(kind)
-    scoped = f"{base}/namespaces/<str:namespace>/{kind.plural}" if kind.namespaced \
+    scoped = (
+        f"{base}/namespaces/<str:namespace>/{kind.plural}"
+        if kind.namespaced
         else f"{base}/{kind.plural}"
+    )
     patterns = [
         path(scoped, collection.as_view()),
         path(f"{scoped}/<str:name>", obj.as_view()),
@@ -116,21 +180,44 @@ def resource_list(group: str, version: str) -> dict:
     for kind in registry.kinds:
         if (kind.group, kind.version) != (group, version):
             continue
-        resources.append({"name": kind.plural, "singularName": kind.singular,
-                          "namespaced": kind.namespaced, "kind": kind.kind,
-                          "verbs": VERBS_COLLECTION, "shortNames": list(kind.short_names),
-                          "categories": list(kind.categories)})
+        resources.append(
+            {
+                "name": kind.plural,
+                "singularName": kind.singular,
+                "namespaced": kind.namespaced,
+                "kind": kind.kind,
+                "verbs": VERBS_COLLECTION,
+                "shortNames": list(kind.short_names),
+                "categories": list(kind.categories),
+            }
+        )
         if kind.status_field:
-            resources.append({"name": f"{kind.plural}/status", "singularName": "",
-                              "namespaced": kind.namespaced, "kind": kind.kind,
-                              "verbs": ["get", "patch", "update"]})
+            resources.append(
+                {
+                    "name": f"{kind.plural}/status",
+                    "singularName": "",
+                    "namespaced": kind.namespaced,
+                    "kind": kind.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         for name, verbs in sorted(kind.subresources.items()):
-            resources.append({"name": f"{kind.plural}/{name}", "singularName": "",
-                              "namespaced": kind.namespaced, "kind": kind.kind,
-                              "verbs": list(verbs)})
+            resources.append(
+                {
+                    "name": f"{kind.plural}/{name}",
+                    "singularName": "",
+                    "namespaced": kind.namespaced,
+                    "kind": kind.kind,
+                    "verbs": list(verbs),
+                }
+            )
     group_version = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-            "resources": resources}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
 
 
 FREEFORM = {200: {"type": "object", "additionalProperties": True}}
@@ -160,9 +247,11 @@ class APIResourceListView(KubeView):
     def get(self, request, group: str = "", version: str = "v1"):
         document = resource_list(group, version)
         if not document["resources"]:
-            raise errors.StatusError(404, "NotFound",
-                                     f"the server could not find the requested resource "
-                                     f"({group}/{version})")
+            raise errors.StatusError(
+                404,
+                "NotFound",
+                f"the server could not find the requested resource ({group}/{version})",
+            )
         return Response(document)
 
 
@@ -177,8 +266,9 @@ class NotFoundView(KubeView):
         self.headers = self.default_response_headers
         try:
             self.initial(self.request, *args, **kwargs)
-            raise errors.StatusError(404, "NotFound",
-                                     "the server could not find the requested resource")
+            raise errors.StatusError(
+                404, "NotFound", "the server could not find the requested resource"
+            )
         except Exception as exc:  # noqa: BLE001 - rendered as Status
             response = self.handle_exception(exc)
         self.response = self.finalize_response(self.request, response, *args, **kwargs)
@@ -196,8 +286,13 @@ def api_urlpatterns() -> list:
     for group, kinds in registry.groups().items():
         for version in sorted({k.version for k in kinds}):
             if group:
-                patterns.append(path(f"apis/{group}/{version}", APIResourceListView.as_view(),
-                                     {"group": group, "version": version}))
+                patterns.append(
+                    path(
+                        f"apis/{group}/{version}",
+                        APIResourceListView.as_view(),
+                        {"group": group, "version": version},
+                    )
+                )
     return patterns
 
 

@@ -47,8 +47,12 @@ class StrictSerializer(serializers.Serializer):
         if isinstance(data, dict):
             merge_detail(detail, error_detail(self.cross_field_causes(data)))
             # unknown fields are reported together with the known fields' errors
-            detail.update({key: [ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)]
-                           for key in sorted(set(data) - set(self.fields))})
+            detail.update(
+                {
+                    key: [ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)]
+                    for key in sorted(set(data) - set(self.fields))
+                }
+            )
         if detail:
             raise ValidationError(detail)
         return value
@@ -114,6 +118,7 @@ def raise_causes(causes: list[FieldError]) -> None:
 
 
 # --- strict JSON primitives ---------------------------------------------------------------
+
 
 def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
@@ -194,8 +199,14 @@ _CODE_TO_CAUSE = {
     "not_a_string": errors.TYPE_INVALID,
 }
 _CAUSE_TYPES = {
-    errors.REQUIRED, errors.INVALID, errors.NOT_SUPPORTED, errors.DUPLICATE, errors.TOO_LONG,
-    errors.TOO_MANY, errors.FORBIDDEN, errors.TYPE_INVALID,
+    errors.REQUIRED,
+    errors.INVALID,
+    errors.NOT_SUPPORTED,
+    errors.DUPLICATE,
+    errors.TOO_LONG,
+    errors.TOO_MANY,
+    errors.FORBIDDEN,
+    errors.TYPE_INVALID,
 }
 
 
@@ -255,8 +266,9 @@ def validate_with(spec: Any, data: Any, path: str) -> tuple[Any, list[FieldError
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return None, [FieldError(path, errors.TYPE_INVALID,
-                                 f"expected an object, got {type(data).__name__}")]
+        return None, [
+            FieldError(path, errors.TYPE_INVALID, f"expected an object, got {type(data).__name__}")
+        ]
     serializer = spec(data=data)
     if serializer.is_valid():
         return to_plain(serializer.validated_data), []

@@ -23,8 +23,12 @@ from .registry import ResourceKind
 from .serializers import ObjectMetaSerializer, flatten_errors, validate_with
 
 WRITABLE_META = ("labels", "annotations", "finalizers", "ownerReferences")
-META_ATTRS = {"labels": "labels", "annotations": "annotations", "finalizers": "finalizers",
-              "ownerReferences": "owner_references"}
+META_ATTRS = {
+    "labels": "labels",
+    "annotations": "annotations",
+    "finalizers": "finalizers",
+    "ownerReferences": "owner_references",
+}
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 
@@ -61,8 +65,11 @@ def blocking_finalizers(kind: ResourceKind, obj: Any) -> list[str]:
 
 def _generate_name(prefix: str) -> str:
     alphabet = string.ascii_lowercase + string.digits
-    return prefix + "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)) \
-        if prefix else "".join(secrets.choice(alphabet) for _ in range(8))
+    return (
+        prefix + "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        if prefix
+        else "".join(secrets.choice(alphabet) for _ in range(8))
+    )
 
 
 def _meta_shape_causes(meta: Any) -> list[FieldError]:
@@ -79,11 +86,14 @@ def _meta_of(manifest: dict) -> dict:
     return dict(meta) if isinstance(meta, dict) else {}
 
 
-def _validate_body(kind: ResourceKind, manifest: dict, old: dict | None,
-                   subresource: str | None) -> tuple[dict, list[FieldError]]:
+def _validate_body(
+    kind: ResourceKind, manifest: dict, old: dict | None, subresource: str | None
+) -> tuple[dict, list[FieldError]]:
     """Validated body fields: the main resource never writes status, /status writes only it."""
     known = {"apiVersion", "kind", "metadata", *kind.body}
-    causes = [errors.forbidden(key, f'unknown field "{key}"') for key in sorted(set(manifest) - known)]
+    causes = [
+        errors.forbidden(key, f'unknown field "{key}"') for key in sorted(set(manifest) - known)
+    ]
     body: dict = {}
     for wire, serializer_class in kind.body.items():
         is_status = wire == kind.status_field
@@ -101,8 +111,9 @@ def _raise_invalid(kind: ResourceKind, name: str, causes: list[FieldError]) -> N
         raise errors.invalid_object(kind.kind, kind.group, name, causes)
 
 
-def _run_validators(kind: ResourceKind, new: dict, old: dict | None, name: str,
-                    context: WriteContext) -> None:
+def _run_validators(
+    kind: ResourceKind, new: dict, old: dict | None, name: str, context: WriteContext
+) -> None:
     causes: list[FieldError] = []
     for validator in kind.validators:
         causes += validator(new, old)
@@ -119,8 +130,11 @@ def _require_namespace(namespace: str) -> None:
         raise errors.not_found("namespaces", "", namespace)
     if ns.deletion_timestamp is not None:
         raise errors.forbidden_status(
-            f'unable to create new content in namespace {namespace} because it is being '
-            "terminated", "namespaces", "", namespace)
+            f"unable to create new content in namespace {namespace} because it is being terminated",
+            "namespaces",
+            "",
+            namespace,
+        )
 
 
 def _apply_fields(kind: ResourceKind, obj: Any, meta: dict, body: dict) -> None:
@@ -142,8 +156,11 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
         OwnerLink.forget(obj.uid)
     else:
         OwnerLink.record(kind, obj)
-    deleting_first = event != "DELETED" and FOREGROUND in (obj.finalizers or []) \
+    deleting_first = (
+        event != "DELETED"
+        and FOREGROUND in (obj.finalizers or [])
         and obj.deletion_timestamp is not None
+    )
     if (event == "DELETED" or deleting_first) and OwnerLink.has_dependents(obj.uid):
         send_on_commit(tasks.collect_dependents, str(obj.uid))
     if event == "DELETED" and obj.owner_references:
@@ -154,8 +171,13 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
         hook(obj, event)
 
 
-def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
-           context: WriteContext | None = None) -> Any:
+def create(
+    kind: ResourceKind,
+    manifest: Any,
+    *,
+    namespace: str | None = None,
+    context: WriteContext | None = None,
+) -> Any:
     context = context or WriteContext()
     check_type_meta(kind, manifest)
     meta = _meta_of(manifest)
@@ -165,7 +187,9 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
         if body_ns and body_ns != namespace:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on "
-                "the request", [errors.invalid("metadata.namespace", "does not match the request")])
+                "the request",
+                [errors.invalid("metadata.namespace", "does not match the request")],
+            )
     if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
         meta["name"] = _generate_name(meta["generateName"])
     if kind.default_finalizers and isinstance(meta.get("finalizers") or [], list):
@@ -175,9 +199,12 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
     body, causes = _validate_body(kind, manifest, None, None)
     causes = _meta_shape_causes(manifest.get("metadata")) + validate_metadata(kind, meta) + causes
     _raise_invalid(kind, name, causes)
-    new_manifest = {"apiVersion": kind.api_version, "kind": kind.kind,
-                    "metadata": {**meta, "namespace": namespace} if kind.namespaced else meta,
-                    **body}
+    new_manifest = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {**meta, "namespace": namespace} if kind.namespaced else meta,
+        **body,
+    }
     _run_validators(kind, new_manifest, None, name, context)
     if kind.namespaced:
         _require_namespace(namespace)
@@ -199,9 +226,13 @@ def create(kind: ResourceKind, manifest: Any, *, namespace: str | None = None,
 def _check_resource_version(kind: ResourceKind, obj: Any, meta: dict) -> None:
     wanted = meta.get("resourceVersion")
     if wanted not in (None, "") and str(wanted) != str(obj.resource_version):
-        raise errors.conflict(kind.plural, kind.group, obj.name,
-                              "the object has been modified; please apply your changes to the "
-                              "latest version and try again")
+        raise errors.conflict(
+            kind.plural,
+            kind.group,
+            obj.name,
+            "the object has been modified; please apply your changes to the "
+            "latest version and try again",
+        )
 
 
 def _save_if_unchanged(kind: ResourceKind, obj: Any, seen_version: int) -> None:
@@ -209,14 +240,21 @@ def _save_if_unchanged(kind: ResourceKind, obj: Any, seen_version: int) -> None:
     sync = getattr(obj, "sync_columns", None)
     if sync is not None:
         sync()
-    fields = {f.attname: getattr(obj, f.attname)
-              for f in kind.model._meta.concrete_fields if not f.primary_key}
+    fields = {
+        f.attname: getattr(obj, f.attname)
+        for f in kind.model._meta.concrete_fields
+        if not f.primary_key
+    }
     fields["resource_version"] = seen_version + 1
     updated = _objects(kind).filter(pk=obj.pk, resource_version=seen_version).update(**fields)
     if not updated:
-        raise errors.conflict(kind.plural, kind.group, obj.name,
-                              "the object has been modified; please apply your changes to the "
-                              "latest version and try again")
+        raise errors.conflict(
+            kind.plural,
+            kind.group,
+            obj.name,
+            "the object has been modified; please apply your changes to the "
+            "latest version and try again",
+        )
     obj.resource_version = seen_version + 1
 
 
@@ -228,23 +266,36 @@ def _finish_deletion_if_released(kind: ResourceKind, obj: Any) -> bool:
     return False
 
 
-def replace(kind: ResourceKind, namespace: str | None, name: str, manifest: Any, *,
-            subresource: str | None = None, context: WriteContext | None = None) -> Any:
+def replace(
+    kind: ResourceKind,
+    namespace: str | None,
+    name: str,
+    manifest: Any,
+    *,
+    subresource: str | None = None,
+    context: WriteContext | None = None,
+) -> Any:
     """PUT semantics: the manifest is the whole new object (or the whole status)."""
     context = context or WriteContext()
     check_type_meta(kind, manifest)
     if manifest.get("metadata") is None:  # e.g. a merge patch {"metadata": null}
-        raise errors.invalid_object(kind.kind, kind.group, name, [errors.required(
-            "metadata", "Required value: an update keeps the object's metadata")])
+        raise errors.invalid_object(
+            kind.kind,
+            kind.group,
+            name,
+            [errors.required("metadata", "Required value: an update keeps the object's metadata")],
+        )
     meta = _meta_of(manifest)
     if meta.get("name") not in (None, "", name):
         raise errors.bad_request(
             "the name of the object does not match the name on the URL",
-            [errors.invalid("metadata.name", "does not match the name on the URL")])
+            [errors.invalid("metadata.name", "does not match the name on the URL")],
+        )
     if kind.namespaced and meta.get("namespace") not in (None, "", namespace):
         raise errors.bad_request(
-            "the namespace of the provided object does not match the namespace sent on the "
-            "request", [errors.invalid("metadata.namespace", "does not match the request")])
+            "the namespace of the provided object does not match the namespace sent on the request",
+            [errors.invalid("metadata.namespace", "does not match the request")],
+        )
     with transaction.atomic():
         obj = get_object(kind, namespace, name)
         _check_resource_version(kind, obj, meta)
@@ -252,12 +303,18 @@ def replace(kind: ResourceKind, namespace: str | None, name: str, manifest: Any,
         if subresource == "status":
             meta = old["metadata"]
         body, causes = _validate_body(kind, manifest, old, subresource)
-        causes = (_meta_shape_causes(manifest.get("metadata"))
-                  + validate_metadata(kind, {**meta, "name": name}) + causes)
+        causes = (
+            _meta_shape_causes(manifest.get("metadata"))
+            + validate_metadata(kind, {**meta, "name": name})
+            + causes
+        )
         _raise_invalid(kind, name, causes)
         _forbid_new_finalizers_when_terminating(kind, obj, meta)
-        new = {**old, "metadata": {**old["metadata"], **{k: meta.get(k) for k in WRITABLE_META}},
-               **body}
+        new = {
+            **old,
+            "metadata": {**old["metadata"], **{k: meta.get(k) for k in WRITABLE_META}},
+            **body,
+        }
         _run_validators(kind, new, old, name, context)
         if any(body.get(f) != old.get(f) for f in kind.generation_fields):
             obj.generation += 1
@@ -275,16 +332,32 @@ def _forbid_new_finalizers_when_terminating(kind: ResourceKind, obj: Any, meta: 
         return
     added = set(meta.get("finalizers") or []) - set(obj.finalizers or [])
     if added:
-        raise errors.invalid_object(kind.kind, kind.group, obj.name, [errors.forbidden(
-            "metadata.finalizers", "no new finalizers can be added if the object is being deleted, "
-            f"found new finalizers {sorted(added)}")])
+        raise errors.invalid_object(
+            kind.kind,
+            kind.group,
+            obj.name,
+            [
+                errors.forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers {sorted(added)}",
+                )
+            ],
+        )
 
 
 PATCH_ATTEMPTS = 5
 
 
-def patch(kind: ResourceKind, namespace: str | None, name: str, patch_body: Any, *,
-          subresource: str | None = None, context: WriteContext | None = None) -> Any:
+def patch(
+    kind: ResourceKind,
+    namespace: str | None,
+    name: str,
+    patch_body: Any,
+    *,
+    subresource: str | None = None,
+    context: WriteContext | None = None,
+) -> Any:
     """JSON merge patch (RFC 7386) applied to the current object, then a PUT of the result.
 
     Without a resourceVersion precondition a patch applies to whatever is current, so a
@@ -299,20 +372,27 @@ def patch(kind: ResourceKind, namespace: str | None, name: str, patch_body: Any,
         merged = merge_patch(to_manifest(kind, current), patch_body)
         if not conditional and isinstance(merged.get("metadata"), dict):
             # (a patch that removed metadata or made it a non-object is refused by replace)
-            merged["metadata"] = {**merged["metadata"],
-                                  "resourceVersion": str(current.resource_version)}
+            merged["metadata"] = {
+                **merged["metadata"],
+                "resourceVersion": str(current.resource_version),
+            }
         try:
-            return replace(kind, namespace, name, merged, subresource=subresource,
-                           context=context)
+            return replace(kind, namespace, name, merged, subresource=subresource, context=context)
         except errors.StatusError as exc:
             if conditional or exc.reason != "Conflict" or attempt == PATCH_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 
 
-def delete(kind: ResourceKind, namespace: str | None, name: str, *,
-           propagation: str = "Background", preconditions: dict | None = None,
-           context: WriteContext | None = None) -> tuple[Any, bool]:
+def delete(
+    kind: ResourceKind,
+    namespace: str | None,
+    name: str,
+    *,
+    propagation: str = "Background",
+    preconditions: dict | None = None,
+    context: WriteContext | None = None,
+) -> tuple[Any, bool]:
     """Kubernetes deletion. Returns (object, gone): gone is False while finalizers remain."""
     from portal.models import OwnerLink
 
@@ -320,25 +400,40 @@ def delete(kind: ResourceKind, namespace: str | None, name: str, *,
     if propagation not in ("Background", "Foreground", "Orphan"):
         raise errors.bad_request(
             f'unsupported propagationPolicy "{propagation}"',
-            [errors.not_supported("propagationPolicy", propagation,
-                                  ["Background", "Foreground", "Orphan"])])
+            [
+                errors.not_supported(
+                    "propagationPolicy", propagation, ["Background", "Foreground", "Orphan"]
+                )
+            ],
+        )
     if name in kind.protected_names:
-        raise errors.forbidden_status(f'{kind.plural} "{name}" is forbidden: this object may not '
-                                      "be deleted", kind.plural, kind.group, name)
+        raise errors.forbidden_status(
+            f'{kind.plural} "{name}" is forbidden: this object may not be deleted',
+            kind.plural,
+            kind.group,
+            name,
+        )
     with transaction.atomic():
         obj = get_object(kind, namespace, name)
         preconditions = preconditions or {}
         if preconditions.get("uid") and preconditions["uid"] != str(obj.uid):
-            raise errors.conflict(kind.plural, kind.group, name,
-                                  "the UID in the precondition does not match the object")
+            raise errors.conflict(
+                kind.plural,
+                kind.group,
+                name,
+                "the UID in the precondition does not match the object",
+            )
         _check_resource_version(kind, obj, preconditions)
         if context.dry_run:
             return obj, not blocking_finalizers(kind, obj)
         seen, seen_finalizers = obj.resource_version, list(obj.finalizers)
         if propagation == "Orphan":
             OwnerLink.orphan_dependents(obj.uid)
-        elif propagation == "Foreground" and OwnerLink.has_dependents(obj.uid) \
-                and FOREGROUND not in obj.finalizers:
+        elif (
+            propagation == "Foreground"
+            and OwnerLink.has_dependents(obj.uid)
+            and FOREGROUND not in obj.finalizers
+        ):
             obj.finalizers = [*obj.finalizers, FOREGROUND]
         if blocking_finalizers(kind, obj):
             if obj.deletion_timestamp is not None and seen_finalizers == obj.finalizers:
@@ -357,6 +452,14 @@ def remove_finalizer(kind: ResourceKind, obj: Any, finalizer: str) -> Any:
     """For controllers: drop one finalizer (deleting the row when it was the last)."""
     if finalizer not in (obj.finalizers or []):
         return obj
-    return patch(kind, getattr(obj, "namespace", None), obj.name,
-                 {"metadata": {"finalizers": [f for f in obj.finalizers if f != finalizer],
-                               "resourceVersion": str(obj.resource_version)}})
+    return patch(
+        kind,
+        getattr(obj, "namespace", None),
+        obj.name,
+        {
+            "metadata": {
+                "finalizers": [f for f in obj.finalizers if f != finalizer],
+                "resourceVersion": str(obj.resource_version),
+            }
+        },
+    )

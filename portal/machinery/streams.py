@@ -21,8 +21,10 @@ _by_user: Counter = Counter()
 
 
 def limits() -> tuple[int, int]:
-    return (int(getattr(settings, "KRUNTIMES_MAX_STREAMS", 8)),
-            int(getattr(settings, "KRUNTIMES_MAX_STREAMS_PER_USER", 4)))
+    return (
+        int(getattr(settings, "KRUNTIMES_MAX_STREAMS", 8)),
+        int(getattr(settings, "KRUNTIMES_MAX_STREAMS_PER_USER", 4)),
+    )
 
 
 def in_use() -> tuple[int, dict[str, int]]:
@@ -36,11 +38,14 @@ def acquire(user_key: str) -> Callable[[], None]:
     total_limit, user_limit = limits()
     with _lock:
         if _by_user[user_key] >= user_limit:
-            raise too_many(f"{user_key} already has {user_limit} streams open (the limit per "
-                           "user); close one or retry later")
+            raise too_many(
+                f"{user_key} already has {user_limit} streams open (the limit per "
+                "user); close one or retry later"
+            )
         if _total >= total_limit:
-            raise too_many(f"the server already serves {total_limit} streams (its limit); "
-                           "retry later")
+            raise too_many(
+                f"the server already serves {total_limit} streams (its limit); retry later"
+            )
         _total += 1
         _by_user[user_key] += 1
     released = threading.Event()

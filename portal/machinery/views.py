@@ -55,31 +55,42 @@ def status_exception_handler(exc, context):
     if isinstance(exc, errors.StatusError):
         return status_response(exc)
     if isinstance(exc, Http404):
-        return status_response(errors.StatusError(404, "NotFound", "the server could not find "
-                                                  "the requested resource"))
+        return status_response(
+            errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        )
     for exc_type, (code, reason) in _DRF_TO_STATUS.items():
         if isinstance(exc, exc_type):
             return status_response(errors.StatusError(code, reason, _detail_text(exc.detail)))
     if isinstance(exc, drf_exceptions.ValidationError):
         from .serializers import flatten_errors
 
-        return status_response(errors.StatusError(422, "Invalid", "the request is invalid",
-                                                  causes=flatten_errors(exc.detail, "")))
+        return status_response(
+            errors.StatusError(
+                422, "Invalid", "the request is invalid", causes=flatten_errors(exc.detail, "")
+            )
+        )
     if isinstance(exc, DjangoValidationError):
         return status_response(errors.bad_request("; ".join(exc.messages)))
     if isinstance(exc, RequestDataTooBig):
         return status_response(too_large(max_request_bytes()))
     if isinstance(exc, DataError):  # a value the database cannot hold (a NUL byte, say)
         log.warning("storage refused a value serving %s: %s", context.get("request"), exc)
-        return status_response(errors.bad_request(
-            "the request holds a value the storage cannot keep (a control character?)"))
+        return status_response(
+            errors.bad_request(
+                "the request holds a value the storage cannot keep (a control character?)"
+            )
+        )
     if isinstance(exc, DatabaseError):
         log.exception("database error serving %s", context.get("request"))
-        return status_response(errors.StatusError(503, "ServiceUnavailable",
-                                                  "the storage is unavailable; retry"))
+        return status_response(
+            errors.StatusError(503, "ServiceUnavailable", "the storage is unavailable; retry")
+        )
     log.exception("unexpected error serving %s", context.get("request"))
-    return status_response(errors.StatusError(500, "InternalError",
-                                              f"an internal error occurred: {type(exc).__name__}"))
+    return status_response(
+        errors.StatusError(
+            500, "InternalError", f"an internal error occurred: {type(exc).__name__}"
+        )
+    )
 
 
 def _detail_text(detail) -> str:
@@ -103,8 +114,8 @@ def decode_continue(token: str) -> list[str]:
         return [str(part) for part in after]
     except (ValueError, KeyError, TypeError, binascii.Error):
         raise errors.bad_request(
-            "invalid continue token",
-            [errors.invalid("continue", "not a token this server issued")]) from None
+            "invalid continue token", [errors.invalid("continue", "not a token this server issued")]
+        ) from None
 
 
 class KubeView(APIView):
@@ -118,8 +129,16 @@ class KubeView(APIView):
 
     def authorize(self, request, verb: str, namespace: str | None, name: str = "") -> None:
         kind = self.kind
-        decision = review(request.user, verb, kind.group, kind.plural, self.subresource,
-                          namespace or "", name, kind.version)
+        decision = review(
+            request.user,
+            verb,
+            kind.group,
+            kind.plural,
+            self.subresource,
+            namespace or "",
+            name,
+            kind.version,
+        )
         if decision.allowed:
             return
         resource = f"{kind.plural}/{self.subresource}" if self.subresource else kind.plural
@@ -130,14 +149,19 @@ class KubeView(APIView):
         raise errors.forbidden_status(
             f'{target} is forbidden: User "{request.user.get_username()}" cannot {verb} '
             f'resource "{resource}" in API group "{kind.group}"{where}{reason}',
-            kind.plural, kind.group, name)
+            kind.plural,
+            kind.group,
+            name,
+        )
 
     def context(self, request) -> store.WriteContext:
         dry_run = request.query_params.getlist("dryRun")
         for value in dry_run:
             if value != "All":
-                raise errors.bad_request(f'unsupported dryRun value "{value}"',
-                                         [errors.not_supported("dryRun", value, ["All"])])
+                raise errors.bad_request(
+                    f'unsupported dryRun value "{value}"',
+                    [errors.not_supported("dryRun", value, ["All"])],
+                )
         return store.WriteContext(user=request.user, dry_run=bool(dry_run))
 
     def body(self, request):
@@ -162,8 +186,14 @@ class CollectionView(KubeView):
         metadata = {"resourceVersion": ""}
         if token:
             metadata["continue"] = token
-        return Response({"apiVersion": self.kind.api_version, "kind": f"{self.kind.kind}List",
-                         "metadata": metadata, "items": [self.manifest(o) for o in items]})
+        return Response(
+            {
+                "apiVersion": self.kind.api_version,
+                "kind": f"{self.kind.kind}List",
+                "metadata": metadata,
+                "items": [self.manifest(o) for o in items],
+            }
+        )
 
     def post(self, request, namespace: str | None = None):
         if self.kind.namespaced and namespace is None:
@@ -187,8 +217,7 @@ class ObjectView(KubeView):
         # no object can have such a name (and some databases cannot even be asked for one)
         for part in ("namespace", "name"):
             if _has_control_characters(kwargs.get(part) or ""):
-                raise errors.not_found(self.kind.plural, self.kind.group,
-                                       repr(kwargs[part])[1:-1])
+                raise errors.not_found(self.kind.plural, self.kind.group, repr(kwargs[part])[1:-1])
 
     def get(self, request, name: str, namespace: str | None = None):
         self.authorize(request, "get", namespace, name)
@@ -196,20 +225,38 @@ class ObjectView(KubeView):
 
     def put(self, request, name: str, namespace: str | None = None):
         self.authorize(request, "update", namespace, name)
-        obj = store.replace(self.kind, namespace, name, self.body(request),
-                            subresource=self.subresource or None, context=self.context(request))
+        obj = store.replace(
+            self.kind,
+            namespace,
+            name,
+            self.body(request),
+            subresource=self.subresource or None,
+            context=self.context(request),
+        )
         return Response(self.manifest(obj))
 
     def patch(self, request, name: str, namespace: str | None = None):
         content_type = (request.content_type or "").split(";")[0].strip()
-        if content_type in ("application/strategic-merge-patch+json",
-                            "application/apply-patch+yaml", "application/json-patch+json"):
-            raise errors.StatusError(415, "UnsupportedMediaType",
-                                     f"the body of the request was in an unsupported patch type "
-                                     f"{content_type}: use application/merge-patch+json")
+        if content_type in (
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+            "application/json-patch+json",
+        ):
+            raise errors.StatusError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unsupported patch type "
+                f"{content_type}: use application/merge-patch+json",
+            )
         self.authorize(request, "patch", namespace, name)
-        obj = store.patch(self.kind, namespace, name, self.body(request),
-                          subresource=self.subresource or None, context=self.context(request))
+        obj = store.patch(
+            self.kind,
+            namespace,
+            name,
+            self.body(request),
+            subresource=self.subresource or None,
+            context=self.context(request),
+        )
         return Response(self.manifest(obj))
 
     def delete(self, request, name: str, namespace: str | None = None):
@@ -217,17 +264,35 @@ class ObjectView(KubeView):
             raise errors.method_not_allowed("DELETE is not allowed on a subresource")
         self.authorize(request, "delete", namespace, name)
         options = request.data if isinstance(request.data, dict) else {}
-        propagation = request.query_params.get("propagationPolicy") or options.get(
-            "propagationPolicy") or "Background"
-        obj, gone = store.delete(self.kind, namespace, name, propagation=propagation,
-                                 preconditions=options.get("preconditions"),
-                                 context=self.context(request))
+        propagation = (
+            request.query_params.get("propagationPolicy")
+            or options.get("propagationPolicy")
+            or "Background"
+        )
+        obj, gone = store.delete(
+            self.kind,
+            namespace,
+            name,
+            propagation=propagation,
+            preconditions=options.get("preconditions"),
+            context=self.context(request),
+        )
         if not gone:
             return Response(self.manifest(obj))
-        return Response({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                         "status": "Success", "details": {
-                             "name": name, "group": self.kind.group, "kind": self.kind.plural,
-                             "uid": str(obj.uid)}})
+        return Response(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {
+                    "name": name,
+                    "group": self.kind.group,
+                    "kind": self.kind.plural,
+                    "uid": str(obj.uid),
+                },
+            }
+        )
 
 
 def list_objects(kind: ResourceKind, namespace: str | None, params) -> tuple[list, str]:
@@ -235,8 +300,10 @@ def list_objects(kind: ResourceKind, namespace: str | None, params) -> tuple[lis
     try:
         selector = parse_selector_string(params.get("labelSelector", ""))
     except LabelSelectorError as exc:
-        raise errors.bad_request(f"unable to parse labelSelector: {exc.message}",
-                                 [errors.invalid("labelSelector", exc.message)]) from None
+        raise errors.bad_request(
+            f"unable to parse labelSelector: {exc.message}",
+            [errors.invalid("labelSelector", exc.message)],
+        ) from None
     field_filters = parse_field_selector(kind, params.get("fieldSelector", ""))
     limit = _parse_limit(params.get("limit"))
     query = kind.model.objects.filter(**field_filters)
@@ -286,8 +353,8 @@ def _parse_limit(value) -> int:
             raise ValueError
     except ValueError:
         raise errors.bad_request(
-            f'invalid limit "{value}"',
-            [errors.invalid("limit", "must be a non-negative integer")]) from None
+            f'invalid limit "{value}"', [errors.invalid("limit", "must be a non-negative integer")]
+        ) from None
     return min(limit, MAX_LIMIT)
 
 
@@ -300,7 +367,12 @@ def parse_field_selector(kind: ResourceKind, text: str) -> dict:
         if not sep or column is None or (column == "namespace" and not kind.namespaced):
             raise errors.bad_request(
                 f'field label not supported: "{field.strip()}"',
-                [errors.invalid("fieldSelector", f'"{term}": only metadata.name and '
-                                "metadata.namespace with = are supported")])
+                [
+                    errors.invalid(
+                        "fieldSelector",
+                        f'"{term}": only metadata.name and metadata.namespace with = are supported',
+                    )
+                ],
+            )
         filters[column] = value.strip()
     return filters

@@ -30,7 +30,8 @@ class Loader(_BaseLoader):
                     break
                 if duplicate:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f'duplicate field "{key}"', key_node.start_mark)
+                        None, None, f'duplicate field "{key}"', key_node.start_mark
+                    )
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -64,13 +65,15 @@ def load_all(text: str | bytes) -> list[Any]:
 
 
 def dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True)
+    return yaml.dump(
+        data, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
 
 
 def dump_all(documents: list[Any]) -> str:
-    return yaml.dump_all(documents, Dumper=Dumper, sort_keys=False, default_flow_style=False,
-                         allow_unicode=True)
+    return yaml.dump_all(
+        documents, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
 
 
 class StrictJSONParser(BaseParser):

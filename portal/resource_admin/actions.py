@@ -26,8 +26,12 @@ class DeletionMixin:
     def _delete(self, request, obj) -> tuple[bool | None, str]:
         """store.delete one object: (gone, error message)."""
         try:
-            _, gone = store.delete(self.resource_kind, getattr(obj, "namespace", None),
-                                   obj.name, context=self._context(request))
+            _, gone = store.delete(
+                self.resource_kind,
+                getattr(obj, "namespace", None),
+                obj.name,
+                context=self._context(request),
+            )
         except StatusError as exc:
             return None, exc.message
         return gone, ""
@@ -52,21 +56,26 @@ class DeletionMixin:
             return super().response_delete(request, obj_display, obj_id)
         opts = self.model._meta
         if error:
-            self.message_user(request, f"Could not delete {obj_display}: {error}",
-                              messages.ERROR)
+            self.message_user(request, f"Could not delete {obj_display}: {error}", messages.ERROR)
         else:
             obj = self.model.objects.filter(pk=obj_id).first()
             waiting = store.blocking_finalizers(self.resource_kind, obj) if obj else []
             self.message_user(
-                request, f"The {opts.verbose_name} “{obj_display}” is Terminating: it stays "
+                request,
+                f"The {opts.verbose_name} “{obj_display}” is Terminating: it stays "
                 f"until its finalizers are removed ({', '.join(map(str, waiting))}).",
-                messages.WARNING)
+                messages.WARNING,
+            )
         if self.model.objects.filter(pk=obj_id).exists():
-            return HttpResponseRedirect(reverse(
-                f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_change",
-                args=[obj_id]))
-        return HttpResponseRedirect(reverse(
-            f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_changelist"))
+            return HttpResponseRedirect(
+                reverse(
+                    f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_change",
+                    args=[obj_id],
+                )
+            )
+        return HttpResponseRedirect(
+            reverse(f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_changelist")
+        )
 
 
 class ActionsMixin(DeletionMixin):
@@ -80,18 +89,29 @@ class ActionsMixin(DeletionMixin):
             actions["delete_objects"] = (func, name, self.delete_action_label)
         return actions
 
-    def confirm_action(self, request, queryset, *, action: str, title: str, intro: str,
-                       warning: str = "", button: str = "Yes, I’m sure"):
+    def confirm_action(
+        self,
+        request,
+        queryset,
+        *,
+        action: str,
+        title: str,
+        intro: str,
+        warning: str = "",
+        button: str = "Yes, I’m sure",
+    ):
         """Django's intermediate-page pattern: the action runs when ``post=yes`` comes back."""
         kind = self.resource_kind
         rows = []
         for obj in queryset:
-            rows.append({
-                "obj": obj,
-                "url": admin_change_url(obj, self.admin_site),
-                "finalizers": store.blocking_finalizers(kind, obj),
-                "terminating": obj.deletion_timestamp is not None,
-            })
+            rows.append(
+                {
+                    "obj": obj,
+                    "url": admin_change_url(obj, self.admin_site),
+                    "finalizers": store.blocking_finalizers(kind, obj),
+                    "terminating": obj.deletion_timestamp is not None,
+                }
+            )
         context = {
             **self.admin_site.each_context(request),
             "title": title,
@@ -114,11 +134,14 @@ class ActionsMixin(DeletionMixin):
         opts = self.model._meta
         if request.POST.get("post") != "yes":
             return self.confirm_action(
-                request, queryset, action="delete_objects",
+                request,
+                queryset,
+                action="delete_objects",
                 title=f"Delete {opts.verbose_name_plural}",
                 intro=f"Delete these {opts.verbose_name_plural}? Objects with finalizers are "
-                      "marked Terminating and stay until their finalizers are removed; "
-                      "dependents are garbage-collected through their owner references.")
+                "marked Terminating and stay until their finalizers are removed; "
+                "dependents are garbage-collected through their owner references.",
+            )
         gone, terminating, failed = [], [], []
         for obj in list(queryset):
             label = str(obj)
@@ -135,12 +158,16 @@ class ActionsMixin(DeletionMixin):
     def _report_deleted(self, request, gone, terminating, failed) -> None:
         plural = self.model._meta.verbose_name_plural
         if gone:
-            self.message_user(request, f"Deleted {len(gone)} {plural}: "
-                              f"{', '.join(gone)}.", messages.SUCCESS)
+            self.message_user(
+                request, f"Deleted {len(gone)} {plural}: {', '.join(gone)}.", messages.SUCCESS
+            )
         if terminating:
-            self.message_user(request, f"{len(terminating)} {plural} are "
-                              f"Terminating, waiting for finalizers: {', '.join(terminating)}.",
-                              messages.WARNING)
+            self.message_user(
+                request,
+                f"{len(terminating)} {plural} are "
+                f"Terminating, waiting for finalizers: {', '.join(terminating)}.",
+                messages.WARNING,
+            )
         for line in failed:
             self.message_user(request, f"Could not delete {line}", messages.ERROR)
 
@@ -153,13 +180,16 @@ class ActionsMixin(DeletionMixin):
         opts = self.model._meta
         if request.POST.get("post") != "yes":
             return self.confirm_action(
-                request, queryset, action="remove_finalizers",
+                request,
+                queryset,
+                action="remove_finalizers",
                 title=f"Remove finalizers from {opts.verbose_name_plural}",
                 intro="Remove every finalizer from these objects?",
                 warning="This skips the cleanup the finalizers' controllers would do (e.g. "
-                        "deleting workspace data or external resources). Objects that are "
-                        "Terminating are removed immediately.",
-                button="Yes, remove the finalizers")
+                "deleting workspace data or external resources). Objects that are "
+                "Terminating are removed immediately.",
+                button="Yes, remove the finalizers",
+            )
         kind = self.resource_kind
         released, removed, failed = [], [], []
         for obj in list(queryset):
@@ -167,8 +197,13 @@ class ActionsMixin(DeletionMixin):
             if not store.blocking_finalizers(kind, obj):
                 continue
             try:
-                store.patch(kind, getattr(obj, "namespace", None), obj.name,
-                            self.force_finalize_patch(obj), context=self._context(request))
+                store.patch(
+                    kind,
+                    getattr(obj, "namespace", None),
+                    obj.name,
+                    self.force_finalize_patch(obj),
+                    context=self._context(request),
+                )
             except StatusError as exc:
                 failed.append(f"{label}: {exc.message}")
                 continue
@@ -179,14 +214,19 @@ class ActionsMixin(DeletionMixin):
 
     def _report_finalizers_removed(self, request, released, removed, failed) -> None:
         if released:
-            self.message_user(request, f"Removed finalizers from {', '.join(released)}.",
-                              messages.SUCCESS)
+            self.message_user(
+                request, f"Removed finalizers from {', '.join(released)}.", messages.SUCCESS
+            )
         if removed:
-            self.message_user(request, f"Removed finalizers; these were Terminating and are "
-                              f"now deleted: {', '.join(removed)}.", messages.SUCCESS)
+            self.message_user(
+                request,
+                f"Removed finalizers; these were Terminating and are "
+                f"now deleted: {', '.join(removed)}.",
+                messages.SUCCESS,
+            )
         if not (released or removed or failed):
-            self.message_user(request, "None of the selected objects had finalizers.",
-                              messages.INFO)
+            self.message_user(
+                request, "None of the selected objects had finalizers.", messages.INFO
+            )
         for line in failed:
-            self.message_user(request, f"Could not remove finalizers from {line}",
-                              messages.ERROR)
+            self.message_user(request, f"Could not remove finalizers from {line}", messages.ERROR)

@@ -30,8 +30,9 @@ from .filters import FiltersMixin
 from .forms import ManifestForm, ManifestFormMixin
 
 
-class ResourceAdmin(ListCellsMixin, FiltersMixin, DetailMixin, ManifestFormMixin, ActionsMixin,
-                    admin.ModelAdmin):
+class ResourceAdmin(
+    ListCellsMixin, FiltersMixin, DetailMixin, ManifestFormMixin, ActionsMixin, admin.ModelAdmin
+):
     form = ManifestForm
     change_list_template = "admin/resource/change_list.html"
     change_form_template = "admin/resource/change_form.html"
@@ -39,8 +40,10 @@ class ResourceAdmin(ListCellsMixin, FiltersMixin, DetailMixin, ManifestFormMixin
     action_confirmation_template = "admin/resource/action_confirmation.html"
     actions = ["delete_objects", "remove_finalizers"]
     delete_action_label = "Delete (Kubernetes semantics)"
-    search_help_text = ("Name, namespace or label text; key=value (or key, !key, key!=value) "
-                        "matches labels exactly.")
+    search_help_text = (
+        "Name, namespace or label text; key=value (or key, !key, key!=value) "
+        "matches labels exactly."
+    )
     # Extra read-only sections on the change page: [(title, {"fields": [...], ...}), ...];
     # every field named here is a method of the admin (it is added to readonly_fields).
     detail_fieldsets: list[tuple[str | None, dict]] = []
@@ -53,7 +56,8 @@ class ResourceAdmin(ListCellsMixin, FiltersMixin, DetailMixin, ManifestFormMixin
         if kind is None:
             raise ImproperlyConfigured(
                 f"{self.model.__name__} has no registered ResourceKind; ResourceAdmin derives "
-                "its pages from portal.machinery.registry")
+                "its pages from portal.machinery.registry"
+            )
         return kind
 
     def has_phase(self) -> bool:

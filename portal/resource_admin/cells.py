@@ -61,9 +61,16 @@ class ListCellsMixin:
     @admin.display(description="NAME", ordering="name")
     def name_cell(self, obj):
         if obj.deletion_timestamp is not None:
-            return format_html('{} {}', obj.name, badge(
-                "Terminating", "warn", f"deletionTimestamp {timestamp(obj.deletion_timestamp)}; "
-                f"finalizers: {', '.join(map(str, obj.finalizers or [])) or 'none'}"))
+            return format_html(
+                "{} {}",
+                obj.name,
+                badge(
+                    "Terminating",
+                    "warn",
+                    f"deletionTimestamp {timestamp(obj.deletion_timestamp)}; "
+                    f"finalizers: {', '.join(map(str, obj.finalizers or [])) or 'none'}",
+                ),
+            )
         return obj.name
 
     @admin.display(description="NAMESPACE", ordering="namespace")
@@ -87,5 +94,8 @@ class ListCellsMixin:
 
     @admin.display(description="AGE", ordering="-creation_timestamp")
     def age_cell(self, obj):
-        return format_html('<span title="{}">{}</span>', timestamp(obj.creation_timestamp),
-                           age(obj.creation_timestamp))
+        return format_html(
+            '<span title="{}">{}</span>',
+            timestamp(obj.creation_timestamp),
+            age(obj.creation_timestamp),
+        )

@@ -36,34 +36,47 @@ class DetailMixin:
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:
-            return [(None, {"fields": ["manifest"],
-                            "description": "Create from a manifest: metadata.name (and "
-                                           "metadata.namespace) come from the YAML; it is "
-                                           "validated like an API request."})]
+            return [
+                (
+                    None,
+                    {
+                        "fields": ["manifest"],
+                        "description": "Create from a manifest: metadata.name (and "
+                        "metadata.namespace) come from the YAML; it is "
+                        "validated like an API request.",
+                    },
+                )
+            ]
         fieldsets: list[tuple[str | None, dict]] = [
-            ("Metadata", {"fields": self._metadata_fields(obj)})]
+            ("Metadata", {"fields": self._metadata_fields(obj)})
+        ]
         if self.has_status():
             status_fields = ["phase_display"] if self.has_phase() else []
             fieldsets.append(("Status", {"fields": [*status_fields, "conditions_table"]}))
         fieldsets += list(self.detail_fieldsets)
-        fieldsets.append(("Labels and annotations",
-                          {"fields": ["labels_display", "annotations_display"]}))
+        fieldsets.append(
+            ("Labels and annotations", {"fields": ["labels_display", "annotations_display"]})
+        )
         if self.has_change_permission(request, obj):
-            fieldsets.append(("Edit", {
-                "fields": list(FORM_FIELDS),
-                "description": "Saved through the API write path with the resourceVersion "
-                               "shown above as a precondition: a concurrent change is reported "
-                               "instead of overwritten."}))
-        fieldsets.append(("Object (YAML)", {"fields": ["yaml_display"],
-                                            "classes": ["collapse"]}))
+            fieldsets.append(
+                (
+                    "Edit",
+                    {
+                        "fields": list(FORM_FIELDS),
+                        "description": "Saved through the API write path with the resourceVersion "
+                        "shown above as a precondition: a concurrent change is reported "
+                        "instead of overwritten.",
+                    },
+                )
+            )
+        fieldsets.append(("Object (YAML)", {"fields": ["yaml_display"], "classes": ["collapse"]}))
         return fieldsets
 
     def _metadata_fields(self, obj) -> list[str]:
         meta = ["name_display"]
         if self.resource_kind.namespaced:
             meta.append("namespace_display")
-        meta += ["uid_display", "resource_version_display", "generation_display",
-                 "created_display"]
+        meta += ["uid_display", "resource_version_display", "generation_display", "created_display"]
         if obj.deletion_timestamp is not None:
             meta.append("deletion_display")
         meta += ["finalizers_display", "owner_references_display"]
@@ -75,7 +88,7 @@ class DetailMixin:
         names = []
         for _title, options in self.get_fieldsets(request, obj):
             for field in options.get("fields", ()):
-                for name in (field if isinstance(field, (list, tuple)) else [field]):
+                for name in field if isinstance(field, (list, tuple)) else [field]:
                     if name not in FORM_FIELDS:
                         names.append(name)
         return names
@@ -90,8 +103,9 @@ class DetailMixin:
     def namespace_display(self, obj):
         from portal.models import Namespace
 
-        return link_to(Namespace.objects.filter(name=obj.namespace).first(), obj.namespace,
-                       self.admin_site)
+        return link_to(
+            Namespace.objects.filter(name=obj.namespace).first(), obj.namespace, self.admin_site
+        )
 
     @admin.display(description="UID")
     def uid_display(self, obj):
@@ -107,17 +121,27 @@ class DetailMixin:
 
     @admin.display(description="created")
     def created_display(self, obj):
-        return format_html("{} <span class='k-muted'>({} ago)</span>",
-                           timestamp(obj.creation_timestamp), age(obj.creation_timestamp))
+        return format_html(
+            "{} <span class='k-muted'>({} ago)</span>",
+            timestamp(obj.creation_timestamp),
+            age(obj.creation_timestamp),
+        )
 
     @admin.display(description="deletion requested")
     def deletion_display(self, obj):
         waiting = store.blocking_finalizers(self.resource_kind, obj)
-        note = (f"waiting for finalizers: {', '.join(map(str, waiting))}" if waiting
-                else "no finalizers left")
-        return format_html("{} {} <span class='k-muted'>({} ago; {})</span>",
-                           badge("Terminating", "warn"), timestamp(obj.deletion_timestamp),
-                           age(obj.deletion_timestamp), note)
+        note = (
+            f"waiting for finalizers: {', '.join(map(str, waiting))}"
+            if waiting
+            else "no finalizers left"
+        )
+        return format_html(
+            "{} {} <span class='k-muted'>({} ago; {})</span>",
+            badge("Terminating", "warn"),
+            timestamp(obj.deletion_timestamp),
+            age(obj.deletion_timestamp),
+            note,
+        )
 
     @admin.display(description="finalizers")
     def finalizers_display(self, obj):
@@ -142,12 +166,22 @@ class DetailMixin:
             except Exception:  # a malformed uid
                 owner = None
         name = compact(ref.get("name"))
-        cell = link_to(owner, name, self.admin_site) if owner is not None else (
-            format_html("{} <span class='k-muted'>(not found)</span>", name)
-            if owner_kind is not None else name)
-        return (compact(ref.get("kind")), cell, compact(ref.get("apiVersion")),
-                format_html("<code>{}</code>", compact(ref.get("uid"))),
-                "yes" if ref.get("controller") else "")
+        cell = (
+            link_to(owner, name, self.admin_site)
+            if owner is not None
+            else (
+                format_html("{} <span class='k-muted'>(not found)</span>", name)
+                if owner_kind is not None
+                else name
+            )
+        )
+        return (
+            compact(ref.get("kind")),
+            cell,
+            compact(ref.get("apiVersion")),
+            format_html("<code>{}</code>", compact(ref.get("uid"))),
+            "yes" if ref.get("controller") else "",
+        )
 
     @admin.display(description="phase")
     def phase_display(self, obj):
@@ -161,11 +195,16 @@ class DetailMixin:
         rows = [_condition_row(cond, obj.generation, failed) for cond in condition_list(status)]
         if not rows:
             if raw not in (None, [], {}):
-                return format_html("<span class='k-muted'>unexpected conditions value:</span> "
-                                   "<code>{}</code>", compact(raw))
+                return format_html(
+                    "<span class='k-muted'>unexpected conditions value:</span> <code>{}</code>",
+                    compact(raw),
+                )
             return NONE
-        return simple_table(("type", "status", "reason", "message", "lastTransitionTime",
-                             "observedGeneration"), rows, "k-table k-conditions")
+        return simple_table(
+            ("type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"),
+            rows,
+            "k-table k-conditions",
+        )
 
     @admin.display(description="labels")
     def labels_display(self, obj):
@@ -183,8 +222,12 @@ class DetailMixin:
             text = compact(value)
             if len(text) > ANNOTATION_PREVIEW:
                 text = text[:ANNOTATION_PREVIEW] + f"… ({len(text)} characters; see the YAML)"
-            rows.append((format_html("<code>{}</code>", key),
-                         format_html('<span class="k-pre">{}</span>', text)))
+            rows.append(
+                (
+                    format_html("<code>{}</code>", key),
+                    format_html('<span class="k-pre">{}</span>', text),
+                )
+            )
         if not rows:
             return NONE
         return simple_table(("key", "value"), rows)
@@ -203,12 +246,21 @@ def _condition_row(cond: dict, generation: Any, failed: str = "") -> tuple:
     state = compact(cond.get("status")) or "Unknown"
     observed = cond.get("observedGeneration")
     observed_cell = compact(observed)
-    if isinstance(observed, int) and not isinstance(observed, bool) \
-            and observed < (generation or 0):
+    if (
+        isinstance(observed, int)
+        and not isinstance(observed, bool)
+        and observed < (generation or 0)
+    ):
         observed_cell = format_html(
-            '{} <span class="k-muted" title="older than metadata.generation {}">'
-            "(stale)</span>", observed, generation)
-    return (compact(cond.get("type")),
-            badge(state, condition_tone(state, cond.get("reason"), failed)),
-            compact(cond.get("reason")), compact(cond.get("message")),
-            compact(cond.get("lastTransitionTime")), observed_cell)
+            '{} <span class="k-muted" title="older than metadata.generation {}">(stale)</span>',
+            observed,
+            generation,
+        )
+    return (
+        compact(cond.get("type")),
+        badge(state, condition_tone(state, cond.get("reason"), failed)),
+        compact(cond.get("reason")),
+        compact(cond.get("message")),
+        compact(cond.get("lastTransitionTime")),
+        observed_cell,
+    )

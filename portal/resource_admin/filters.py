@@ -40,12 +40,14 @@ def filter_by_label(queryset, term: str):
         key, _, value = term.partition("!=")
         key, value = key.strip(), value.strip()
         return queryset.alias(**{alias: KeyTransform(key, "labels")}).filter(
-            ~Q(labels__has_key=key) | ~Q(**{alias: value}))
+            ~Q(labels__has_key=key) | ~Q(**{alias: value})
+        )
     if "=" in term:
         key, _, value = term.partition("=")
         value = value[1:] if value.startswith("=") else value
         return queryset.alias(**{alias: KeyTransform(key.strip(), "labels")}).filter(
-            **{alias: value.strip()})
+            **{alias: value.strip()}
+        )
     if term.startswith("!"):
         return queryset.exclude(labels__has_key=term[1:].strip())
     return queryset.filter(labels__has_key=term)
@@ -58,8 +60,11 @@ class LabelFilter(admin.SimpleListFilter):
     parameter_name = "label"
 
     def lookups(self, request, model_admin):
-        sample = (model_admin.get_queryset(request).order_by("-creation_timestamp")
-                  .values_list("labels", flat=True)[:LABEL_FILTER_SAMPLE])
+        sample = (
+            model_admin.get_queryset(request)
+            .order_by("-creation_timestamp")
+            .values_list("labels", flat=True)[:LABEL_FILTER_SAMPLE]
+        )
         counts: Counter = Counter()
         for labels in sample:
             counts.update(f"{k}={v}" for k, v in label_pairs(labels))

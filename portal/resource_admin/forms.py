@@ -65,10 +65,12 @@ class ManifestForm(forms.ModelForm):
 
     manifest = forms.CharField(
         label="Manifest (YAML)",
-        widget=forms.Textarea(attrs={"class": "k-manifest", "rows": 24, "spellcheck": "false",
-                                     "autocomplete": "off"}),
+        widget=forms.Textarea(
+            attrs={"class": "k-manifest", "rows": 24, "spellcheck": "false", "autocomplete": "off"}
+        ),
         help_text="metadata (labels, annotations, finalizers) and the spec; status is written "
-                  "by controllers and ignored here.")
+        "by controllers and ignored here.",
+    )
     loaded_resource_version = forms.CharField(widget=forms.HiddenInput, required=False)
 
     # set by ResourceAdmin.get_form
@@ -133,10 +135,16 @@ class ManifestForm(forms.ModelForm):
                 if manifest == editable_manifest(kind, current):
                     return  # nothing changed: no write, no new resourceVersion
                 loaded = self.cleaned_data.get("loaded_resource_version") or str(
-                    current.resource_version)
+                    current.resource_version
+                )
                 manifest["metadata"] = {**manifest["metadata"], "resourceVersion": loaded}
-                obj = store.replace(kind, getattr(current, "namespace", None), current.name,
-                                    manifest, context=context)
+                obj = store.replace(
+                    kind,
+                    getattr(current, "namespace", None),
+                    current.name,
+                    manifest,
+                    context=context,
+                )
         except StatusError as exc:
             self.add_status_error(exc)
             return
@@ -148,8 +156,9 @@ class ManifestForm(forms.ModelForm):
     def add_status_error(self, exc: StatusError) -> None:
         if exc.causes:
             for cause in exc.causes:
-                self.add_error("manifest", f"{cause.field}: {cause.message}"
-                               if cause.field else cause.message)
+                self.add_error(
+                    "manifest", f"{cause.field}: {cause.message}" if cause.field else cause.message
+                )
         else:
             self.add_error(None, exc.message)
 
@@ -159,15 +168,17 @@ class ManifestFormMixin:
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
-        return type(form.__name__, (form,), {"resource_kind": self.resource_kind,
-                                             "request": request})
+        return type(
+            form.__name__, (form,), {"resource_kind": self.resource_kind, "request": request}
+        )
 
     def get_changeform_initial_data(self, request):
         initial = super().get_changeform_initial_data(request)
         if "manifest" not in initial:
             namespace = request.GET.get("namespace") or self._namespace_from_filters(request)
-            initial["manifest"] = dump(skeleton_manifest(self.resource_kind,
-                                                         namespace or "default"))
+            initial["manifest"] = dump(
+                skeleton_manifest(self.resource_kind, namespace or "default")
+            )
         return initial
 
     @staticmethod

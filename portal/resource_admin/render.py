@@ -17,14 +17,51 @@ from portal.machinery.conditions import format_time
 from portal.machinery.humanize import human_duration
 from portal.machinery.registry import ResourceKind
 
-GOOD_PHASES = {"active", "ready", "running", "succeeded", "bound", "available", "complete",
-               "completed", "accepted", "healthy"}
-BAD_PHASES = {"failed", "error", "lost", "unschedulable", "crashloopbackoff", "degraded",
-              "rejected", "invalid"}
-WARN_PHASES = {"terminating", "deleting", "releasing", "cancelling", "canceling", "cancelled",
-               "canceled", "fencing"}
-PENDING_PHASES = {"pending", "waiting", "binding", "provisioning", "scheduling", "scheduled",
-                  "creating", "starting", "queued", "unknown", ""}
+GOOD_PHASES = {
+    "active",
+    "ready",
+    "running",
+    "succeeded",
+    "bound",
+    "available",
+    "complete",
+    "completed",
+    "accepted",
+    "healthy",
+}
+BAD_PHASES = {
+    "failed",
+    "error",
+    "lost",
+    "unschedulable",
+    "crashloopbackoff",
+    "degraded",
+    "rejected",
+    "invalid",
+}
+WARN_PHASES = {
+    "terminating",
+    "deleting",
+    "releasing",
+    "cancelling",
+    "canceling",
+    "cancelled",
+    "canceled",
+    "fencing",
+}
+PENDING_PHASES = {
+    "pending",
+    "waiting",
+    "binding",
+    "provisioning",
+    "scheduling",
+    "scheduled",
+    "creating",
+    "starting",
+    "queued",
+    "unknown",
+    "",
+}
 
 
 def age(dt: Any) -> str:
@@ -129,22 +166,27 @@ def label_chips(labels: Any, limit: int | None = None) -> SafeString:
     pairs = label_pairs(labels)
     shown = pairs if limit is None else pairs[:limit]
     html = format_html_join(" ", '<span class="k-chip" title="{0}={1}">{0}={1}</span>', shown)
-    hidden = pairs[len(shown):]
+    hidden = pairs[len(shown) :]
     if hidden:
         more = ", ".join(f"{k}={v}" for k, v in hidden)
-        html = format_html('{} <span class="k-chip k-more" title="{}">+{}</span>', html, more,
-                           len(hidden))
+        html = format_html(
+            '{} <span class="k-chip k-more" title="{}">+{}</span>', html, more, len(hidden)
+        )
     return html
 
 
-def simple_table(headers: Iterable[str], rows: Iterable[Iterable[Any]],
-                 css: str = "k-table") -> SafeString:
+def simple_table(
+    headers: Iterable[str], rows: Iterable[Iterable[Any]], css: str = "k-table"
+) -> SafeString:
     head = format_html_join("", "<th>{}</th>", ((h,) for h in headers))
     body = format_html_join(
-        "", "<tr>{}</tr>",
-        ((format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),) for row in rows))
-    return format_html('<table class="{}"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
-                       css, head, body)
+        "",
+        "<tr>{}</tr>",
+        ((format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),) for row in rows),
+    )
+    return format_html(
+        '<table class="{}"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>', css, head, body
+    )
 
 
 def code_list(values: Any) -> SafeString:
@@ -152,8 +194,9 @@ def code_list(values: Any) -> SafeString:
         return mark_safe("")
     if not isinstance(values, list):
         values = [values]
-    return format_html_join(" ", "<code>{}</code>",
-                            ((compact(v) if v != "" else '""',) for v in values))
+    return format_html_join(
+        " ", "<code>{}</code>", ((compact(v) if v != "" else '""',) for v in values)
+    )
 
 
 def admin_change_url(obj: Any, admin_site: admin.AdminSite | None = None) -> str | None:

@@ -11,8 +11,17 @@ from .base import (
 from .factory import build_store
 from .filesystem import FilesystemStore
 
-__all__ = ["ArtifactStore", "FilesystemStore", "RefOutOfScope", "RunScope", "S3Store",
-           "StoreError", "build_store", "check_name", "parse_relative"]
+__all__ = [
+    "ArtifactStore",
+    "FilesystemStore",
+    "RefOutOfScope",
+    "RunScope",
+    "S3Store",
+    "StoreError",
+    "build_store",
+    "check_name",
+    "parse_relative",
+]
 
 
 def __getattr__(name: str):

@@ -71,8 +71,9 @@ class ArtifactStore(Protocol):
 
     driver: str  # "filesystem" or "s3": the ArtifactRef ``driver``
 
-    def put(self, scope: RunScope, name: str, source: BinaryIO, size: int,
-            content_type: str) -> dict:
+    def put(
+        self, scope: RunScope, name: str, source: BinaryIO, size: int, content_type: str
+    ) -> dict:
         """Store ``size`` bytes read from ``source`` as ``name``; return the ref ``location``.
 
         Replaces an earlier object of the same name (a retried attempt uploads again).

@@ -13,8 +13,9 @@ SECRET_KEY_KEYS = ("secretAccessKey", "AWS_SECRET_ACCESS_KEY")
 SESSION_TOKEN_KEYS = ("sessionToken", "AWS_SESSION_TOKEN")
 
 
-def build_store(spec: dict, *, volumes_root: Path | None,
-                secrets_dir: Path | None) -> ArtifactStore:
+def build_store(
+    spec: dict, *, volumes_root: Path | None, secrets_dir: Path | None
+) -> ArtifactStore:
     """The store ``spec`` names; volumes and secrets are mounted below the given directories."""
     driver = (spec or {}).get("driver")
     if driver == "filesystem":
@@ -32,8 +33,9 @@ def _filesystem_store(options: dict, volumes_root: Path | None) -> FilesystemSto
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StoreError(f"cannot create the artifact volume directory {root}: "
-                         f"{exc.strerror or exc}") from None
+        raise StoreError(
+            f"cannot create the artifact volume directory {root}: {exc.strerror or exc}"
+        ) from None
     return FilesystemStore(root, claim)
 
 
@@ -46,12 +48,16 @@ def _s3_store(options: dict, secrets_dir: Path | None) -> ArtifactStore:
         raise StoreError("the S3 artifact store names no bucket")
     secret_name = options.get("credentialsSecretName")
     credentials = read_s3_credentials(secrets_dir, secret_name) if secret_name else None
-    return S3Store(bucket, prefix=options.get("prefix") or "", region=options.get("region"),
-                   endpoint=options.get("endpoint"),
-                   force_path_style=bool(options.get("forcePathStyle")),
-                   credentials=credentials,
-                   upload_part_size=options.get("uploadPartSize") or DEFAULT_PART_SIZE,
-                   upload_concurrency=options.get("uploadConcurrency") or DEFAULT_CONCURRENCY)
+    return S3Store(
+        bucket,
+        prefix=options.get("prefix") or "",
+        region=options.get("region"),
+        endpoint=options.get("endpoint"),
+        force_path_style=bool(options.get("forcePathStyle")),
+        credentials=credentials,
+        upload_part_size=options.get("uploadPartSize") or DEFAULT_PART_SIZE,
+        upload_concurrency=options.get("uploadConcurrency") or DEFAULT_CONCURRENCY,
+    )
 
 
 def read_s3_credentials(secrets_dir: Path | None, secret_name: str) -> dict:
@@ -61,15 +67,20 @@ def read_s3_credentials(secrets_dir: Path | None, secret_name: str) -> dict:
         raise StoreError(f'the S3 credentials Secret "{secret_name}" is not mounted on this pod')
     directory = Path(secrets_dir) / secret_name
     if not directory.is_dir():
-        raise StoreError(f'the S3 credentials Secret "{secret_name}" is not mounted on this pod '
-                         f"(no {directory})")
+        raise StoreError(
+            f'the S3 credentials Secret "{secret_name}" is not mounted on this pod (no {directory})'
+        )
     access_key = _secret_value(directory, ACCESS_KEY_KEYS)
     secret_key = _secret_value(directory, SECRET_KEY_KEYS)
-    missing = [" or ".join(keys) for keys, value in
-               ((ACCESS_KEY_KEYS, access_key), (SECRET_KEY_KEYS, secret_key)) if not value]
+    missing = [
+        " or ".join(keys)
+        for keys, value in ((ACCESS_KEY_KEYS, access_key), (SECRET_KEY_KEYS, secret_key))
+        if not value
+    ]
     if missing:
-        raise StoreError(f'the S3 credentials Secret "{secret_name}" lacks the keys '
-                         f"{'; '.join(missing)}")
+        raise StoreError(
+            f'the S3 credentials Secret "{secret_name}" lacks the keys {"; ".join(missing)}'
+        )
     credentials = {"aws_access_key_id": access_key, "aws_secret_access_key": secret_key}
     token = _secret_value(directory, SESSION_TOKEN_KEYS)
     if token:
@@ -86,8 +97,10 @@ def _secret_value(directory: Path, keys: tuple[str, ...]) -> str | None:
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"cannot read key {key} of the S3 credentials Secret "
-                             f"{directory.name!r}: {type(exc).__name__}") from None
+            raise StoreError(
+                f"cannot read key {key} of the S3 credentials Secret "
+                f"{directory.name!r}: {type(exc).__name__}"
+            ) from None
         if value:
             return value
     return None

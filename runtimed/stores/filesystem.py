@@ -34,8 +34,9 @@ class FilesystemStore:
         self.root = Path(root)
         self.volume_claim_name = volume_claim_name
 
-    def put(self, scope: RunScope, name: str, source: BinaryIO, size: int,
-            content_type: str) -> dict:
+    def put(
+        self, scope: RunScope, name: str, source: BinaryIO, size: int, content_type: str
+    ) -> dict:
         check_name(name)
         relative = scope.relative(name)
         with self._run_dir(scope, create=True) as run_fd:
@@ -58,8 +59,9 @@ class FilesystemStore:
             with self._run_dir(scope, create=False) as run_fd:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=run_fd)
         except (_Absent, FileNotFoundError):
-            raise StoreError(f"artifact {relative} does not exist on volume claim "
-                             f"{self.volume_claim_name!r}") from None
+            raise StoreError(
+                f"artifact {relative} does not exist on volume claim {self.volume_claim_name!r}"
+            ) from None
         except OSError as exc:
             raise StoreError(_os_message(exc, f"cannot open artifact {relative}")) from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -96,8 +98,9 @@ class FilesystemStore:
             raise RefOutOfScope("the artifact ref has no location.filesystem")
         claim = location.get("volumeClaimName")
         if claim is not None and claim != self.volume_claim_name:
-            raise RefOutOfScope(f"the artifact lives on volume claim {claim!r}, not on "
-                                f"{self.volume_claim_name!r}")
+            raise RefOutOfScope(
+                f"the artifact lives on volume claim {claim!r}, not on {self.volume_claim_name!r}"
+            )
         return parse_relative(location.get("path"))
 
     def _run_dir(self, scope: RunScope, *, create: bool):
@@ -109,11 +112,12 @@ class FilesystemStore:
         try:
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
-            raise StoreError(_os_message(exc, f"the artifact volume {self.root} is not "
-                                              "usable")) from None
+            raise StoreError(
+                _os_message(exc, f"the artifact volume {self.root} is not usable")
+            ) from None
         try:
             for depth, component in enumerate(components):
-                child = _step(fd, component, "/".join(components[:depth + 1]), create)
+                child = _step(fd, component, "/".join(components[: depth + 1]), create)
                 os.close(fd)
                 fd = child
             yield fd
@@ -139,8 +143,10 @@ def _step(parent_fd: int, component: str, shown: str, create: bool) -> int:
     except OSError as exc:
         if exc.errno in _NOT_OUR_DIRECTORY:
             if create:
-                raise StoreError(f"{shown} on the artifact volume is a symbolic link or not a "
-                                 "directory; refusing to write through it") from None
+                raise StoreError(
+                    f"{shown} on the artifact volume is a symbolic link or not a "
+                    "directory; refusing to write through it"
+                ) from None
             raise _Absent(shown) from None
         raise StoreError(_os_message(exc, f"cannot open {shown} on the artifact volume")) from None
 
@@ -151,8 +157,9 @@ def _refuse_symlink(dir_fd: int, name: str, shown: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISLNK(mode):
-        raise StoreError(f"{shown} on the artifact volume is a symbolic link; refusing to "
-                         "replace it")
+        raise StoreError(
+            f"{shown} on the artifact volume is a symbolic link; refusing to replace it"
+        )
 
 
 def _write_exactly(dir_fd: int, temp: str, source: BinaryIO, size: int, shown: str) -> None:
@@ -167,8 +174,7 @@ def _write_exactly(dir_fd: int, temp: str, source: BinaryIO, size: int, shown: s
         while remaining > 0:
             chunk = source.read(min(CHUNK_BYTES, remaining))
             if not chunk:
-                raise StoreError(f"the source of {shown} ended {remaining} bytes short of "
-                                 f"{size}")
+                raise StoreError(f"the source of {shown} ended {remaining} bytes short of {size}")
             chunk = chunk[:remaining]
             _write_all(fd, chunk)
             remaining -= len(chunk)
@@ -190,7 +196,7 @@ def _replace(dir_fd: int, temp: str, name: str, shown: str) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _remove_entry(dir_fd: int, name: str) -> int:

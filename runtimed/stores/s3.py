@@ -30,8 +30,13 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_DELETE_BATCH = 1000  # the most S3 DeleteObjects takes at once
 _MISSING_OBJECT = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {"AccessDenied", "403", "Forbidden", "AllAccessDisabled"}
-_BAD_CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
-                    "InvalidToken", "TokenRefreshRequired"}
+_BAD_CREDENTIALS = {
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+}
 
 
 class S3Store:
@@ -39,36 +44,55 @@ class S3Store:
 
     driver = "s3"
 
-    def __init__(self, bucket: str, *, prefix: str = "", region: str | None = None,
-                 endpoint: str | None = None, force_path_style: bool = False,
-                 credentials: dict | None = None, upload_part_size: int = DEFAULT_PART_SIZE,
-                 upload_concurrency: int = DEFAULT_CONCURRENCY, client=None,
-                 delete_batch: int = DEFAULT_DELETE_BATCH) -> None:
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        prefix: str = "",
+        region: str | None = None,
+        endpoint: str | None = None,
+        force_path_style: bool = False,
+        credentials: dict | None = None,
+        upload_part_size: int = DEFAULT_PART_SIZE,
+        upload_concurrency: int = DEFAULT_CONCURRENCY,
+        client=None,
+        delete_batch: int = DEFAULT_DELETE_BATCH,
+    ) -> None:
         self.bucket = bucket
         self.prefix = "/".join(part for part in (prefix or "").split("/") if part)
         self.endpoint = endpoint
         self.delete_batch = delete_batch
         self.transfer_config = TransferConfig(
-            multipart_threshold=upload_part_size, multipart_chunksize=upload_part_size,
-            max_concurrency=upload_concurrency)
+            multipart_threshold=upload_part_size,
+            multipart_chunksize=upload_part_size,
+            max_concurrency=upload_concurrency,
+        )
         # The source is read part by part into memory: keep that to a few parts (default 10).
         self.transfer_config.max_in_memory_upload_chunks = 2 * upload_concurrency
-        self.client = client or make_client(region=region, endpoint=endpoint,
-                                            force_path_style=force_path_style,
-                                            credentials=credentials)
+        self.client = client or make_client(
+            region=region,
+            endpoint=endpoint,
+            force_path_style=force_path_style,
+            credentials=credentials,
+        )
 
     def key(self, scope: RunScope, name: str = "") -> str:
         """``[prefix/]namespaces/<ns>/runs/<uid>[/<name>]``."""
         relative = scope.relative(name)
         return f"{self.prefix}/{relative}" if self.prefix else relative
 
-    def put(self, scope: RunScope, name: str, source: BinaryIO, size: int,
-            content_type: str) -> dict:
+    def put(
+        self, scope: RunScope, name: str, source: BinaryIO, size: int, content_type: str
+    ) -> dict:
         key = self.key(scope, check_name(name))
         try:
-            self.client.upload_fileobj(ExactReader(source, size, key), self.bucket, key,
-                                       ExtraArgs={"ContentType": content_type},
-                                       Config=self.transfer_config)
+            self.client.upload_fileobj(
+                ExactReader(source, size, key),
+                self.bucket,
+                key,
+                ExtraArgs={"ContentType": content_type},
+                Config=self.transfer_config,
+            )
         except StoreError:
             raise
         except Exception as exc:  # s3transfer re-raises whatever a worker thread met
@@ -94,7 +118,8 @@ class S3Store:
         deleted, batch = 0, []
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=run_prefix)
+                Bucket=self.bucket, Prefix=run_prefix
+            )
             for page in pages:
                 for item in page.get("Contents", []):
                     batch.append(item["Key"])
@@ -111,7 +136,8 @@ class S3Store:
 
     def _delete_keys(self, keys: list[str]) -> int:
         answer = self.client.delete_objects(
-            Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True})
+            Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True}
+        )
         errors = answer.get("Errors") or []
         if errors:
             shown = ", ".join(f"{error.get('Key')} ({error.get('Code')})" for error in errors[:5])
@@ -126,20 +152,23 @@ class S3Store:
         if not isinstance(location, dict):
             raise RefOutOfScope("the artifact ref has no location.s3")
         if location.get("bucket") != self.bucket:
-            raise RefOutOfScope(f"the artifact lives in S3 bucket {location.get('bucket')!r}, "
-                                f"not in {self.bucket!r}")
+            raise RefOutOfScope(
+                f"the artifact lives in S3 bucket {location.get('bucket')!r}, "
+                f"not in {self.bucket!r}"
+            )
         key = location.get("key")
         relative = key
         if self.prefix and isinstance(key, str):
             if not key.startswith(self.prefix + "/"):
                 raise RefOutOfScope(f"S3 key {key!r} lies outside the prefix {self.prefix!r}")
-            relative = key[len(self.prefix) + 1:]
+            relative = key[len(self.prefix) + 1 :]
         parse_relative(relative)
         return key
 
     def _error(self, exc: Exception, action: str, *, key: str | None = None) -> StoreError:
-        return StoreError(describe_error(exc, action, bucket=self.bucket, key=key,
-                                         endpoint=self.endpoint))
+        return StoreError(
+            describe_error(exc, action, bucket=self.bucket, key=key, endpoint=self.endpoint)
+        )
 
 
 class ExactReader:
@@ -166,35 +195,48 @@ class ExactReader:
         while wanted > 0:
             chunk = self.source.read(wanted)[:wanted]
             if not chunk:
-                raise StoreError(f"the source of {self.shown} ended {self.remaining} bytes "
-                                 f"short of {self.size}")
+                raise StoreError(
+                    f"the source of {self.shown} ended {self.remaining} bytes short of {self.size}"
+                )
             chunks.append(chunk)
             wanted -= len(chunk)
             self.remaining -= len(chunk)
         return b"".join(chunks)
 
 
-def make_client(*, region: str | None, endpoint: str | None, force_path_style: bool,
-                credentials: dict | None):
+def make_client(
+    *, region: str | None, endpoint: str | None, force_path_style: bool, credentials: dict | None
+):
     """A boto3 S3 client; ``credentials`` holds boto3 Session keywords, None the default chain.
 
     ``credentials`` keys: ``aws_access_key_id``, ``aws_secret_access_key`` and optionally
     ``aws_session_token``.
     """
     session = boto3.session.Session(region_name=region, **(credentials or {}))
-    config = Config(connect_timeout=5, read_timeout=60,
-                    retries={"max_attempts": 3, "mode": "standard"},
-                    s3={"addressing_style": "path" if force_path_style else "auto"})
+    config = Config(
+        connect_timeout=5,
+        read_timeout=60,
+        retries={"max_attempts": 3, "mode": "standard"},
+        s3={"addressing_style": "path" if force_path_style else "auto"},
+    )
     return session.client("s3", endpoint_url=endpoint or None, config=config)
 
 
-def describe_error(exc: BaseException, action: str, *, bucket: str, key: str | None = None,
-                   endpoint: str | None = None) -> str:
+def describe_error(
+    exc: BaseException,
+    action: str,
+    *,
+    bucket: str,
+    key: str | None = None,
+    endpoint: str | None = None,
+) -> str:
     """A message a user understands for a boto3/botocore failure; never a credential."""
     exc = _underlying(exc)
     if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-        return (f"no credentials for the S3 artifact store: {action}: set credentialsSecretName "
-                "on the Runtime's artifactStore or give the pod an AWS identity")
+        return (
+            f"no credentials for the S3 artifact store: {action}: set credentialsSecretName "
+            "on the Runtime's artifactStore or give the pod an AWS identity"
+        )
     if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
         where = endpoint or "of AWS S3"
         return f"cannot reach the S3 endpoint {where}: {action}"
@@ -209,8 +251,10 @@ def describe_error(exc: BaseException, action: str, *, bucket: str, key: str | N
             shown = f'S3 object "{key}"' if key else "the S3 object"
             return f'{shown} does not exist in bucket "{bucket}"'
         if code in _DENIED:
-            return (f'access denied to S3 bucket "{bucket}": {action}: check the credentials '
-                    "and the bucket policy")
+            return (
+                f'access denied to S3 bucket "{bucket}": {action}: check the credentials '
+                "and the bucket policy"
+            )
         if code in _BAD_CREDENTIALS:
             return f"S3 rejected the artifact store's credentials ({code}): {action}"
         message = error.get("Message") or "no message"

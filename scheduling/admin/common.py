@@ -31,10 +31,14 @@ def runtime_pks(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
     pairs = {(ns, name) for ns, name in pairs if name}
     if not pairs:
         return {}
-    rows = Runtime.objects.filter(namespace__in={ns for ns, _ in pairs},
-                                  name__in={name for _, name in pairs})
-    return {(ns, name): pk for ns, name, pk in rows.values_list("namespace", "name", "pk")
-            if (ns, name) in pairs}
+    rows = Runtime.objects.filter(
+        namespace__in={ns for ns, _ in pairs}, name__in={name for _, name in pairs}
+    )
+    return {
+        (ns, name): pk
+        for ns, name, pk in rows.values_list("namespace", "name", "pk")
+        if (ns, name) in pairs
+    }
 
 
 def runtime_url(site: admin.AdminSite, pk: int | None) -> str | None:
@@ -58,8 +62,12 @@ def pod_row_link(site: admin.AdminSite, runtime_pk: int | None, pod_name: str) -
     url = runtime_url(site, runtime_pk)
     if url is None:
         return format_html("{}", pod_name)
-    return format_html('<a href="{}#{}" title="this pod on its Runtime\'s page">{}</a>', url,
-                       pod_anchor(pod_name), pod_name)
+    return format_html(
+        '<a href="{}#{}" title="this pod on its Runtime\'s page">{}</a>',
+        url,
+        pod_anchor(pod_name),
+        pod_name,
+    )
 
 
 def bound_runs(pods: Iterable[RuntimePod]) -> dict[int, list[tuple[int, str, str]]]:
@@ -72,11 +80,15 @@ def bound_runs(pods: Iterable[RuntimePod]) -> dict[int, list[tuple[int, str, str
     if not pods:
         return found
     by_key = {(pod.namespace, pod.name): pod for pod in pods}
-    rows = (Run.objects.filter(phase__in=ACTIVE_PHASES,
-                               namespace__in={pod.namespace for pod in pods},
-                               assigned_pod__in={pod.name for pod in pods})
-            .order_by("name")
-            .values_list("pk", "namespace", "name", "assigned_pod", "assigned_pod_uid", "phase"))
+    rows = (
+        Run.objects.filter(
+            phase__in=ACTIVE_PHASES,
+            namespace__in={pod.namespace for pod in pods},
+            assigned_pod__in={pod.name for pod in pods},
+        )
+        .order_by("name")
+        .values_list("pk", "namespace", "name", "assigned_pod", "assigned_pod_uid", "phase")
+    )
     for pk, namespace, name, pod_name, pod_uid, phase in rows:
         pod = by_key.get((namespace, pod_name))
         if pod is not None and str(pod.uid) == pod_uid:
@@ -86,8 +98,12 @@ def bound_runs(pods: Iterable[RuntimePod]) -> dict[int, list[tuple[int, str, str
 
 def reported_runs(pods: Iterable[RuntimePod]) -> dict[str, tuple[int, str]]:
     """Run UID -> (pk, name) for every Run the pods' heartbeats report executing: one query."""
-    uids = {str(entry.get("uid")) for pod in pods for entry in entries(pod.active_runs)
-            if entry.get("uid")}
+    uids = {
+        str(entry.get("uid"))
+        for pod in pods
+        for entry in entries(pod.active_runs)
+        if entry.get("uid")
+    }
     if not uids:
         return {}
     parsed: dict[str, uuid.UUID] = {}
@@ -96,8 +112,12 @@ def reported_runs(pods: Iterable[RuntimePod]) -> dict[str, tuple[int, str]]:
             parsed[uid] = uuid.UUID(uid)
         except ValueError:
             continue
-    found = {uid: (pk, name) for uid, pk, name in Run.objects.filter(
-        uid__in=set(parsed.values())).values_list("uid", "pk", "name")}
+    found = {
+        uid: (pk, name)
+        for uid, pk, name in Run.objects.filter(uid__in=set(parsed.values())).values_list(
+            "uid", "pk", "name"
+        )
+    }
     return {raw: found[uid] for raw, uid in parsed.items() if uid in found}
 
 
@@ -139,9 +159,12 @@ def heartbeat_cell(last: datetime | None, now: datetime | None = None) -> SafeSt
         return badge("never", "bad", "runtimed has not reported from this pod")
     silent = (now or timezone.now()) - last
     if silent > NOT_READY_AFTER:
-        return badge(f"{age(last)} ago", "bad",
-                     f"last heartbeat {timestamp(last)}: a pod silent for more than "
-                     f"{int(NOT_READY_AFTER.total_seconds())}s is not ready")
+        return badge(
+            f"{age(last)} ago",
+            "bad",
+            f"last heartbeat {timestamp(last)}: a pod silent for more than "
+            f"{int(NOT_READY_AFTER.total_seconds())}s is not ready",
+        )
     return format_html('<span title="last heartbeat {}">{} ago</span>', timestamp(last), age(last))
 
 

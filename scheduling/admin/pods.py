@@ -40,18 +40,44 @@ class RuntimePodAdmin(admin.ModelAdmin):
     change_list_template = "admin/resource/change_list.html"
     change_form_template = "admin/resource/change_form.html"
     forget_confirmation_template = "admin/scheduling/runtimepod/forget_confirmation.html"
-    list_display = ["namespace_cell", "runtime_cell", "name_cell", "uid_cell", "ready_cell",
-                    "phase_cell", "heartbeat_cell", "capacity_cell", "used_cell",
-                    "active_runs_cell", "provider_cell", "host_cell"]
+    list_display = [
+        "namespace_cell",
+        "runtime_cell",
+        "name_cell",
+        "uid_cell",
+        "ready_cell",
+        "phase_cell",
+        "heartbeat_cell",
+        "capacity_cell",
+        "used_cell",
+        "active_runs_cell",
+        "provider_cell",
+        "host_cell",
+    ]
     list_display_links = ["name_cell"]
     list_filter = ["namespace", "runtime", "ready", "provider"]
     search_fields = ["name", "runtime"]
     search_help_text = "Pod or Runtime name."
     actions = ["forget_pods"]
     fieldsets = [
-        (None, {"fields": ["name", "namespace", "runtime_display", "uid", "provider",
-                           "phase_display", "ready_display", "heartbeat_display",
-                           "host_display", "workspace_path", "created_display"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "namespace",
+                    "runtime_display",
+                    "uid",
+                    "provider",
+                    "phase_display",
+                    "ready_display",
+                    "heartbeat_display",
+                    "host_display",
+                    "workspace_path",
+                    "created_display",
+                ]
+            },
+        ),
         ("Runs", {"fields": ["capacity_display", "bound_display", "reported_display"]}),
         ("Labels and annotations", {"fields": ["labels_display", "annotations_display"]}),
     ]
@@ -149,8 +175,9 @@ class RuntimePodAdmin(admin.ModelAdmin):
     def heartbeat_display(self, obj):
         if obj.last_heartbeat is None:
             return heartbeat_cell(None)
-        return format_html("{} {}", heartbeat_cell(obj.last_heartbeat),
-                           timestamp(obj.last_heartbeat))
+        return format_html(
+            "{} {}", heartbeat_cell(obj.last_heartbeat), timestamp(obj.last_heartbeat)
+        )
 
     @admin.display(description="host / pid")
     def host_display(self, obj):
@@ -158,13 +185,17 @@ class RuntimePodAdmin(admin.ModelAdmin):
 
     @admin.display(description="created")
     def created_display(self, obj):
-        return format_html("{} <span class='k-muted'>({} ago)</span>", timestamp(obj.created),
-                           age(obj.created))
+        return format_html(
+            "{} <span class='k-muted'>({} ago)</span>", timestamp(obj.created), age(obj.created)
+        )
 
     @admin.display(description="capacity / used runs")
     def capacity_display(self, obj):
-        return format_html("{} <span class='k-muted'>used runs</span> {}",
-                           capacity_text(obj.capacity) or NONE, self.used_cell(obj))
+        return format_html(
+            "{} <span class='k-muted'>used runs</span> {}",
+            capacity_text(obj.capacity) or NONE,
+            self.used_cell(obj),
+        )
 
     @admin.display(description="bound Runs (active)")
     def bound_display(self, obj):
@@ -173,8 +204,13 @@ class RuntimePodAdmin(admin.ModelAdmin):
     @admin.display(description="executing (heartbeat)")
     def reported_display(self, obj):
         known = reported_runs([obj])
-        runs = [(*known.get(str(e.get("uid")), (None, str(e.get("uid")))),
-                 f"attempt {e.get('attempt', '?')}") for e in entries(obj.active_runs)]
+        runs = [
+            (
+                *known.get(str(e.get("uid")), (None, str(e.get("uid")))),
+                f"attempt {e.get('attempt', '?')}",
+            )
+            for e in entries(obj.active_runs)
+        ]
         return run_links(self.admin_site, runs)
 
     @admin.display(description="labels")
@@ -193,23 +229,40 @@ class RuntimePodAdmin(admin.ModelAdmin):
         pods = list(queryset)
         if request.POST.get("post") != "yes":
             bound = bound_runs(pods)
-            rows = [{"pod": pod, "obj": pod, "url": admin_change_url(pod, self.admin_site),
-                     "heartbeat": heartbeat_cell(pod.last_heartbeat),
-                     "ready": ready_badge(pod.ready),
-                     "runs": run_links(self.admin_site, bound[pod.pk]) if bound[pod.pk]
-                     else ""} for pod in pods]
+            rows = [
+                {
+                    "pod": pod,
+                    "obj": pod,
+                    "url": admin_change_url(pod, self.admin_site),
+                    "heartbeat": heartbeat_cell(pod.last_heartbeat),
+                    "ready": ready_badge(pod.ready),
+                    "runs": run_links(self.admin_site, bound[pod.pk]) if bound[pod.pk] else "",
+                }
+                for pod in pods
+            ]
             request.current_app = self.admin_site.name
-            return TemplateResponse(request, self.forget_confirmation_template, {
-                **self.admin_site.each_context(request),
-                "title": "Forget Runtime Pods", "subtitle": None, "rows": rows,
-                "opts": self.model._meta, "action_name": "forget_pods",
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME, "media": self.media,
-                "button": "Yes, forget them",
-            })
+            return TemplateResponse(
+                request,
+                self.forget_confirmation_template,
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "Forget Runtime Pods",
+                    "subtitle": None,
+                    "rows": rows,
+                    "opts": self.model._meta,
+                    "action_name": "forget_pods",
+                    "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                    "media": self.media,
+                    "button": "Yes, forget them",
+                },
+            )
         self.log_deletions(request, pods)
         names = [str(pod) for pod in pods]
         RuntimePod.objects.filter(pk__in=[pod.pk for pod in pods]).delete()
-        self.message_user(request, f"Forgot {len(names)} Runtime Pods: {', '.join(names)}. "
-                          "Their active Runs fail PodGone at the next reconcile pass.",
-                          messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Forgot {len(names)} Runtime Pods: {', '.join(names)}. "
+            "Their active Runs fail PodGone at the next reconcile pass.",
+            messages.SUCCESS,
+        )
         return None

@@ -50,7 +50,7 @@ def annotate_runtime_pks(runs) -> None:
 
 
 def preview(text: str) -> str:
-    return text if len(text) <= MESSAGE_PREVIEW else text[:MESSAGE_PREVIEW - 1] + "…"
+    return text if len(text) <= MESSAGE_PREVIEW else text[: MESSAGE_PREVIEW - 1] + "…"
 
 
 @admin.register(Run)
@@ -58,21 +58,55 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
     extra_list_display = ["duration_cell", "message_cell"]
     detail_fieldsets = [
-        ("Progress", {"fields": ["assigned_pod_display", "attempt_display", "message_display",
-                                 "timeline_display"]}),
-        ("Data", {"fields": ["outputs_display", "artifacts_display",
-                             "artifact_inputs_display", "artifact_store_display"]}),
-        ("Spec", {"fields": ["runtime_display", "source_display", "mode_display",
-                             "env_display", "timeout_display", "affinity_display",
-                             "workspace_display", "requests_display", "retry_display",
-                             "ttl_display", "cancel_display"]}),
+        (
+            "Progress",
+            {
+                "fields": [
+                    "assigned_pod_display",
+                    "attempt_display",
+                    "message_display",
+                    "timeline_display",
+                ]
+            },
+        ),
+        (
+            "Data",
+            {
+                "fields": [
+                    "outputs_display",
+                    "artifacts_display",
+                    "artifact_inputs_display",
+                    "artifact_store_display",
+                ]
+            },
+        ),
+        (
+            "Spec",
+            {
+                "fields": [
+                    "runtime_display",
+                    "source_display",
+                    "mode_display",
+                    "env_display",
+                    "timeout_display",
+                    "affinity_display",
+                    "workspace_display",
+                    "requests_display",
+                    "retry_display",
+                    "ttl_display",
+                    "cancel_display",
+                ]
+            },
+        ),
     ]
     # the kind's printer columns, replaced by linked cells
     replaced_columns = {"column_runtime": "runtime_cell", "column_pod": "pod_cell"}
 
     def get_list_display(self, request):
-        return [self.replaced_columns.get(getattr(cell, "__name__", ""), cell)
-                for cell in super().get_list_display(request)]
+        return [
+            self.replaced_columns.get(getattr(cell, "__name__", ""), cell)
+            for cell in super().get_list_display(request)
+        ]
 
     def get_list_filter(self, request):
         filters = list(super().get_list_filter(request))
@@ -116,8 +150,9 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
         text = human_duration(((end or timezone.now()) - start).total_seconds())
         title = f"{timestamp(start)} → {timestamp(end) if end else 'now'}"
         if end is None:
-            return format_html('<span title="{}">{} <span class="k-muted">so far</span></span>',
-                               title, text)
+            return format_html(
+                '<span title="{}">{} <span class="k-muted">so far</span></span>', title, text
+            )
         return format_html('<span title="{}">{}</span>', title, text)
 
     @admin.display(description="REASON / MESSAGE")
@@ -133,8 +168,9 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
         if message:
             parts.append(format_html('<span title="{}">{}</span>', message, preview(message)))
         elif obj.phase == RunPhase.PENDING:
-            parts.append(format_html('<span class="k-muted">{}</span>',
-                                     "waiting for the scheduler"))
+            parts.append(
+                format_html('<span class="k-muted">{}</span>', "waiting for the scheduler")
+            )
         return format_html_join(" ", "{}", ((part,) for part in parts))
 
     # ---------------------------------------------------------------------------- detail
@@ -145,13 +181,23 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
             return NONE
         link = pod_row_link(self.admin_site, self._runtime_pk(obj), obj.assigned_pod)
         pod = RuntimePod.objects.filter(namespace=obj.namespace, name=obj.assigned_pod).first()
-        uid = format_html('<span class="k-muted">uid</span> <code>{}</code>',
-                          obj.assigned_pod_uid or "?")
+        uid = format_html(
+            '<span class="k-muted">uid</span> <code>{}</code>', obj.assigned_pod_uid or "?"
+        )
         if pod is None or str(pod.uid) != obj.assigned_pod_uid:
-            return format_html("{} {} {}", link, uid, badge(
-                "gone", "bad", "no Runtime Pod with this name and UID exists any more"))
-        return format_html('{} {} {} <span class="k-muted">heartbeat</span> {}', link, uid,
-                           ready_badge(pod.ready), heartbeat_cell(pod.last_heartbeat))
+            return format_html(
+                "{} {} {}",
+                link,
+                uid,
+                badge("gone", "bad", "no Runtime Pod with this name and UID exists any more"),
+            )
+        return format_html(
+            '{} {} {} <span class="k-muted">heartbeat</span> {}',
+            link,
+            uid,
+            ready_badge(pod.ready),
+            heartbeat_cell(pod.last_heartbeat),
+        )
 
     @admin.display(description="attempt")
     def attempt_display(self, obj):
@@ -166,12 +212,16 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
         exit_code = status.get("exitCode")
         if not (reason or message or exit_code is not None):
             return NONE
-        return format_html('{} <span class="k-pre">{}</span>{}',
-                           badge(reason, "bad" if obj.is_terminal and
-                                 obj.phase != RunPhase.SUCCEEDED else "info") if reason else "",
-                           message,
-                           format_html(' <span class="k-muted">exit code</span> <code>{}</code>',
-                                       exit_code) if exit_code is not None else "")
+        return format_html(
+            '{} <span class="k-pre">{}</span>{}',
+            badge(reason, "bad" if obj.is_terminal and obj.phase != RunPhase.SUCCEEDED else "info")
+            if reason
+            else "",
+            message,
+            format_html(' <span class="k-muted">exit code</span> <code>{}</code>', exit_code)
+            if exit_code is not None
+            else "",
+        )
 
     @admin.display(description="timeline")
     def timeline_display(self, obj):
@@ -206,8 +256,9 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
 
     @admin.display(description="workspace")
     def workspace_display(self, obj):
-        return run_detail.workspace_summary(self._spec(obj).get("workspace"), obj.namespace,
-                                            self.admin_site)
+        return run_detail.workspace_summary(
+            self._spec(obj).get("workspace"), obj.namespace, self.admin_site
+        )
 
     @admin.display(description="requests")
     def requests_display(self, obj):
@@ -259,20 +310,34 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
                 already.append(label)
                 continue
             try:
-                store.patch(kind, run.namespace, run.name, {"spec": {"cancelRequested": True}},
-                            context=self._context(request))
+                store.patch(
+                    kind,
+                    run.namespace,
+                    run.name,
+                    {"spec": {"cancelRequested": True}},
+                    context=self._context(request),
+                )
             except StatusError as exc:
                 failed.append(f"{label}: {exc.message}")
                 continue
             cancelled.append(label)
         if cancelled:
-            self.message_user(request, f"Requested cancellation of {len(cancelled)} Runs: "
-                              f"{', '.join(cancelled)}.", messages.SUCCESS)
+            self.message_user(
+                request,
+                f"Requested cancellation of {len(cancelled)} Runs: {', '.join(cancelled)}.",
+                messages.SUCCESS,
+            )
         if finished:
-            self.message_user(request, f"Skipped {len(finished)} finished Runs: "
-                              f"{', '.join(finished)}.", messages.WARNING)
+            self.message_user(
+                request,
+                f"Skipped {len(finished)} finished Runs: {', '.join(finished)}.",
+                messages.WARNING,
+            )
         if already:
-            self.message_user(request, f"Cancellation was already requested for "
-                              f"{', '.join(already)}.", messages.INFO)
+            self.message_user(
+                request,
+                f"Cancellation was already requested for {', '.join(already)}.",
+                messages.INFO,
+            )
         for line in failed:
             self.message_user(request, f"Could not cancel {line}", messages.ERROR)

@@ -21,9 +21,13 @@ def outputs_table(status: Any) -> SafeString:
     outputs = as_dict(as_dict(status).get("outputs"))
     if not outputs:
         return NONE
-    rows = [(format_html("<code>{}</code>", key), format_html('<span class="k-pre">{}</span>',
-                                                              compact(value)))
-            for key, value in sorted(outputs.items())]
+    rows = [
+        (
+            format_html("<code>{}</code>", key),
+            format_html('<span class="k-pre">{}</span>', compact(value)),
+        )
+        for key, value in sorted(outputs.items())
+    ]
     return simple_table(("key", "value"), rows)
 
 
@@ -34,8 +38,9 @@ def location_text(ref: dict) -> str:
         return f"s3://{compact(s3.get('bucket'))}/{compact(s3.get('key'))}"
     filesystem = as_dict(location.get("filesystem"))
     claim = filesystem.get("volumeClaimName")
-    return f"{claim}:{compact(filesystem.get('path'))}" if claim else compact(
-        filesystem.get("path"))
+    return (
+        f"{claim}:{compact(filesystem.get('path'))}" if claim else compact(filesystem.get("path"))
+    )
 
 
 def _size(ref: dict) -> str:
@@ -53,24 +58,37 @@ def artifacts_table(refs: Any) -> SafeString:
     refs = [as_dict(ref) for ref in refs or [] if isinstance(ref, dict)]
     if not refs:
         return NONE
-    rows = [(format_html("<strong>{}</strong>", compact(ref.get("name"))),
-             compact(ref.get("type")), _size(ref), _digest(ref),
-             format_html("<code>{}</code>", location_text(ref)),
-             compact(ref.get("contentType")), compact(ref.get("createdAt")))
-            for ref in refs]
-    return simple_table(("name", "type", "size", "digest", "location", "content type",
-                         "created"), rows)
+    rows = [
+        (
+            format_html("<strong>{}</strong>", compact(ref.get("name"))),
+            compact(ref.get("type")),
+            _size(ref),
+            _digest(ref),
+            format_html("<code>{}</code>", location_text(ref)),
+            compact(ref.get("contentType")),
+            compact(ref.get("createdAt")),
+        )
+        for ref in refs
+    ]
+    return simple_table(
+        ("name", "type", "size", "digest", "location", "content type", "created"), rows
+    )
 
 
 def artifact_inputs_table(spec: Any) -> SafeString:
     inputs = [as_dict(item) for item in as_dict(spec).get("artifactInputs") or []]
     if not inputs:
         return NONE
-    rows = [(format_html("<code>{}</code>", compact(item.get("path"))),
-             compact(as_dict(item.get("ref")).get("name")),
-             compact(as_dict(item.get("ref")).get("type")), _size(as_dict(item.get("ref"))),
-             format_html("<code>{}</code>", location_text(as_dict(item.get("ref")))))
-            for item in inputs]
+    rows = [
+        (
+            format_html("<code>{}</code>", compact(item.get("path"))),
+            compact(as_dict(item.get("ref")).get("name")),
+            compact(as_dict(item.get("ref")).get("type")),
+            _size(as_dict(item.get("ref"))),
+            format_html("<code>{}</code>", location_text(as_dict(item.get("ref")))),
+        )
+        for item in inputs
+    ]
     return simple_table(("staged at", "artifact", "type", "size", "from"), rows)
 
 
@@ -83,9 +101,15 @@ def store_summary(status: Any) -> SafeString:
         s3 = as_dict(snapshot.get("s3"))
         where = f"s3://{compact(s3.get('bucket'))}/{compact(s3.get('prefix'))}"
     else:
-        where = f"volume claim {compact(as_dict(snapshot.get('filesystem')).get('volumeClaimName'))}"
-    return format_html('<strong>{}</strong> <code>{}</code> <span class="k-muted">(what the '
-                       'artifact-cleanup finalizer deletes from)</span>', driver, where)
+        where = (
+            f"volume claim {compact(as_dict(snapshot.get('filesystem')).get('volumeClaimName'))}"
+        )
+    return format_html(
+        '<strong>{}</strong> <code>{}</code> <span class="k-muted">(what the '
+        "artifact-cleanup finalizer deletes from)</span>",
+        driver,
+        where,
+    )
 
 
 def retry_summary(spec: Any, not_before: datetime | None) -> SafeString:
@@ -93,12 +117,18 @@ def retry_summary(spec: Any, not_before: datetime | None) -> SafeString:
     if not policy:
         return mark_safe('<span class="k-muted">no retryPolicy: one attempt</span>')
     reasons = policy.get("retryableReasons") or []
-    text = format_html("up to <strong>{}</strong> attempts, backoff {} (doubling, at most 60s), "
-                       "retrying {}", policy.get("maxAttempts", 1), policy.get("backoff", "10s"),
-                       ", ".join(reasons) if reasons else "infrastructure failures")
+    text = format_html(
+        "up to <strong>{}</strong> attempts, backoff {} (doubling, at most 60s), retrying {}",
+        policy.get("maxAttempts", 1),
+        policy.get("backoff", "10s"),
+        ", ".join(reasons) if reasons else "infrastructure failures",
+    )
     if not_before is not None:
-        text = format_html('{} <br><span class="k-muted">next attempt not before</span> {}',
-                           text, timestamp(not_before))
+        text = format_html(
+            '{} <br><span class="k-muted">next attempt not before</span> {}',
+            text,
+            timestamp(not_before),
+        )
     return text
 
 
@@ -108,5 +138,6 @@ def ttl_summary(spec: Any, finished_at: datetime | None, ttl) -> SafeString:
         return mark_safe('<span class="k-muted">kept until deleted</span>')
     if finished_at is None or ttl is None:
         return format_html("deleted {}s after it finishes", seconds)
-    return format_html("deleted {}s after it finished: at {}", seconds,
-                       timestamp(finished_at + ttl))
+    return format_html(
+        "deleted {}s after it finished: at {}", seconds, timestamp(finished_at + ttl)
+    )

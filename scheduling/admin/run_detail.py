@@ -41,14 +41,18 @@ def source_summary(source: Any) -> SafeString:
         return NONE
     if "inline" in source:
         path = source.get("inlinePath")
-        note = format_html(' <span class="k-muted">as</span> <code>{}</code>', path) \
-            if path else ""
-        return format_html('<strong>inline</strong>{}<pre class="k-yaml">{}</pre>', note,
-                           compact(source.get("inline")))
+        note = format_html(' <span class="k-muted">as</span> <code>{}</code>', path) if path else ""
+        return format_html(
+            '<strong>inline</strong>{}<pre class="k-yaml">{}</pre>',
+            note,
+            compact(source.get("inline")),
+        )
     commit = source.get("commitSHA")
-    return format_html("<strong>repo</strong> <code>{}</code>{}", compact(source.get("repoURL")),
-                       format_html(' <span class="k-muted">at</span> <code>{}</code>', commit)
-                       if commit else "")
+    return format_html(
+        "<strong>repo</strong> <code>{}</code>{}",
+        compact(source.get("repoURL")),
+        format_html(' <span class="k-muted">at</span> <code>{}</code>', commit) if commit else "",
+    )
 
 
 def mode_summary(mode: Any) -> SafeString:
@@ -57,21 +61,31 @@ def mode_summary(mode: Any) -> SafeString:
         task = as_dict(mode["task"])
         parts = [format_html("<strong>{}</strong>", "task")]
         if task.get("entrypoint"):
-            parts.append(format_html('<span class="k-muted">entrypoint</span> <code>{}</code>',
-                                     task["entrypoint"]))
+            parts.append(
+                format_html(
+                    '<span class="k-muted">entrypoint</span> <code>{}</code>', task["entrypoint"]
+                )
+            )
         if task.get("args"):
-            parts.append(format_html('<span class="k-muted">args</span> {}',
-                                     code_list(task["args"])))
+            parts.append(
+                format_html('<span class="k-muted">args</span> {}', code_list(task["args"]))
+            )
         return format_html_join(" ", "{}", ((p,) for p in parts))
     if "function" in mode:
         function = as_dict(mode["function"])
         parts = [format_html("<strong>{}</strong>", "function")]
         if function.get("handler"):
-            parts.append(format_html('<span class="k-muted">handler</span> <code>{}</code>',
-                                     function["handler"]))
+            parts.append(
+                format_html(
+                    '<span class="k-muted">handler</span> <code>{}</code>', function["handler"]
+                )
+            )
         if function.get("idleTimeoutSeconds") is not None:
-            parts.append(format_html('<span class="k-muted">idle timeout</span> {}s',
-                                     function["idleTimeoutSeconds"]))
+            parts.append(
+                format_html(
+                    '<span class="k-muted">idle timeout</span> {}s', function["idleTimeoutSeconds"]
+                )
+            )
         return format_html_join(" ", "{}", ((p,) for p in parts))
     return format_html("{}", compact(mode)) if mode else NONE
 
@@ -91,8 +105,14 @@ def selector_text(selector: Any) -> str:
         expr = as_dict(expr)
         key, op = compact(expr.get("key")), compact(expr.get("operator"))
         values = ",".join(compact(v) for v in expr.get("values") or [])
-        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                      "Exists": key, "DoesNotExist": f"!{key}"}.get(op, f"{key} {op} {values}"))
+        parts.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": key,
+                "DoesNotExist": f"!{key}",
+            }.get(op, f"{key} {op} {values}")
+        )
     return ",".join(parts) or compact(selector)
 
 
@@ -102,14 +122,25 @@ def affinity_table(affinity: Any) -> SafeString:
         rules = as_dict(as_dict(affinity).get(kind))
         for term in rules.get(REQUIRED) or []:
             term = as_dict(term)
-            rows.append((kind, "required", format_html("<code>{}</code>", selector_text(
-                term.get("labelSelector"))), compact(term.get("topologyKey"))))
+            rows.append(
+                (
+                    kind,
+                    "required",
+                    format_html("<code>{}</code>", selector_text(term.get("labelSelector"))),
+                    compact(term.get("topologyKey")),
+                )
+            )
         for weighted in rules.get(PREFERRED) or []:
             weighted = as_dict(weighted)
             term = as_dict(weighted.get("runAffinityTerm"))
-            rows.append((kind, f"preferred (weight {compact(weighted.get('weight'))})",
-                         format_html("<code>{}</code>", selector_text(term.get("labelSelector"))),
-                         compact(term.get("topologyKey"))))
+            rows.append(
+                (
+                    kind,
+                    f"preferred (weight {compact(weighted.get('weight'))})",
+                    format_html("<code>{}</code>", selector_text(term.get("labelSelector"))),
+                    compact(term.get("topologyKey")),
+                )
+            )
     if not rows:
         return NONE
     return simple_table(("rule", "when", "Runs matching", "topology"), rows)
@@ -146,9 +177,14 @@ def timeline(obj: Any) -> SafeString:
         if ctype not in TIMELINE_CONDITIONS:
             continue
         state = compact(cond.get("status")) or "Unknown"
-        events.append((parse(cond.get("lastTransitionTime")), ctype,
-                       badge(state, condition_tone(state, cond.get("reason"), failed)),
-                       compact(cond.get("reason"))))
+        events.append(
+            (
+                parse(cond.get("lastTransitionTime")),
+                ctype,
+                badge(state, condition_tone(state, cond.get("reason"), failed)),
+                compact(cond.get("reason")),
+            )
+        )
     for field, label in (("startTime", "started"), ("completionTime", "completed")):
         if status.get(field):
             events.append((parse(status[field]), label, "", ""))
@@ -157,8 +193,8 @@ def timeline(obj: Any) -> SafeString:
     events.sort(key=lambda e: (e[0] is None, e[0] or origin))
     rows = []
     for when, event, state, reason in [(created, "Created", "", ""), *events]:
-        after = human_duration(max(0.0, (when - origin).total_seconds())) \
-            if when and origin else ""
-        rows.append((event, state, reason, timestamp(when) if when else "?",
-                     f"+{after}" if after else ""))
+        after = human_duration(max(0.0, (when - origin).total_seconds())) if when and origin else ""
+        rows.append(
+            (event, state, reason, timestamp(when) if when else "?", f"+{after}" if after else "")
+        )
     return simple_table(("event", "status", "reason", "time", "after creation"), rows)

@@ -50,18 +50,21 @@ class RunLogAdminMixin:
     def get_urls(self):
         wrap = self.admin_site.admin_view
         return [
-            path("<path:object_id>/log/download/", wrap(self.log_download_view),
-                 name="scheduling_run_log_download"),
+            path(
+                "<path:object_id>/log/download/",
+                wrap(self.log_download_view),
+                name="scheduling_run_log_download",
+            ),
             path("<path:object_id>/log/", wrap(self.log_json_view), name="scheduling_run_log"),
             *super().get_urls(),
         ]
 
-    def render_change_form(self, request, context, add=False, change=False, form_url="",
-                           obj=None):
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None and not add:
             context["run_log"] = panel_context(self.admin_site, obj)
-        return super().render_change_form(request, context, add=add, change=change,
-                                          form_url=form_url, obj=obj)
+        return super().render_change_form(
+            request, context, add=add, change=change, form_url=form_url, obj=obj
+        )
 
     def _viewable_run(self, request, object_id) -> Run | None:
         run = self.get_object(request, unquote(object_id))
@@ -79,9 +82,14 @@ class RunLogAdminMixin:
         except logs.BadQuery as exc:
             return JsonResponse({"error": str(exc)}, status=400)
         piece = logs.read_log(run, attempt, after_offset=after)
-        return JsonResponse({"text": piece.text, "next": piece.next_offset,
-                             "truncatedBytes": piece.truncated_bytes,
-                             "finished": attempt_finished(run, attempt)})
+        return JsonResponse(
+            {
+                "text": piece.text,
+                "next": piece.next_offset,
+                "truncatedBytes": piece.truncated_bytes,
+                "finished": attempt_finished(run, attempt),
+            }
+        )
 
     def log_download_view(self, request, object_id):
         run = self._viewable_run(request, object_id)
@@ -91,8 +99,9 @@ class RunLogAdminMixin:
             attempt = requested_attempt(run, request.GET)
         except logs.BadQuery as exc:
             return HttpResponse(f"{exc}\n", status=400, content_type="text/plain")
-        response = HttpResponse(logs.read_log(run, attempt).text.encode(),
-                                content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            logs.read_log(run, attempt).text.encode(), content_type="text/plain; charset=utf-8"
+        )
         filename = f"{run.namespace}-{run.name}-attempt-{attempt}.log"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response

@@ -35,14 +35,16 @@ def annotate_pod_counts(runtimes) -> None:
     runtimes = list(runtimes)
     counts: dict[tuple[str, str], tuple[int, int]] = {}
     if runtimes:
-        rows = (RuntimePod.objects
-                .filter(namespace__in={rt.namespace for rt in runtimes},
-                        runtime__in={rt.name for rt in runtimes})
-                .values("namespace", "runtime")
-                .annotate(total=Count("pk"), ready=Count("pk", filter=Q(ready=True)))
-                .order_by())
-        counts = {(row["namespace"], row["runtime"]): (row["ready"], row["total"])
-                  for row in rows}
+        rows = (
+            RuntimePod.objects.filter(
+                namespace__in={rt.namespace for rt in runtimes},
+                runtime__in={rt.name for rt in runtimes},
+            )
+            .values("namespace", "runtime")
+            .annotate(total=Count("pk"), ready=Count("pk", filter=Q(ready=True)))
+            .order_by()
+        )
+        counts = {(row["namespace"], row["runtime"]): (row["ready"], row["total"]) for row in rows}
     for runtime in runtimes:
         runtime._pods = counts.get((runtime.namespace, runtime.name), (0, 0))
 
@@ -56,8 +58,10 @@ class RuntimeAdmin(ResourceAdmin):
 
     def get_list_display(self, request):
         # READY counts the RuntimePod rows (status.readyReplicas is in the cell's tooltip)
-        return [("ready_pods_cell" if getattr(cell, "__name__", "") == "column_ready" else cell)
-                for cell in super().get_list_display(request)]
+        return [
+            ("ready_pods_cell" if getattr(cell, "__name__", "") == "column_ready" else cell)
+            for cell in super().get_list_display(request)
+        ]
 
     def get_changelist_instance(self, request):
         changelist = super().get_changelist_instance(request)
@@ -74,8 +78,10 @@ class RuntimeAdmin(ResourceAdmin):
     @admin.display(description="READY PODS")
     def ready_pods_cell(self, obj):
         ready, total = self._pod_counts(obj)
-        title = (f"{ready} of {total} Runtime Pods ready; spec.replicas is {obj.replicas}, "
-                 f"status.readyReplicas {obj.ready_replicas}")
+        title = (
+            f"{ready} of {total} Runtime Pods ready; spec.replicas is {obj.replicas}, "
+            f"status.readyReplicas {obj.ready_replicas}"
+        )
         tone = "ok" if total and ready == total else ("bad" if not ready else "warn")
         return badge(f"{ready}/{total}", tone, title)
 
@@ -94,23 +100,50 @@ class RuntimeAdmin(ResourceAdmin):
     def pods_display(self, obj):
         pods = self._pods(obj)
         if not pods:
-            return format_html('{} <span class="k-muted">(the provider has not reported any '
-                               "pod for this Runtime yet)</span>", NONE)
+            return format_html(
+                '{} <span class="k-muted">(the provider has not reported any '
+                "pod for this Runtime yet)</span>",
+                NONE,
+            )
         bound = bound_runs(pods)
         reported = reported_runs(pods)
         rows = []
         for pod in pods:
-            name = format_html('<span id="{}">{}</span>', pod_anchor(pod.name),
-                               pod_link(self.admin_site, pod))
-            active = [(*reported.get(str(entry.get("uid")), (None, str(entry.get("uid")))),
-                       f"attempt {entry.get('attempt', '?')}") for entry in entries(pod.active_runs)]
-            rows.append((name, format_html("<code>{}</code>", pod.uid), ready_badge(pod.ready),
-                         phase_badge(pod.phase), heartbeat_cell(pod.last_heartbeat),
-                         capacity_text(pod.capacity),
-                         used_runs(len(bound[pod.pk]), pod.capacity),
-                         run_links(self.admin_site, active)))
-        return simple_table(("name", "uid", "ready", "phase", "heartbeat", "capacity",
-                             "used runs", "active runs (heartbeat)"), rows)
+            name = format_html(
+                '<span id="{}">{}</span>', pod_anchor(pod.name), pod_link(self.admin_site, pod)
+            )
+            active = [
+                (
+                    *reported.get(str(entry.get("uid")), (None, str(entry.get("uid")))),
+                    f"attempt {entry.get('attempt', '?')}",
+                )
+                for entry in entries(pod.active_runs)
+            ]
+            rows.append(
+                (
+                    name,
+                    format_html("<code>{}</code>", pod.uid),
+                    ready_badge(pod.ready),
+                    phase_badge(pod.phase),
+                    heartbeat_cell(pod.last_heartbeat),
+                    capacity_text(pod.capacity),
+                    used_runs(len(bound[pod.pk]), pod.capacity),
+                    run_links(self.admin_site, active),
+                )
+            )
+        return simple_table(
+            (
+                "name",
+                "uid",
+                "ready",
+                "phase",
+                "heartbeat",
+                "capacity",
+                "used runs",
+                "active runs (heartbeat)",
+            ),
+            rows,
+        )
 
     @admin.display(description="effective capacity")
     def capacity_display(self, obj):
@@ -119,34 +152,44 @@ class RuntimeAdmin(ResourceAdmin):
         total: dict[str, int] = {}
         for pod in pods:
             if pod.ready and isinstance(pod.capacity, dict):
-                resources.add(total, {k: v for k, v in pod.capacity.items()
-                                      if isinstance(v, int)})
+                resources.add(total, {k: v for k, v in pod.capacity.items() if isinstance(v, int)})
         ready = sum(1 for pod in pods if pod.ready)
         return format_html(
             '{} <span class="k-muted">per pod (spec.capacity.resources with defaults; a '
             "pod's <code>{}&lt;resource&gt;</code> annotations override it)</span><br>"
             '{} <span class="k-muted">across {} ready pods</span>',
-            capacity_text(per_pod), resources.CAPACITY_ANNOTATION_PREFIX,
-            capacity_text(total) or "nothing", ready)
+            capacity_text(per_pod),
+            resources.CAPACITY_ANNOTATION_PREFIX,
+            capacity_text(total) or "nothing",
+            ready,
+        )
 
     @admin.display(description="runs")
     def runs_display(self, obj):
-        counts = Counter(Run.objects.filter(namespace=obj.namespace, runtime=obj.name)
-                         .values_list("phase", flat=True))
+        counts = Counter(
+            Run.objects.filter(namespace=obj.namespace, runtime=obj.name).values_list(
+                "phase", flat=True
+            )
+        )
         if not counts:
             return NONE
         try:
             url = reverse(f"{self.admin_site.name}:scheduling_run_changelist")
         except NoReverseMatch:
             url = ""
-        order = [RunPhase.PENDING, *ACTIVE_PHASES, *[p for p in RunPhase if p not in
-                                                     (RunPhase.PENDING, *ACTIVE_PHASES)]]
+        order = [
+            RunPhase.PENDING,
+            *ACTIVE_PHASES,
+            *[p for p in RunPhase if p not in (RunPhase.PENDING, *ACTIVE_PHASES)],
+        ]
         parts = []
         for phase in order:
             if counts.get(phase):
-                query = urlencode({"namespace": obj.namespace, "runtime": obj.name,
-                                   "phase__exact": phase})
+                query = urlencode(
+                    {"namespace": obj.namespace, "runtime": obj.name, "phase__exact": phase}
+                )
                 text = f"{counts[phase]} {phase}"
-                parts.append(format_html('<a href="{}?{}">{}</a>', url, query, text)
-                             if url else text)
+                parts.append(
+                    format_html('<a href="{}?{}">{}</a>', url, query, text) if url else text
+                )
         return format_html_join(", ", "{}", ((part,) for part in parts))

@@ -49,24 +49,46 @@ app.conf.update(
 def echo(token: str, reply_to: str) -> None:
     """Send ``token`` back on ``reply_to``."""
     with app.producer_or_acquire() as producer:
-        producer.publish({"token": token}, exchange="", routing_key=reply_to,
-                         serializer="json", retry=True,
-                         retry_policy={"max_retries": 2, "interval_start": 0,
-                                       "interval_step": 0.2})
+        producer.publish(
+            {"token": token},
+            exchange="",
+            routing_key=reply_to,
+            serializer="json",
+            retry=True,
+            retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
+        )
 
 
 # ``python -m celery`` after ``django.setup()``: importing ``scheduling.bench`` (the package of
 # this module) loads models, so the app registry must be ready before ``-A`` imports it.
-LAUNCHER = ("import sys, django; django.setup(); from celery.bin.celery import main; "
-            "sys.exit(main())")
+LAUNCHER = (
+    "import sys, django; django.setup(); from celery.bin.celery import main; sys.exit(main())"
+)
 
 
 def worker_argv(python: str, concurrency: int, hostname: str) -> list[str]:
     """The bench's echo worker: threads pool, ``concurrency`` slots, ``bench.echo`` only."""
-    return [python, "-c", LAUNCHER, "-A", "scheduling.bench.echo", "worker",
-            "-Q", ECHO_QUEUE, "--pool", "threads", "--concurrency", str(concurrency),
-            "-n", f"{hostname}@%h", "--loglevel", "INFO",
-            "--without-mingle", "--without-gossip", "--without-heartbeat"]
+    return [
+        python,
+        "-c",
+        LAUNCHER,
+        "-A",
+        "scheduling.bench.echo",
+        "worker",
+        "-Q",
+        ECHO_QUEUE,
+        "--pool",
+        "threads",
+        "--concurrency",
+        str(concurrency),
+        "-n",
+        f"{hostname}@%h",
+        "--loglevel",
+        "INFO",
+        "--without-mingle",
+        "--without-gossip",
+        "--without-heartbeat",
+    ]
 
 
 def is_polling_transport(url: str) -> bool:
@@ -99,8 +121,7 @@ class EchoClient:
         # Replies that could not be read (kombu's own filesystem transport lost some before
         # runtimed.fstransport; kept as a check that none are lost any more).
         self.unreadable: list[str] = []
-        self._thread = threading.Thread(target=self._read, name="bench-echo-replies",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._read, name="bench-echo-replies", daemon=True)
 
     def start(self, timeout: float = 10.0) -> None:
         self._thread.start()
@@ -174,5 +195,6 @@ class EchoClient:
                 return self.round_trip(f"ready-{attempt}", timeout=2.0)
             except TimeoutError:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"the echo worker answered no round trip within "
-                                       f"{timeout:g} s") from None
+                    raise TimeoutError(
+                        f"the echo worker answered no round trip within {timeout:g} s"
+                    ) from None

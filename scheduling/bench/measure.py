@@ -50,8 +50,9 @@ def _pending_in(namespace: str) -> int:
     return Run.objects.filter(namespace=namespace, phase=RunPhase.PENDING).count()
 
 
-def bind_backlog(work: Workload, options: PassOptions, log: Log,
-                 max_passes: int = 1000) -> BulkResult:
+def bind_backlog(
+    work: Workload, options: PassOptions, log: Log, max_passes: int = 1000
+) -> BulkResult:
     framework = default_framework()
     result = BulkResult()
     for _ in range(max_passes):
@@ -66,9 +67,11 @@ def bind_backlog(work: Workload, options: PassOptions, log: Log,
         result.queries += counter.count
         result.passes.append((outcome.bound, seconds, counter.count))
         result.pending_left = _pending_in(work.namespace)
-        log(f"pass {len(result.passes)}: bound {outcome.bound} in {seconds:.3f} s "
+        log(
+            f"pass {len(result.passes)}: bound {outcome.bound} in {seconds:.3f} s "
             f"({counter.count} queries, {outcome.pending} left pending, "
-            f"{outcome.conflicts} conflicts); {result.pending_left} Pending in the namespace")
+            f"{outcome.conflicts} conflicts); {result.pending_left} Pending in the namespace"
+        )
         if outcome.bound == 0 or result.pending_left == 0:
             break
     return result
@@ -105,9 +108,11 @@ def probe_passes(work: Workload, count: int, options: PassOptions, log: Log) -> 
         if run.pk not in outcome.bound_runs:
             missed += 1
         Run.objects.filter(pk=run.pk).delete()
-    log(f"{count} probe passes: p50 {percentile(durations, 0.5) * 1000:.1f} ms, "
+    log(
+        f"{count} probe passes: p50 {percentile(durations, 0.5) * 1000:.1f} ms, "
         f"p99 {percentile(durations, 0.99) * 1000:.1f} ms"
-        + (f"; {missed} probe Run(s) NOT bound" if missed else ""))
+        + (f"; {missed} probe Run(s) NOT bound" if missed else "")
+    )
     return durations
 
 
@@ -116,8 +121,17 @@ def probe_passes(work: Workload, count: int, options: PassOptions, log: Log) -> 
 
 def _columns() -> dict[str, str]:
     quote = connection.ops.quote_name
-    names = ("id", "phase", "assigned_pod", "assigned_pod_uid", "attempt", "status",
-             "resource_version", "dispatched_at", "deletion_timestamp")
+    names = (
+        "id",
+        "phase",
+        "assigned_pod",
+        "assigned_pod_uid",
+        "attempt",
+        "status",
+        "resource_version",
+        "dispatched_at",
+        "deletion_timestamp",
+    )
     return {name: quote(Run._meta.get_field(name).column) for name in names}
 
 
@@ -125,20 +139,28 @@ def _floor_sql() -> str:
     """One UPDATE binding every Run in a payload of (id, pod, pod uid, attempt, status)."""
     table = connection.ops.quote_name(Run._meta.db_table)
     c = _columns()
-    assignments = (f"{c['phase']} = %s, {c['assigned_pod']} = v.pod, "
-                   f"{c['assigned_pod_uid']} = v.pod_uid, {c['attempt']} = v.attempt, "
-                   f"{c['status']} = v.status, "
-                   f"{c['resource_version']} = {table}.{c['resource_version']} + 1, "
-                   f"{c['dispatched_at']} = NULL")
-    where = (f"{table}.{c['id']} = v.id AND {table}.{c['phase']} = %s "
-             f"AND {table}.{c['deletion_timestamp']} IS NULL")
+    assignments = (
+        f"{c['phase']} = %s, {c['assigned_pod']} = v.pod, "
+        f"{c['assigned_pod_uid']} = v.pod_uid, {c['attempt']} = v.attempt, "
+        f"{c['status']} = v.status, "
+        f"{c['resource_version']} = {table}.{c['resource_version']} + 1, "
+        f"{c['dispatched_at']} = NULL"
+    )
+    where = (
+        f"{table}.{c['id']} = v.id AND {table}.{c['phase']} = %s "
+        f"AND {table}.{c['deletion_timestamp']} IS NULL"
+    )
     if connection.vendor == "postgresql":
-        source = ("unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[], "
-                  "%s::text[]::jsonb[]) AS v(id, pod, pod_uid, attempt, status)")
+        source = (
+            "unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[], "
+            "%s::text[]::jsonb[]) AS v(id, pod, pod_uid, attempt, status)"
+        )
     elif connection.vendor == "sqlite":
-        source = ("(SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS pod,"
-                  " json_extract(value, '$[2]') AS pod_uid, json_extract(value, '$[3]') AS attempt,"
-                  " json_extract(value, '$[4]') AS status FROM json_each(%s)) AS v")
+        source = (
+            "(SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS pod,"
+            " json_extract(value, '$[2]') AS pod_uid, json_extract(value, '$[3]') AS attempt,"
+            " json_extract(value, '$[4]') AS status FROM json_each(%s)) AS v"
+        )
     else:
         raise NotImplementedError(f"no floor UPDATE for the {connection.vendor} backend")
     return f"UPDATE {table} SET {assignments} FROM {source} WHERE {where}"
@@ -147,20 +169,31 @@ def _floor_sql() -> str:
 def measure_floor(work: Workload, log: Log) -> float:
     """Reset the bench Runs to Pending (one UPDATE), then time the scheduler's binds done as
     ONE bulk UPDATE. Leaves the Runs bound exactly as the scheduler bound them."""
-    rows = list(Run.objects.filter(namespace=work.namespace, phase=RunPhase.SCHEDULED)
-                .exclude(name__startswith="probe-")
-                .values_list("pk", "assigned_pod", "assigned_pod_uid", "attempt", "status"))
+    rows = list(
+        Run.objects.filter(namespace=work.namespace, phase=RunPhase.SCHEDULED)
+        .exclude(name__startswith="probe-")
+        .values_list("pk", "assigned_pod", "assigned_pod_uid", "attempt", "status")
+    )
     Run.objects.filter(pk__in=[row[0] for row in rows]).update(
-        phase=RunPhase.PENDING, assigned_pod="", assigned_pod_uid="", attempt=1, status={})
+        phase=RunPhase.PENDING, assigned_pod="", assigned_pod_uid="", attempt=1, status={}
+    )
     setup.vacuum(log)
     statuses = [json.dumps(status) for *_, status in rows]
     sql = _floor_sql()
     if connection.vendor == "postgresql":
-        params = [RunPhase.SCHEDULED, [r[0] for r in rows], [r[1] for r in rows],
-                  [r[2] for r in rows], [r[3] for r in rows], statuses, RunPhase.PENDING]
+        params = [
+            RunPhase.SCHEDULED,
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            [r[3] for r in rows],
+            statuses,
+            RunPhase.PENDING,
+        ]
     else:
-        payload = json.dumps([[r[0], r[1], r[2], r[3], s] for r, s in zip(rows, statuses,
-                                                                           strict=True)])
+        payload = json.dumps(
+            [[r[0], r[1], r[2], r[3], s] for r, s in zip(rows, statuses, strict=True)]
+        )
         params = [RunPhase.SCHEDULED, payload, RunPhase.PENDING]
     with connection.cursor() as cursor:
         started = time.perf_counter()
@@ -176,8 +209,14 @@ def measure_floor(work: Workload, log: Log) -> float:
 # --- the whole bench --------------------------------------------------------------------
 
 
-def run_scheduler_bench(work: Workload, *, probes: int = 200, keep: bool = False,
-                        options: PassOptions | None = None, log: Log = lambda _: None) -> dict:
+def run_scheduler_bench(
+    work: Workload,
+    *,
+    probes: int = 200,
+    keep: bool = False,
+    options: PassOptions | None = None,
+    log: Log = lambda _: None,
+) -> dict:
     """Set up, time, clean up; the result is the JSON line's fields (plus ``bound``)."""
     options = options or PassOptions()
     started = time.perf_counter()

@@ -61,16 +61,25 @@ def runtime_shape(concurrency: int) -> tuple[int, int]:
 
 
 def runtime_manifest(replicas: int, capacity: int) -> dict:
-    return {"apiVersion": API_VERSION, "kind": "Runtime", "metadata": {"name": RUNTIME},
-            "spec": {"template": {"spec": {"containers": [{"name": "runtime",
-                                                           "image": "bench"}]}},
-                     "replicas": replicas,
-                     "capacity": {"resources": {"runs": capacity}}}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Runtime",
+        "metadata": {"name": RUNTIME},
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "runtime", "image": "bench"}]}},
+            "replicas": replicas,
+            "capacity": {"resources": {"runs": capacity}},
+        },
+    }
 
 
 def run_manifest(name: str) -> dict:
-    return {"apiVersion": API_VERSION, "kind": "Run", "metadata": {"name": name},
-            "spec": {"runtime": RUNTIME, "source": {"inline": SCRIPT}, "mode": {"task": {}}}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Run",
+        "metadata": {"name": name},
+        "spec": {"runtime": RUNTIME, "source": {"inline": SCRIPT}, "mode": {"task": {}}},
+    }
 
 
 @dataclass
@@ -113,8 +122,7 @@ class Series:
         return len(self.ok) / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
 
-def result_line(*, count: int, concurrency: int, runs: Series, celery: Series,
-                **extra) -> dict:
+def result_line(*, count: int, concurrency: int, runs: Series, celery: Series, **extra) -> dict:
     """The JSON line's fields: the required ones first, then ``extra`` (broker, pods...)."""
     run_ms, echo_ms = runs.ms(), celery.ms()
     p50, celery_p50 = percentile(run_ms, 0.5), percentile(echo_ms, 0.5)
@@ -140,8 +148,10 @@ def format_line(result: dict) -> str:
 def summarize(name: str, values_ms: list[float]) -> str:
     if not values_ms:
         return f"{name}: -"
-    return (f"{name}: p50 {percentile(values_ms, 0.5):.1f} p90 {percentile(values_ms, 0.9):.1f}"
-            f" p99 {percentile(values_ms, 0.99):.1f} max {max(values_ms):.1f} ms")
+    return (
+        f"{name}: p50 {percentile(values_ms, 0.5):.1f} p90 {percentile(values_ms, 0.9):.1f}"
+        f" p99 {percentile(values_ms, 0.99):.1f} max {max(values_ms):.1f} ms"
+    )
 
 
 def phase_breakdown(samples: list[Sample]) -> list[str]:
@@ -150,18 +160,26 @@ def phase_breakdown(samples: list[Sample]) -> list[str]:
     for mark in ("posted", RunPhase.SCHEDULED, RunPhase.RUNNING, RunPhase.SUCCEEDED):
         values = [s.marks[mark] * 1000 for s in samples if mark in s.marks]
         if values:
-            lines.append(summarize(f"  {mark:<9} seen after", values)
-                         + f" ({len(values)}/{len(samples)} Runs)")
+            lines.append(
+                summarize(f"  {mark:<9} seen after", values)
+                + f" ({len(values)}/{len(samples)} Runs)"
+            )
     return lines
 
 
 # --- client threads ---------------------------------------------------------------------
 
 
-def run_clients(count: int, concurrency: int, one: Callable[[int], Sample],
-                abort: threading.Event, *, per_thread_close: Callable[[], None] = lambda: None,
-                watch: Callable[[], None] = lambda: None,
-                prefix: str = "bench-client") -> Series:
+def run_clients(
+    count: int,
+    concurrency: int,
+    one: Callable[[int], Sample],
+    abort: threading.Event,
+    *,
+    per_thread_close: Callable[[], None] = lambda: None,
+    watch: Callable[[], None] = lambda: None,
+    prefix: str = "bench-client",
+) -> Series:
     """``concurrency`` threads doing ``one(index)`` until ``count`` are done; ``watch`` runs
     in the calling thread every 0.2 s and may raise (a child died) to stop everything."""
     samples: list[Sample | None] = [None] * count
@@ -182,8 +200,10 @@ def run_clients(count: int, concurrency: int, one: Callable[[int], Sample],
         finally:
             per_thread_close()
 
-    threads = [threading.Thread(target=client, name=f"{prefix}-{i}", daemon=True)
-               for i in range(concurrency)]
+    threads = [
+        threading.Thread(target=client, name=f"{prefix}-{i}", daemon=True)
+        for i in range(concurrency)
+    ]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -198,8 +218,9 @@ def run_clients(count: int, concurrency: int, one: Callable[[int], Sample],
     wall = time.perf_counter() - started
     if abort.is_set():
         raise KeyboardInterrupt
-    return Series([s if s is not None else Sample(i, error="not run")
-                   for i, s in enumerate(samples)], wall)
+    return Series(
+        [s if s is not None else Sample(i, error="not run") for i, s in enumerate(samples)], wall
+    )
 
 
 def _close_thread_connections() -> None:
@@ -272,7 +293,8 @@ class PhaseWatcher:
 
     def _look(self, names: list[str]) -> None:
         rows = Run.objects.filter(namespace=self.namespace, name__in=names).values_list(
-            "name", "phase")
+            "name", "phase"
+        )
         seen = time.perf_counter()
         with self._lock:
             for name, phase in rows:
@@ -287,8 +309,14 @@ class PhaseWatcher:
 class RunClient:
     """Creates Runs through the API in-process; a PhaseWatcher sees them end."""
 
-    def __init__(self, namespace: str, token: str, watcher: PhaseWatcher, timeout: float,
-                 abort: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        token: str,
+        watcher: PhaseWatcher,
+        timeout: float,
+        abort: threading.Event | None = None,
+    ) -> None:
         self.namespace = namespace
         self.abort = abort or threading.Event()
         self.url = API.format(namespace=namespace)
@@ -297,8 +325,11 @@ class RunClient:
         self.timeout = timeout
         self._local = threading.local()
         hosts = settings.ALLOWED_HOSTS
-        self.host = "testserver" if ("testserver" in hosts or "*" in hosts or not hosts) \
+        self.host = (
+            "testserver"
+            if ("testserver" in hosts or "*" in hosts or not hosts)
             else hosts[0].lstrip(".")
+        )
 
     def _client(self):
         client = getattr(self._local, "client", None)
@@ -334,10 +365,16 @@ class RunClient:
         phase = next(p for p in first_seen if p in TERMINAL_PHASES)
         sample.seconds = sample.marks[phase]
         if phase != RunPhase.SUCCEEDED:
-            status = Run.objects.filter(namespace=self.namespace, name=name).values_list(
-                "status", flat=True).first() or {}
-            sample.error = (f"Run {name} ended {phase}: {status.get('reason', '')} "
-                            f"{status.get('message', '')}".strip())
+            status = (
+                Run.objects.filter(namespace=self.namespace, name=name)
+                .values_list("status", flat=True)
+                .first()
+                or {}
+            )
+            sample.error = (
+                f"Run {name} ended {phase}: {status.get('reason', '')} "
+                f"{status.get('message', '')}".strip()
+            )
         return sample
 
 
@@ -359,23 +396,28 @@ def preflight() -> None:
         executor = MigrationExecutor(connection)
         unapplied = executor.migration_plan(executor.loader.graph.leaf_nodes())
     except Exception as exc:  # noqa: BLE001 - any failure: say what must be running
-        raise BenchError(f"the database ({connection.vendor}, {where}) is not reachable: "
-                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}; "
-                         f"it must be running (settings DATABASE_URL)") from None
+        raise BenchError(
+            f"the database ({connection.vendor}, {where}) is not reachable: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}; "
+            f"it must be running (settings DATABASE_URL)"
+        ) from None
     if unapplied:
-        raise BenchError(f"the database has {len(unapplied)} unapplied migration(s): "
-                         f"run `manage.py migrate` first")
+        raise BenchError(
+            f"the database has {len(unapplied)} unapplied migration(s): "
+            f"run `manage.py migrate` first"
+        )
     from portal.celery import app
 
     if app.conf.task_always_eager:
         raise BenchError("CELERY_TASK_ALWAYS_EAGER is on: the bench needs real workers")
     try:
         with app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0.5,
-                                   timeout=3)
+            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0.5, timeout=3)
     except Exception as exc:  # noqa: BLE001
-        raise BenchError(f"the Celery broker {app.conf.broker_url!r} is not reachable "
-                         f"({exc}); it must be running (settings CELERY_BROKER_URL)") from None
+        raise BenchError(
+            f"the Celery broker {app.conf.broker_url!r} is not reachable "
+            f"({exc}); it must be running (settings CELERY_BROKER_URL)"
+        ) from None
 
 
 def bench_token() -> str:
@@ -384,7 +426,8 @@ def bench_token() -> str:
 
     user_model = get_user_model()
     user, _ = user_model.objects.get_or_create(
-        username=BENCH_USER, defaults={"is_superuser": True, "is_staff": True})
+        username=BENCH_USER, defaults={"is_superuser": True, "is_staff": True}
+    )
     if not user.is_superuser:
         user.is_superuser = user.is_staff = True
         user.save(update_fields=["is_superuser", "is_staff"])
@@ -402,27 +445,37 @@ def create_namespace(namespace: str, replicas: int, capacity: int, log: Log) -> 
     from portal.machinery import store
 
     namespaces.delete_namespace(namespace)
-    store.create(namespaces._kind("", "v1", "namespaces"),
-                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    store.create(namespaces._kind("kruntimes.io", "v1alpha1", "runtimes"),
-                 runtime_manifest(replicas, capacity), namespace=namespace)
-    log(f"namespace {namespace}: Runtime {RUNTIME} with {replicas} pod(s) of capacity "
-        f"runs={capacity}")
+    store.create(
+        namespaces._kind("", "v1", "namespaces"),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+    )
+    store.create(
+        namespaces._kind("kruntimes.io", "v1alpha1", "runtimes"),
+        runtime_manifest(replicas, capacity),
+        namespace=namespace,
+    )
+    log(
+        f"namespace {namespace}: Runtime {RUNTIME} with {replicas} pod(s) of capacity "
+        f"runs={capacity}"
+    )
 
 
 def wait_for_pods(stack: Stack, namespace: str, replicas: int, timeout: float, log: Log) -> None:
     started = time.monotonic()
     while True:
         stack.check_alive()
-        ready = RuntimePod.objects.filter(namespace=namespace, runtime=RUNTIME, ready=True,
-                                          last_heartbeat__isnull=False).count()
+        ready = RuntimePod.objects.filter(
+            namespace=namespace, runtime=RUNTIME, ready=True, last_heartbeat__isnull=False
+        ).count()
         if ready >= replicas:
             log(f"{ready} Runtime Pod(s) Ready after {time.monotonic() - started:.1f} s")
             return
         if time.monotonic() - started > timeout:
-            raise StackError(f"only {ready} of {replicas} Runtime Pods got Ready within "
-                             f"{timeout:g} s (is the control worker consuming heartbeats? "
-                             f"see {stack.log_dir})")
+            raise StackError(
+                f"only {ready} of {replicas} Runtime Pods got Ready within "
+                f"{timeout:g} s (is the control worker consuming heartbeats? "
+                f"see {stack.log_dir})"
+            )
         time.sleep(0.1)
 
 
@@ -448,22 +501,42 @@ def remove_ghost_pods(stack: Stack, namespace: str, log: Log) -> None:
     names = list(ghosts.values_list("name", flat=True))
     if names:
         ghosts.delete()
-        log(f"removed {len(names)} ghost RuntimePod row(s) {', '.join(sorted(names))} "
-            f"re-created by stale heartbeats left in the broker")
+        log(
+            f"removed {len(names)} ghost RuntimePod row(s) {', '.join(sorted(names))} "
+            f"re-created by stale heartbeats left in the broker"
+        )
 
 
 # --- the whole bench --------------------------------------------------------------------
 
 
-def measure_runs(client: RunClient, prefix: str, count: int, concurrency: int,
-                 abort: threading.Event, watch: Callable[[], None]) -> Series:
-    return run_clients(count, concurrency, lambda i: client(f"{prefix}-{i:05d}", i), abort,
-                       per_thread_close=_close_thread_connections, watch=watch,
-                       prefix=f"bench-{prefix}")
+def measure_runs(
+    client: RunClient,
+    prefix: str,
+    count: int,
+    concurrency: int,
+    abort: threading.Event,
+    watch: Callable[[], None],
+) -> Series:
+    return run_clients(
+        count,
+        concurrency,
+        lambda i: client(f"{prefix}-{i:05d}", i),
+        abort,
+        per_thread_close=_close_thread_connections,
+        watch=watch,
+        prefix=f"bench-{prefix}",
+    )
 
 
-def measure_echo(echo: EchoClient, count: int, concurrency: int, timeout: float,
-                 abort: threading.Event, watch: Callable[[], None]) -> Series:
+def measure_echo(
+    echo: EchoClient,
+    count: int,
+    concurrency: int,
+    timeout: float,
+    abort: threading.Event,
+    watch: Callable[[], None],
+) -> Series:
     tag = uuid.uuid4().hex[:6]
 
     def one(index: int) -> Sample:
@@ -476,16 +549,19 @@ def measure_echo(echo: EchoClient, count: int, concurrency: int, timeout: float,
 
 
 def report(name: str, series: Series, log: Log) -> None:
-    log(f"{name}: {len(series.ok)}/{len(series.samples)} ok in {series.wall_seconds:.2f} s "
-        f"({series.per_second():.1f}/s); " + summarize("latency", series.ms()))
+    log(
+        f"{name}: {len(series.ok)}/{len(series.samples)} ok in {series.wall_seconds:.2f} s "
+        f"({series.per_second():.1f}/s); " + summarize("latency", series.ms())
+    )
     for sample in series.errors[:5]:
         log(f"  error: {sample.error}")
     if series.lost:
         log(f"  {len(series.lost)} echo repl(ies) lost (not counted in the percentiles)")
 
 
-def run_runs_bench(options: RunsOptions, *, log: Log = lambda _: None,
-                   abort: threading.Event | None = None) -> dict:
+def run_runs_bench(
+    options: RunsOptions, *, log: Log = lambda _: None, abort: threading.Event | None = None
+) -> dict:
     """Set up, measure, tear down; returns the JSON line's fields."""
     from .echo import worker_argv
 
@@ -503,35 +579,44 @@ def run_runs_bench(options: RunsOptions, *, log: Log = lambda _: None,
         stack.start("control-worker", options.control_argv)
         if options.beat_argv:
             stack.start("beat", options.beat_argv)
-        stack.start("echo-worker", worker_argv(sys.executable, options.concurrency,
-                                               f"bench-echo-{uuid.uuid4().hex[:6]}"))
+        stack.start(
+            "echo-worker",
+            worker_argv(sys.executable, options.concurrency, f"bench-echo-{uuid.uuid4().hex[:6]}"),
+        )
         stack.start_pods(namespace, RUNTIME, replicas)
-        log(f"started the control worker{', beat' if options.beat_argv else ''}, the echo "
+        log(
+            f"started the control worker{', beat' if options.beat_argv else ''}, the echo "
             f"worker and {replicas} Runtime Pod(s); "
-            f"logs in {stack.log_dir}")
+            f"logs in {stack.log_dir}"
+        )
         wait_for_pods(stack, namespace, replicas, options.startup_timeout, log)
         settle(stack, namespace, log)
         echo.start()
-        echo.wait_ready(max(1.0, options.startup_timeout - (time.monotonic() - started)),
-                        alive=stack.check_alive)
+        echo.wait_ready(
+            max(1.0, options.startup_timeout - (time.monotonic() - started)),
+            alive=stack.check_alive,
+        )
         log(f"echo worker answers; stack up after {time.monotonic() - started:.1f} s")
 
         watcher.start()
         client = RunClient(namespace, token, watcher, options.run_timeout, abort)
         echo_timeout = min(options.run_timeout, ECHO_TIMEOUT)
         if options.warmup:
-            warm = measure_runs(client, "warm", options.warmup, options.concurrency, abort,
-                                stack.check_alive)
+            warm = measure_runs(
+                client, "warm", options.warmup, options.concurrency, abort, stack.check_alive
+            )
             report(f"warm-up: {options.warmup} Runs", warm, log)
             stack.check_alive()
-            warm_echo = measure_echo(echo, options.warmup, options.concurrency, echo_timeout,
-                                     abort, stack.check_alive)
+            warm_echo = measure_echo(
+                echo, options.warmup, options.concurrency, echo_timeout, abort, stack.check_alive
+            )
             report(f"warm-up: {options.warmup} echo round trips", warm_echo, log)
         remove_ghost_pods(stack, namespace, log)
         log(f"measuring {options.count} Runs, concurrency {options.concurrency} ...")
         window = datetime.now()
-        runs = measure_runs(client, "run", options.count, options.concurrency, abort,
-                            stack.check_alive)
+        runs = measure_runs(
+            client, "run", options.count, options.concurrency, abort, stack.check_alive
+        )
         report("Runs", runs, log)
         for line in phase_breakdown(runs.ok):
             log(line)
@@ -541,15 +626,19 @@ def run_runs_bench(options: RunsOptions, *, log: Log = lambda _: None,
         stack.check_alive()
         log(f"measuring {options.count} bench.echo round trips ...")
         window = datetime.now()
-        celery = measure_echo(echo, options.count, options.concurrency, echo_timeout, abort,
-                              stack.check_alive)
+        celery = measure_echo(
+            echo, options.count, options.concurrency, echo_timeout, abort, stack.check_alive
+        )
         report("Celery echo", celery, log)
-        for line in tracelog.breakdown({"echo-worker": stack.logs()["echo-worker"]}, window,
-                                       datetime.now()):
+        for line in tracelog.breakdown(
+            {"echo-worker": stack.logs()["echo-worker"]}, window, datetime.now()
+        ):
             log(line)
         if echo.unreadable:
-            log(f"  {len(echo.unreadable)} unreadable repl(ies) on the reply queue: "
-                f"{echo.unreadable[0]}")
+            log(
+                f"  {len(echo.unreadable)} unreadable repl(ies) on the reply queue: "
+                f"{echo.unreadable[0]}"
+            )
         stack.check_alive()
     finally:
         abort.set()
@@ -560,6 +649,12 @@ def run_runs_bench(options: RunsOptions, *, log: Log = lambda _: None,
             namespaces.delete_namespace(namespace)
             delete_bench_user()
             log(f"deleted namespace {namespace} and user {BENCH_USER}")
-    return result_line(count=options.count, concurrency=options.concurrency, runs=runs,
-                       celery=celery, broker=broker_name(), database=connection.vendor,
-                       pods=replicas)
+    return result_line(
+        count=options.count,
+        concurrency=options.concurrency,
+        runs=runs,
+        celery=celery,
+        broker=broker_name(),
+        database=connection.vendor,
+        pods=replicas,
+    )

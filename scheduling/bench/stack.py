@@ -39,9 +39,14 @@ class LoggedChild(Child):
         log.debug("starting %s: %s", self.name, " ".join(self.argv))
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(
-                self.argv, env={**os.environ, **self.env}, cwd=settings.BASE_DIR,
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                self.argv,
+                env={**os.environ, **self.env},
+                cwd=settings.BASE_DIR,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
 
 def tail(path: Path, lines: int = 5) -> str:
@@ -78,8 +83,9 @@ class Stack:
         pods = []
         for index in range(replicas):
             plain = self.provider.child(namespace, runtime, index)
-            child = self._logged(plain.name, plain.argv, prepare=plain.prepare,
-                                 on_exit=plain.on_exit)
+            child = self._logged(
+                plain.name, plain.argv, prepare=plain.prepare, on_exit=plain.on_exit
+            )
             self.supervisor.add(child)
             pods.append(child)
         return pods
@@ -98,8 +104,10 @@ class Stack:
             if not child.alive():
                 code = child.process.returncode if child.process else None
                 where = getattr(child, "log_path", None)
-                raise StackError(f"{child.name} exited with {code} (log {where}):\n"
-                                 f"{tail(where) if where else ''}")
+                raise StackError(
+                    f"{child.name} exited with {code} (log {where}):\n"
+                    f"{tail(where) if where else ''}"
+                )
 
     def logs(self) -> dict[str, Path]:
         return {c.name: c.log_path for c in self.children if getattr(c, "log_path", None)}

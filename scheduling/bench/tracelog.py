@@ -19,7 +19,8 @@ from .measure import percentile
 LINE = re.compile(
     r"^\[?(?P<at>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d{3})[^\]]*?\]?\s.*?"
     r"Task (?P<task>[\w.]+)\[(?P<id>[0-9a-f-]+)\] "
-    r"(?:(?P<received>received)|succeeded in (?P<runtime>[0-9.e-]+)s|(?P<failed>raised))")
+    r"(?:(?P<received>received)|succeeded in (?P<runtime>[0-9.e-]+)s|(?P<failed>raised))"
+)
 
 
 def parse_time(text: str) -> datetime:
@@ -67,12 +68,16 @@ def describe(process: str, stats: dict[str, TaskStats], window_seconds: float) -
     busy = sum(s.busy_seconds for s in stats.values())
     if stats:
         share = busy / window_seconds if window_seconds > 0 else 0.0
-        lines.append(f"  {process}: busy {busy:.2f} s of {window_seconds:.2f} s "
-                     f"({share:.2f} process-equivalents)")
+        lines.append(
+            f"  {process}: busy {busy:.2f} s of {window_seconds:.2f} s "
+            f"({share:.2f} process-equivalents)"
+        )
     for name, entry in sorted(stats.items(), key=lambda item: -item[1].busy_seconds):
         run, held = entry.runtimes_ms, entry.in_worker_ms
-        text = (f"    {name}: {len(run)} ran, body p50 {percentile(run, 0.5):.1f} "
-                f"p90 {percentile(run, 0.9):.1f} ms")
+        text = (
+            f"    {name}: {len(run)} ran, body p50 {percentile(run, 0.5):.1f} "
+            f"p90 {percentile(run, 0.9):.1f} ms"
+        )
         if held:
             text += f"; received->done p50 {percentile(held, 0.5):.1f} ms"
         if entry.failed:

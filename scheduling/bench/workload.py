@@ -59,14 +59,19 @@ def _term(labels: dict) -> dict:
 def affinity_for(mode: str, labels: dict) -> dict:
     """The spec.affinity of a Run labelled ``labels`` in the given mode ({} for none)."""
     if mode == "required":
-        return {"runAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _term(labels)]}}
+        return {"runAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels)]}}
     if mode == "preferred":
-        return {"runAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": PREFERRED_WEIGHT, "runAffinityTerm": _term(labels)}]}}
+        return {
+            "runAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": PREFERRED_WEIGHT, "runAffinityTerm": _term(labels)}
+                ]
+            }
+        }
     if mode == "anti":
-        return {"runAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _term(labels)]}}
+        return {
+            "runAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels)]}
+        }
     return {}
 
 
@@ -123,8 +128,12 @@ class Workload:
         affinity = affinity_for(self.affinity, selected)
         if affinity:
             spec["affinity"] = affinity
-        return {"apiVersion": API_VERSION, "kind": "Run",
-                "metadata": {"name": name, "labels": labels}, "spec": spec}
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "Run",
+            "metadata": {"name": name, "labels": labels},
+            "spec": spec,
+        }
 
     # --- Runs ----------------------------------------------------------------------------
 
@@ -135,19 +144,27 @@ class Workload:
         template = self._templates.get(key)
         if template is None:
             runs = _kind("kruntimes.io", "v1alpha1", "runs")
-            template = store.create(runs, probe, namespace=self.namespace,
-                                    context=WriteContext(dry_run=True))
+            template = store.create(
+                runs, probe, namespace=self.namespace, context=WriteContext(dry_run=True)
+            )
             self._templates[key] = template
         return template
 
     def new_run(self, name: str, group: int, created: datetime) -> Run:
         """An unsaved pending Run cloned from its group's validated template."""
         template = self._template(group)
-        run = Run(namespace=self.namespace, name=name, uid=uuid.uuid4(),
-                  labels=dict(template.labels), annotations=dict(template.annotations),
-                  finalizers=list(template.finalizers),
-                  owner_references=list(template.owner_references),
-                  spec=template.spec, status={}, creation_timestamp=created)
+        run = Run(
+            namespace=self.namespace,
+            name=name,
+            uid=uuid.uuid4(),
+            labels=dict(template.labels),
+            annotations=dict(template.annotations),
+            finalizers=list(template.finalizers),
+            owner_references=list(template.owner_references),
+            spec=template.spec,
+            status={},
+            creation_timestamp=created,
+        )
         run.sync_columns()
         return run
 
@@ -160,9 +177,10 @@ class Workload:
 
     def pending_runs(self, created: datetime) -> list[Run]:
         # distinct, increasing creation times: queue order is the index order
-        return [self.new_run(f"bench-{i:06d}", self.group_of(i),
-                             created + timedelta(microseconds=i))
-                for i in range(self.runs)]
+        return [
+            self.new_run(f"bench-{i:06d}", self.group_of(i), created + timedelta(microseconds=i))
+            for i in range(self.runs)
+        ]
 
     def probe_run(self, index: int) -> Run:
         """The one new Run of a probe pass: it joins an existing cohort/group in turn."""
@@ -207,24 +225,46 @@ def create(workload: Workload, log: Log) -> None:
     """A fresh namespace with the Runtime, its pods and every pending Run."""
     namespace = workload.namespace
     delete_namespace(namespace)
-    store.create(_kind("", "v1", "namespaces"),
-                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    runtime = store.create(_kind("kruntimes.io", "v1alpha1", "runtimes"), {
-        "apiVersion": API_VERSION, "kind": "Runtime", "metadata": {"name": RUNTIME},
-        "spec": {"template": {"spec": {"containers": [{"name": "runtime", "image": "bench"}]}},
-                 "capacity": {"resources": {"runs": workload.capacity}}},
-    }, namespace=namespace)
+    store.create(
+        _kind("", "v1", "namespaces"),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+    )
+    runtime = store.create(
+        _kind("kruntimes.io", "v1alpha1", "runtimes"),
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Runtime",
+            "metadata": {"name": RUNTIME},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "runtime", "image": "bench"}]}},
+                "capacity": {"resources": {"runs": workload.capacity}},
+            },
+        },
+        namespace=namespace,
+    )
     capacity = resources.pod_capacity(runtime.spec, {})
     now = timezone.now()
-    RuntimePod.objects.bulk_create([
-        RuntimePod(namespace=namespace, runtime=RUNTIME, name=f"{RUNTIME}-{i:05d}",
-                   uid=uuid.uuid4(), ready=True, phase="Running", last_heartbeat=now,
-                   capacity=capacity)
-        for i in range(workload.pods)])
+    RuntimePod.objects.bulk_create(
+        [
+            RuntimePod(
+                namespace=namespace,
+                runtime=RUNTIME,
+                name=f"{RUNTIME}-{i:05d}",
+                uid=uuid.uuid4(),
+                ready=True,
+                phase="Running",
+                last_heartbeat=now,
+                capacity=capacity,
+            )
+            for i in range(workload.pods)
+        ]
+    )
     log(f"namespace {namespace}: {workload.pods} pods with capacity {capacity}")
     runs = workload.pending_runs(now)
     log(f"validated {workload.distinct_manifests} distinct Run manifest(s) through the store")
     Run.objects.bulk_create(runs, batch_size=BULK_BATCH)
-    log(f"created {len(runs)} pending Runs (affinity {workload.affinity}, "
-        f"{workload.groups} group(s) of {workload.group_size})")
+    log(
+        f"created {len(runs)} pending Runs (affinity {workload.affinity}, "
+        f"{workload.groups} group(s) of {workload.group_size})"
+    )
     vacuum(log)

@@ -60,15 +60,21 @@ def runtimed_grace() -> float:
 def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
     import json
 
-    env = {**broker_env(), "KRUNTIME_POD_NAME": pod.name, "KRUNTIME_POD_UID": pod.uid,
-           "KRUNTIME_POD_NAMESPACE": pod.namespace, "KRUNTIME_RUNTIME": pod.runtime,
-           "KRUNTIME_WORKSPACE": str(pod.workspace), "KRUNTIME_CAPACITY": json.dumps(capacity),
-           # every local pod sees the same artifact volumes: the shared-PVC stand-in
-           "KRUNTIME_ARTIFACT_VOLUMES": str(settings.KRUNTIMES_ARTIFACT_VOLUMES),
-           "KRUNTIME_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_ARTIFACT_MAX_BYTES),
-           "KRUNTIME_RUN_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_RUN_ARTIFACT_MAX_BYTES),
-           # steps get the pod's grace less a margin to report before the pod is killed
-           "KRUNTIME_TERMINATION_GRACE_SECONDS": str(runtimed_grace())}
+    env = {
+        **broker_env(),
+        "KRUNTIME_POD_NAME": pod.name,
+        "KRUNTIME_POD_UID": pod.uid,
+        "KRUNTIME_POD_NAMESPACE": pod.namespace,
+        "KRUNTIME_RUNTIME": pod.runtime,
+        "KRUNTIME_WORKSPACE": str(pod.workspace),
+        "KRUNTIME_CAPACITY": json.dumps(capacity),
+        # every local pod sees the same artifact volumes: the shared-PVC stand-in
+        "KRUNTIME_ARTIFACT_VOLUMES": str(settings.KRUNTIMES_ARTIFACT_VOLUMES),
+        "KRUNTIME_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_ARTIFACT_MAX_BYTES),
+        "KRUNTIME_RUN_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_RUN_ARTIFACT_MAX_BYTES),
+        # steps get the pod's grace less a margin to report before the pod is killed
+        "KRUNTIME_TERMINATION_GRACE_SECONDS": str(runtimed_grace()),
+    }
     secrets_dir = cleanup.secrets_dir(pod.namespace)
     if secrets_dir is not None:
         env["KRUNTIME_SECRETS_DIR"] = str(secrets_dir)
@@ -77,13 +83,25 @@ def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
 
 def register(pod: PodIdentity) -> dict[str, int]:
     """Create the RuntimePod row (not ready until runtimed's first heartbeat)."""
-    spec = Runtime.objects.filter(namespace=pod.namespace, name=pod.runtime).values_list(
-        "spec", flat=True).first() or {}
+    spec = (
+        Runtime.objects.filter(namespace=pod.namespace, name=pod.runtime)
+        .values_list("spec", flat=True)
+        .first()
+        or {}
+    )
     capacity = resources.pod_capacity(spec, {})
     pod.workspace.mkdir(parents=True, exist_ok=True)
-    RuntimePod.objects.create(namespace=pod.namespace, runtime=pod.runtime, name=pod.name,
-                              uid=pod.uid, provider="local", phase="Pending", ready=False,
-                              capacity=capacity, workspace_path=str(pod.workspace))
+    RuntimePod.objects.create(
+        namespace=pod.namespace,
+        runtime=pod.runtime,
+        name=pod.name,
+        uid=pod.uid,
+        provider="local",
+        phase="Pending",
+        ready=False,
+        capacity=capacity,
+        workspace_path=str(pod.workspace),
+    )
     return capacity
 
 
@@ -103,7 +121,8 @@ def kill_leftover_steps(pod: PodIdentity, workspace: Path | None = None) -> int:
 def mark_terminating(pod: PodIdentity) -> None:
     """The pod is being stopped on purpose: nothing new lands on it, Runs end PodTerminating."""
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).update(
-        phase=lifecycle.TERMINATING, ready=False)
+        phase=lifecycle.TERMINATING, ready=False
+    )
 
 
 def unregister(pod: PodIdentity) -> None:
@@ -113,13 +132,23 @@ def unregister(pod: PodIdentity) -> None:
     recovery.recover(pod.workspace)
     row = RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).first()
     if row is not None and row.phase == lifecycle.TERMINATING:
-        lifecycle.fail_runs_on_pod(pod.namespace, pod.name, pod.uid, "PodTerminating",
-                                   "the Runtime Pod was stopped while this Run executed",
-                                   timezone.now())
+        lifecycle.fail_runs_on_pod(
+            pod.namespace,
+            pod.name,
+            pod.uid,
+            "PodTerminating",
+            "the Runtime Pod was stopped while this Run executed",
+            timezone.now(),
+        )
     else:
-        lifecycle.fail_runs_on_pod(pod.namespace, pod.name, pod.uid, "PodGone",
-                                   "the Runtime Pod this Run was bound to is gone",
-                                   timezone.now())
+        lifecycle.fail_runs_on_pod(
+            pod.namespace,
+            pod.name,
+            pod.uid,
+            "PodGone",
+            "the Runtime Pod this Run was bound to is gone",
+            timezone.now(),
+        )
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
     shutil.rmtree(pod.workspace.parent, ignore_errors=True)
     from portal.machinery.events import send_on_commit
@@ -159,7 +188,8 @@ class LocalProvider:
 
     def desired(self) -> set[tuple[str, str, int]]:
         rows = Runtime.objects.filter(deletion_timestamp__isnull=True).values_list(
-            "namespace", "name", "replicas")
+            "namespace", "name", "replicas"
+        )
         return {(ns, name, i) for ns, name, replicas in rows for i in range(replicas)}
 
     def sync(self) -> None:
@@ -184,12 +214,18 @@ class LocalProvider:
         for row in rows:
             workspace = Path(row.workspace_path) if row.workspace_path else None
             if workspace is not None:
-                kill_leftover_steps(PodIdentity(row.namespace, row.runtime, row.name,
-                                                str(row.uid)), workspace)
+                kill_leftover_steps(
+                    PodIdentity(row.namespace, row.runtime, row.name, str(row.uid)), workspace
+                )
                 recovery.recover(workspace)
-            lifecycle.fail_runs_on_pod(row.namespace, row.name, str(row.uid), "PodGone",
-                                       "the Runtime Pod this Run was bound to is gone "
-                                       "(the portal was restarted)", timezone.now())
+            lifecycle.fail_runs_on_pod(
+                row.namespace,
+                row.name,
+                str(row.uid),
+                "PodGone",
+                "the Runtime Pod this Run was bound to is gone (the portal was restarted)",
+                timezone.now(),
+            )
             row.delete()
             if workspace is not None and workspace.resolve().is_relative_to(pods_root):
                 shutil.rmtree(workspace.parent, ignore_errors=True)

@@ -10,5 +10,15 @@ def default_framework() -> Framework:
     return Framework(default_plugins())
 
 
-__all__ = ["Decision", "Framework", "PassOptions", "PassResult", "Plugin", "Verdict",
-           "default_framework", "default_plugins", "pending_message", "run_pass"]
+__all__ = [
+    "Decision",
+    "Framework",
+    "PassOptions",
+    "PassResult",
+    "Plugin",
+    "Verdict",
+    "default_framework",
+    "default_plugins",
+    "pending_message",
+    "run_pass",
+]

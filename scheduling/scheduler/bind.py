@@ -32,14 +32,18 @@ class BindResult:
 
 
 def _fits(used: dict[str, int], requests: dict[str, int], capacity: dict[str, int]) -> bool:
-    return all(name in capacity and used.get(name, 0) + amount <= capacity[name]
-               for name, amount in requests.items())
+    return all(
+        name in capacity and used.get(name, 0) + amount <= capacity[name]
+        for name, amount in requests.items()
+    )
 
 
 def _active_usage(pods: list[RuntimePod]) -> dict[str, dict[str, int]]:
     # assigned_pod is the indexed column; the uid makes the match exact (names are reused)
-    runs = Run.objects.filter(assigned_pod__in={pod.name for pod in pods},
-                              assigned_pod_uid__in=[str(pod.uid) for pod in pods])
+    runs = Run.objects.filter(
+        assigned_pod__in={pod.name for pod in pods},
+        assigned_pod_uid__in=[str(pod.uid) for pod in pods],
+    )
     return {uid: used for (uid,), used in active_usage(runs, "assigned_pod_uid").items()}
 
 
@@ -51,9 +55,10 @@ def _written() -> tuple[str, ...]:
 @lru_cache(maxsize=4)
 def _statement(vendor: str) -> str:
     """The batch compare-and-set UPDATE over a JSON array of rows; values are parameters."""
-    fields = {name: Run._meta.get_field(name)
-              for name in ("id", "resource_version", *_written(), "dispatched_at",
-                           "deletion_timestamp")}
+    fields = {
+        name: Run._meta.get_field(name)
+        for name in ("id", "resource_version", *_written(), "dispatched_at", "deletion_timestamp")
+    }
     table = connection.ops.quote_name(Run._meta.db_table)
     column = {name: connection.ops.quote_name(field.column) for name, field in fields.items()}
     row = ("id", "resource_version", *_written())
@@ -63,29 +68,50 @@ def _statement(vendor: str) -> str:
     else:  # sqlite
         picks = ", ".join(f"json_extract(value, '$.{name}') AS {name}" for name in row)
         source = f"(SELECT {picks} FROM json_each(%s)) AS v"
-    sets = ", ".join([*(f"{column[name]} = v.{name}" for name in _written()),
-                      f"{column['resource_version']} = v.resource_version + 1",
-                      f"{column['dispatched_at']} = NULL"])
-    where = " AND ".join(f"{table}.{column[name]} {test}" for name, test in (
-        ("id", "= v.id"), ("resource_version", "= v.resource_version"), ("phase", "= %s"),
-        ("deletion_timestamp", "IS NULL")))
-    return (f"UPDATE {table} SET {sets} FROM {source} WHERE {where} "
-            f"RETURNING {table}.{column['id']}")
+    sets = ", ".join(
+        [
+            *(f"{column[name]} = v.{name}" for name in _written()),
+            f"{column['resource_version']} = v.resource_version + 1",
+            f"{column['dispatched_at']} = NULL",
+        ]
+    )
+    where = " AND ".join(
+        f"{table}.{column[name]} {test}"
+        for name, test in (
+            ("id", "= v.id"),
+            ("resource_version", "= v.resource_version"),
+            ("phase", "= %s"),
+            ("deletion_timestamp", "IS NULL"),
+        )
+    )
+    return f"UPDATE {table} SET {sets} FROM {source} WHERE {where} RETURNING {table}.{column['id']}"
 
 
 def _row(run: PendingRun, pod: PodState, now: datetime) -> dict:
     status = run_status.scheduled(run.status, pod.name, pod.uid, now, run.generation)
-    return {"id": run.pk, "resource_version": run.resource_version,
-            **Run.status_columns(status), "status": status}
+    return {
+        "id": run.pk,
+        "resource_version": run.resource_version,
+        **Run.status_columns(status),
+        "status": status,
+    }
 
 
 def _bind_one(run: PendingRun, pod: PodState, now: datetime) -> bool:
     status = run_status.scheduled(run.status, pod.name, pod.uid, now, run.generation)
     return bool(
-        Run.objects.filter(pk=run.pk, resource_version=run.resource_version,
-                           phase=RunPhase.PENDING, deletion_timestamp__isnull=True)
-        .update(status=status, resource_version=run.resource_version + 1, dispatched_at=None,
-                **Run.status_columns(status)))
+        Run.objects.filter(
+            pk=run.pk,
+            resource_version=run.resource_version,
+            phase=RunPhase.PENDING,
+            deletion_timestamp__isnull=True,
+        ).update(
+            status=status,
+            resource_version=run.resource_version + 1,
+            dispatched_at=None,
+            **Run.status_columns(status),
+        )
+    )
 
 
 def compare_and_set(accepted: list[tuple[PendingRun, PodState]], now: datetime) -> set[int]:
@@ -104,14 +130,21 @@ def compare_and_set(accepted: list[tuple[PendingRun, PodState]], now: datetime) 
 def _still_pending(runs: list[PendingRun]) -> set[int]:
     """The Runs still Pending at the resourceVersion the snapshot saw, so one that already lost
     a race is not counted against capacity (the UPDATE re-checks: this only saves conflicts)."""
-    current = dict(Run.objects.filter(pk__in=[run.pk for run in runs], phase=RunPhase.PENDING,
-                                      deletion_timestamp__isnull=True)
-                   .values_list("pk", "resource_version"))
+    current = dict(
+        Run.objects.filter(
+            pk__in=[run.pk for run in runs], phase=RunPhase.PENDING, deletion_timestamp__isnull=True
+        ).values_list("pk", "resource_version")
+    )
     return {run.pk for run in runs if current.get(run.pk) == run.resource_version}
 
 
-def _admit(runs: list[PendingRun], pod: PodState, row: RuntimePod | None, pending: set[int],
-           result: BindResult) -> list[tuple[PendingRun, PodState]]:
+def _admit(
+    runs: list[PendingRun],
+    pod: PodState,
+    row: RuntimePod | None,
+    pending: set[int],
+    result: BindResult,
+) -> list[tuple[PendingRun, PodState]]:
     """The Runs that still fit the locked pod (counted in ``result.usage``); the rest conflict."""
     if row is None or str(row.uid) != pod.uid or not row.ready or row.phase != "Running":
         result.conflicts += [(run, pod, "pod") for run in runs]
@@ -137,13 +170,20 @@ def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindR
         by_pod.setdefault(pod.pk, []).append(run)
         pods[pod.pk] = pod
     with transaction.atomic():
-        locked = {row.pk: row for row in RuntimePod.objects.select_for_update()
-                  .filter(pk__in=sorted(by_pod)).order_by("pk")
-                  .only("pk", "uid", "name", "ready", "phase", "capacity")}
+        locked = {
+            row.pk: row
+            for row in RuntimePod.objects.select_for_update()
+            .filter(pk__in=sorted(by_pod))
+            .order_by("pk")
+            .only("pk", "uid", "name", "ready", "phase", "capacity")
+        }
         result.usage = _active_usage(list(locked.values()))
         pending = _still_pending([run for run, _ in assignments])
-        accepted = [pair for pk, runs in by_pod.items()
-                    for pair in _admit(runs, pods[pk], locked.get(pk), pending, result)]
+        accepted = [
+            pair
+            for pk, runs in by_pod.items()
+            for pair in _admit(runs, pods[pk], locked.get(pk), pending, result)
+        ]
         bound = compare_and_set(accepted, now)
         for run, pod in accepted:
             if run.pk in bound:

@@ -39,29 +39,45 @@ class PassOptions:
 
 def _write_status(run: PendingRun, status: dict) -> bool:
     """Compare-and-set a Pending Run's status (a stale write loses, the next pass retries)."""
-    return bool(Run.objects.filter(pk=run.pk, resource_version=run.resource_version,
-                                   phase=RunPhase.PENDING)
-                .update(status=status, resource_version=run.resource_version + 1,
-                        **Run.status_columns(status)))
+    return bool(
+        Run.objects.filter(
+            pk=run.pk, resource_version=run.resource_version, phase=RunPhase.PENDING
+        ).update(
+            status=status, resource_version=run.resource_version + 1, **Run.status_columns(status)
+        )
+    )
 
 
 def _record_pending(run: PendingRun, message: str, now: datetime) -> None:
-    scheduled = next((c for c in run.status.get("conditions") or []
-                      if c.get("type") == "Scheduled"), {})
+    scheduled = next(
+        (c for c in run.status.get("conditions") or [] if c.get("type") == "Scheduled"), {}
+    )
     if run.status.get("message") == message and scheduled.get("reason") == "Unschedulable":
         return  # unchanged: no write
     _write_status(run, run_status.pending(run.status, message, now, run.generation))
 
 
 def _fail(run: PendingRun, verdict: Verdict, now: datetime) -> None:
-    _write_status(run, run_status.finished(run.status, RunPhase.FAILED, verdict.reason,
-                                           verdict.message, now, run.generation))
+    _write_status(
+        run,
+        run_status.finished(
+            run.status, RunPhase.FAILED, verdict.reason, verdict.message, now, run.generation
+        ),
+    )
 
 
 def _cancel(run: PendingRun, now: datetime) -> None:
-    _write_status(run, run_status.finished(run.status, RunPhase.CANCELLED, "Cancelled",
-                                           "cancelled before it was scheduled", now,
-                                           run.generation))
+    _write_status(
+        run,
+        run_status.finished(
+            run.status,
+            RunPhase.CANCELLED,
+            "Cancelled",
+            "cancelled before it was scheduled",
+            now,
+            run.generation,
+        ),
+    )
 
 
 class Pass:
@@ -137,10 +153,9 @@ class Pass:
         metrics.RESULTS.labels("bound").inc(len(outcome.bound))
         for run, _ in outcome.bound:
             metrics.QUEUE_WAIT_SECONDS.observe(
-                max(0.0, (self.now - run.creation_timestamp).total_seconds()))
+                max(0.0, (self.now - run.creation_timestamp).total_seconds())
+            )
 
 
-def run_pass(framework: Framework, now: datetime,
-             options: PassOptions | None = None) -> PassResult:
+def run_pass(framework: Framework, now: datetime, options: PassOptions | None = None) -> PassResult:
     return Pass(framework, now, options or PassOptions()).run()
-

@@ -33,8 +33,7 @@ class Plugin:
     def pre_filter(self, run: PendingRun, snapshot: Snapshot, state: dict) -> Verdict | None:
         return None
 
-    def filter(self, run: PendingRun, pod: PodState, snapshot: Snapshot,
-               state: dict) -> str | None:
+    def filter(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: dict) -> str | None:
         return None
 
     def pre_score(self, run: PendingRun, snapshot: Snapshot, state: dict) -> bool:
@@ -67,8 +66,10 @@ REASON_TEXT = {
     "HeartbeatStale": ("has no recent runtimed heartbeat", "have no recent runtimed heartbeat"),
     "MissingResource": ("lacks a requested resource", "lack a requested resource"),
     "AtCapacity": ("at capacity", "at capacity"),
-    "ExceedsCapacity": ("has less capacity than the Run requests",
-                        "have less capacity than the Run requests"),
+    "ExceedsCapacity": (
+        "has less capacity than the Run requests",
+        "have less capacity than the Run requests",
+    ),
     "NoAffinityTarget": ("waits for a runAffinity target", "wait for a runAffinity target"),
     "AffinityMismatch": ("does not match runAffinity", "do not match runAffinity"),
     "AntiAffinityViolation": ("violates runAntiAffinity", "violate runAntiAffinity"),
@@ -87,8 +88,10 @@ def pending_message(total: int, rejections: Counter) -> str:
     by_reason: Counter = Counter()
     for (_, reason), count in rejections.items():
         by_reason[reason] += count
-    parts = [f"{count} {reason_text(reason, count)}" for reason, count in sorted(
-        by_reason.items(), key=lambda item: (-item[1], item[0]))]
+    parts = [
+        f"{count} {reason_text(reason, count)}"
+        for reason, count in sorted(by_reason.items(), key=lambda item: (-item[1], item[0]))
+    ]
     return f"0/{total} pods: " + ", ".join(parts)
 
 
@@ -112,12 +115,14 @@ class Framework:
         candidates = snapshot.candidates(run)
         if not candidates and not snapshot.runtime_exists(run.namespace, run.runtime):
             # accepted (it may be created later), but say what the Run waits for
-            return Decision(message=f'Runtime "{run.runtime}" not found in namespace '
-                                    f'"{run.namespace}"')
+            return Decision(
+                message=f'Runtime "{run.runtime}" not found in namespace "{run.namespace}"'
+            )
         feasible, rejections = self._filter(run, candidates, snapshot, state)
         if not feasible:
-            return Decision(message=pending_message(len(candidates), rejections),
-                            rejections=rejections)
+            return Decision(
+                message=pending_message(len(candidates), rejections), rejections=rejections
+            )
         return Decision(pod=self._best(run, feasible, snapshot, state), rejections=rejections)
 
     def _filter(self, run, candidates, snapshot, state) -> tuple[list[PodState], Counter]:
@@ -141,15 +146,17 @@ class Framework:
         # highest total wins; ties go to the smallest pod name
         return min(feasible, key=lambda pod: (-totals[pod.name], pod.name))
 
-    def totals(self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot,
-               state: dict) -> dict[str, int]:
+    def totals(
+        self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot, state: dict
+    ) -> dict[str, int]:
         """Pod name -> the sum of every Score plugin's normalised score."""
         totals = dict.fromkeys((pod.name for pod in feasible), 0)
         for plugin in [p for p in self.scorers if p.pre_score(run, snapshot, state)]:
             raw = {pod.name: plugin.score(run, pod, snapshot, state) for pod in feasible}
             for name, value in plugin.normalize(raw).items():
                 if not 0 <= value <= MAX_SCORE:
-                    raise ValueError(f"{plugin.name} normalised pod {name} to {value}, "
-                                     f"outside 0..{MAX_SCORE}")
+                    raise ValueError(
+                        f"{plugin.name} normalised pod {name} to {value}, outside 0..{MAX_SCORE}"
+                    )
                 totals[name] += value
         return totals

@@ -52,6 +52,8 @@ def release(holder: str, name: str = NAME) -> None:
 def release_unless_requested(holder: str, since: datetime, name: str = NAME) -> bool:
     """Let go, unless a pass was requested after ``since`` (then keep it: run another)."""
     quiet = Q(requested_at__isnull=True) | Q(requested_at__lte=since)
-    return bool(SchedulerLease.objects.filter(quiet, name=name, holder=holder)
-                .update(holder="", expires_at=None))
-
+    return bool(
+        SchedulerLease.objects.filter(quiet, name=name, holder=holder).update(
+            holder="", expires_at=None
+        )
+    )

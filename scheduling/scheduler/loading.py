@@ -50,10 +50,15 @@ class DatabasePlacements:
         self.sql_selectors = sql_selectors
 
     def placed(self, namespace: str) -> list[PlacedRun]:
-        rows = (Run.objects.filter(namespace=namespace, phase__in=ACTIVE_PHASES)
-                .values_list("assigned_pod", "labels").annotate(n=Count("id")).order_by())
-        return [PlacedRun("", labels or {}, pod_name, count=count)
-                for pod_name, labels, count in rows]
+        rows = (
+            Run.objects.filter(namespace=namespace, phase__in=ACTIVE_PHASES)
+            .values_list("assigned_pod", "labels")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        return [
+            PlacedRun("", labels or {}, pod_name, count=count) for pod_name, labels, count in rows
+        ]
 
     def targets(self, namespace: str, selector: Selector) -> Counter | None:
         if selector.match_nothing:
@@ -61,19 +66,39 @@ class DatabasePlacements:
         if self.sql_selectors <= 0:
             return None  # this pass asks many: reading the namespace once is cheaper
         self.sql_selectors -= 1
-        rows = (Run.objects.filter(selector_q(selector), namespace=namespace,
-                                   phase__in=ACTIVE_PHASES)
-                .values_list("assigned_pod").annotate(n=Count("id")).order_by())
+        rows = (
+            Run.objects.filter(selector_q(selector), namespace=namespace, phase__in=ACTIVE_PHASES)
+            .values_list("assigned_pod")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
         return Counter(dict(rows))
 
 
 def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) -> Snapshot:
     pods = [
-        PodState(namespace=row["namespace"], runtime=row["runtime"], name=row["name"],
-                 uid=str(row["uid"]), pk=row["pk"], ready=row["ready"], phase=row["phase"],
-                 last_heartbeat=row["last_heartbeat"], capacity=dict(row["capacity"] or {}))
-        for row in RuntimePod.objects.values("pk", "namespace", "runtime", "name", "uid",
-                                             "ready", "phase", "last_heartbeat", "capacity")
+        PodState(
+            namespace=row["namespace"],
+            runtime=row["runtime"],
+            name=row["name"],
+            uid=str(row["uid"]),
+            pk=row["pk"],
+            ready=row["ready"],
+            phase=row["phase"],
+            last_heartbeat=row["last_heartbeat"],
+            capacity=dict(row["capacity"] or {}),
+        )
+        for row in RuntimePod.objects.values(
+            "pk",
+            "namespace",
+            "runtime",
+            "name",
+            "uid",
+            "ready",
+            "phase",
+            "last_heartbeat",
+            "capacity",
+        )
     ]
     by_key = {(pod.namespace, pod.name): pod for pod in pods}
     usage = active_usage(Run.objects.all(), "namespace", "assigned_pod", "assigned_pod_uid")
@@ -85,32 +110,60 @@ def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) ->
     return Snapshot(now, pods, {}, source=DatabasePlacements(sql_selectors), runtimes=runtimes)
 
 
-def pending_runs(limit: int, after: tuple | None = None, *,
-                 now: datetime | None = None) -> list[PendingRun]:
+def pending_runs(
+    limit: int, after: tuple | None = None, *, now: datetime | None = None
+) -> list[PendingRun]:
     """The queue, in priority then creation order; spec is read only for its affinity.
 
     A retried Run waiting out its backoff is left out until ``now`` passes it (a cancelled
     one is not: cancelling a Pending Run ends it at once).
     """
-    ready = Q() if now is None else (Q(not_before__isnull=True) | Q(not_before__lte=now)
-                                     | Q(cancel_requested=True))
-    query = (Run.objects.filter(after_cursor(after), ready, phase=RunPhase.PENDING,
-                                deletion_timestamp__isnull=True)
-             .order_by("-priority", "creation_timestamp", "pk"))
-    rows = query.values("pk", "uid", "namespace", "name", "resource_version", "generation",
-                        "labels", "runtime", "requests", "status", "cancel_requested",
-                        "priority", "creation_timestamp",
-                        affinity=KeyTransform("affinity", "spec"))[:limit]
+    ready = (
+        Q()
+        if now is None
+        else (Q(not_before__isnull=True) | Q(not_before__lte=now) | Q(cancel_requested=True))
+    )
+    query = Run.objects.filter(
+        after_cursor(after), ready, phase=RunPhase.PENDING, deletion_timestamp__isnull=True
+    ).order_by("-priority", "creation_timestamp", "pk")
+    rows = query.values(
+        "pk",
+        "uid",
+        "namespace",
+        "name",
+        "resource_version",
+        "generation",
+        "labels",
+        "runtime",
+        "requests",
+        "status",
+        "cancel_requested",
+        "priority",
+        "creation_timestamp",
+        affinity=KeyTransform("affinity", "spec"),
+    )[:limit]
     runs = []
     for row in rows:
         requests, fractional = run_requests(row["requests"])
-        runs.append(PendingRun(
-            pk=row["pk"], uid=str(row["uid"]), namespace=row["namespace"], name=row["name"],
-            resource_version=row["resource_version"], generation=row["generation"],
-            labels=row["labels"] or {}, runtime=row["runtime"], requests=requests,
-            fractional=fractional, affinity=row["affinity"] or {}, status=row["status"] or {},
-            cancel_requested=row["cancel_requested"], priority=row["priority"],
-            creation_timestamp=row["creation_timestamp"]))
+        runs.append(
+            PendingRun(
+                pk=row["pk"],
+                uid=str(row["uid"]),
+                namespace=row["namespace"],
+                name=row["name"],
+                resource_version=row["resource_version"],
+                generation=row["generation"],
+                labels=row["labels"] or {},
+                runtime=row["runtime"],
+                requests=requests,
+                fractional=fractional,
+                affinity=row["affinity"] or {},
+                status=row["status"] or {},
+                cancel_requested=row["cancel_requested"],
+                priority=row["priority"],
+                creation_timestamp=row["creation_timestamp"],
+            )
+        )
     return runs
 
 
@@ -119,5 +172,8 @@ def after_cursor(after: tuple | None) -> Q:
     if after is None:
         return Q()
     priority, created, pk = after
-    return (Q(priority__lt=priority) | Q(priority=priority, creation_timestamp__gt=created)
-            | Q(priority=priority, creation_timestamp=created, pk__gt=pk))
+    return (
+        Q(priority__lt=priority)
+        | Q(priority=priority, creation_timestamp__gt=created)
+        | Q(priority=priority, creation_timestamp=created, pk__gt=pk)
+    )

@@ -70,9 +70,14 @@ class PlacedSource(Protocol):
 
 
 class Snapshot:
-    def __init__(self, now: datetime, pods: list[PodState],
-                 placed: dict[str, list[PlacedRun]], source: PlacedSource | None = None,
-                 runtimes: set[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        now: datetime,
+        pods: list[PodState],
+        placed: dict[str, list[PlacedRun]],
+        source: PlacedSource | None = None,
+        runtimes: set[tuple[str, str]] | None = None,
+    ) -> None:
         self.now = now
         # (namespace, name) of every Runtime; None: not known, every Runtime is taken to exist
         self.runtimes = runtimes
@@ -136,7 +141,9 @@ class Snapshot:
         if found is not None:  # plus what only this pass knows: assumed, not yet bound
             found.update(space.count(selector, skip=bound))
             return found
-        space.replace(self._source.placed(namespace)
-                      + [placed for placed in space.placed if placed.uid not in bound])
+        space.replace(
+            self._source.placed(namespace)
+            + [placed for placed in space.placed if placed.uid not in bound]
+        )
         del self._unread[namespace]
         return space.count(selector)

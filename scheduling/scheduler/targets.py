@@ -29,9 +29,11 @@ class PlacedRun:
 
 def _anchor(selector: Selector, by_label: dict[Label, list]) -> Requirement | None:
     """The Equals/In requirement whose labels the fewest placed Runs carry (None: no such)."""
-    return min((r for r in selector.requirements if r.operator in (EQUALS, IN)),
-               key=lambda r: sum(len(by_label.get((r.key, v), ())) for v in r.values),
-               default=None)
+    return min(
+        (r for r in selector.requirements if r.operator in (EQUALS, IN)),
+        key=lambda r: sum(len(by_label.get((r.key, v), ())) for v in r.values),
+        default=None,
+    )
 
 
 class Targets:
@@ -64,8 +66,11 @@ class Targets:
         anchor = _anchor(selector, self._by_label)
         if anchor is None:
             return self.placed
-        return [placed for value in anchor.values
-                for placed in self._by_label.get((anchor.key, value), ())]
+        return [
+            placed
+            for value in anchor.values
+            for placed in self._by_label.get((anchor.key, value), ())
+        ]
 
     def watch(self, selector: Selector, counter: Counter) -> None:
         """From now on keep ``counter`` (the selector's targets) current as Runs come and go."""
@@ -96,8 +101,10 @@ class Targets:
 
     def _update(self, labels: dict[str, str], pod_name: str, delta: int) -> None:
         # A selector watches one key, and a Run has one value per key: no selector twice.
-        watchers = [*self._watchers.get(None, ()),
-                    *(s for label in labels.items() for s in self._watchers.get(label, ()))]
+        watchers = [
+            *self._watchers.get(None, ()),
+            *(s for label in labels.items() for s in self._watchers.get(label, ())),
+        ]
         for selector in watchers:
             if selector.matches(labels):
                 counts = self._counters[selector]

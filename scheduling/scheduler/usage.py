@@ -15,7 +15,8 @@ from scheduling.models import ACTIVE_PHASES
 @lru_cache(maxsize=4096)
 def _parsed(requests_json: str) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
     requests, fractional = resources.run_requests(
-        {"resources": {"requests": json.loads(requests_json)}})
+        {"resources": {"requests": json.loads(requests_json)}}
+    )
     return tuple(requests.items()), tuple(fractional)
 
 
@@ -30,8 +31,12 @@ def run_requests(raw: dict | None) -> tuple[dict[str, int], list[str]]:
 def active_usage(runs: QuerySet, *by: str) -> dict[tuple, dict[str, int]]:
     """The ``by`` columns -> the whole-number requests of the active ``runs`` sharing them."""
     usage: dict[tuple, dict[str, int]] = {}
-    rows = (runs.filter(phase__in=ACTIVE_PHASES).values_list(*by, "requests")
-            .annotate(n=Count("id")).order_by())
+    rows = (
+        runs.filter(phase__in=ACTIVE_PHASES)
+        .values_list(*by, "requests")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     for *key, raw, count in rows:
         total = usage.setdefault(tuple(key), {})
         for name, amount in _parsed(json.dumps(raw))[0]:

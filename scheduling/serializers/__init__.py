@@ -25,9 +25,22 @@ from .runtime import (
 )
 
 __all__ = [
-    "DEFAULT_PORT", "DEFAULT_RUNS_CAPACITY", "RUN_CONDITION_TYPES", "TOPOLOGY_RUNTIME_POD",
-    "WORKSPACE_API_GROUP", "WORKSPACE_KIND", "ArtifactRefSerializer", "ArtifactStoreSerializer",
-    "ConditionsField", "ResourceListField", "RunAffinitySerializer", "RunSpecSerializer",
-    "RunStatusSerializer", "RunWorkspaceReferenceSerializer", "RuntimeSpecSerializer",
-    "RuntimeStatusSerializer", "parse_quantity", "workspace_volume_source",
+    "DEFAULT_PORT",
+    "DEFAULT_RUNS_CAPACITY",
+    "RUN_CONDITION_TYPES",
+    "TOPOLOGY_RUNTIME_POD",
+    "WORKSPACE_API_GROUP",
+    "WORKSPACE_KIND",
+    "ArtifactRefSerializer",
+    "ArtifactStoreSerializer",
+    "ConditionsField",
+    "ResourceListField",
+    "RunAffinitySerializer",
+    "RunSpecSerializer",
+    "RunStatusSerializer",
+    "RunWorkspaceReferenceSerializer",
+    "RuntimeSpecSerializer",
+    "RuntimeStatusSerializer",
+    "parse_quantity",
+    "workspace_volume_source",
 ]

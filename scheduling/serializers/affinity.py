@@ -29,8 +29,9 @@ class RunWorkspaceReferenceSerializer(StrictSerializer):
 
     def validate_name(self, value: str) -> str:
         if len(value.encode("utf-8", "surrogatepass")) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-            raise field_error(errors.too_long("", DNS1123_SUBDOMAIN_MAX_LENGTH).message,
-                              errors.TOO_LONG)
+            raise field_error(
+                errors.too_long("", DNS1123_SUBDOMAIN_MAX_LENGTH).message, errors.TOO_LONG
+            )
         messages = dns1123_subdomain_errors(value)
         if messages:
             raise field_error(f'Invalid value: "{value}": {messages[0]}')
@@ -44,8 +45,10 @@ class LabelSelectorField(FreeformObjectField):
         data = super().to_internal_value(data)
         raise_causes(validate_label_selector(data, ""))
         if not data.get("matchLabels") and not data.get("matchExpressions"):
-            raise field_error("Invalid value: labelSelector must not be empty: set matchLabels "
-                              "or matchExpressions")
+            raise field_error(
+                "Invalid value: labelSelector must not be empty: set matchLabels "
+                "or matchExpressions"
+            )
         return data
 
 
@@ -61,9 +64,11 @@ class WeightedRunAffinityTermSerializer(StrictSerializer):
 
 class RunAffinityRulesSerializer(StrictSerializer):
     requiredDuringSchedulingIgnoredDuringExecution = BoundedListField(
-        child=RunAffinityTermSerializer(), max_items=MAX_AFFINITY_TERMS, required=False)
+        child=RunAffinityTermSerializer(), max_items=MAX_AFFINITY_TERMS, required=False
+    )
     preferredDuringSchedulingIgnoredDuringExecution = BoundedListField(
-        child=WeightedRunAffinityTermSerializer(), max_items=MAX_AFFINITY_TERMS, required=False)
+        child=WeightedRunAffinityTermSerializer(), max_items=MAX_AFFINITY_TERMS, required=False
+    )
 
 
 class RunAffinitySerializer(StrictSerializer):
@@ -71,4 +76,3 @@ class RunAffinitySerializer(StrictSerializer):
 
     runAffinity = RunAffinityRulesSerializer(required=False)
     runAntiAffinity = RunAffinityRulesSerializer(required=False)
-

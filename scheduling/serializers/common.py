@@ -36,11 +36,11 @@ QUANTITY_MAX = 2**63 - 1  # what the scheduler sums and compares: int64, as Kube
 
 _QUANTITY_RE = re.compile(
     r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?")
+    r"([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?"
+)
 _INTEGER_STRING_RE = re.compile(r"\+?[0-9]+")
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
-            "E": 18}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 
 def parse_quantity(value: Any) -> Decimal:
@@ -56,8 +56,7 @@ def parse_quantity(value: Any) -> Decimal:
         return Decimal(repr(value))
     match = _QUANTITY_RE.fullmatch(value) if isinstance(value, str) else None
     if match is None:
-        raise ValueError(f"quantities must match the regular expression "
-                         f"'{_QUANTITY_RE.pattern}'")
+        raise ValueError(f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'")
     number, suffix = Decimal(match.group(1)), match.group(2) or ""
     try:
         if suffix in _BINARY:
@@ -78,8 +77,10 @@ def quantity_errors(value: Any, *, integer_only: bool) -> list[str]:
         return ["must be greater than or equal to 0"]
     if amount > QUANTITY_MAX:
         return [f"must be at most {QUANTITY_MAX} (a 64-bit integer)"]
-    if integer_only and (amount != amount.to_integral_value() or (
-            isinstance(value, str) and not _INTEGER_STRING_RE.fullmatch(value))):
+    if integer_only and (
+        amount != amount.to_integral_value()
+        or (isinstance(value, str) and not _INTEGER_STRING_RE.fullmatch(value))
+    ):
         # what scheduling.resources reads: an int or a plain integer string
         return ['must be an integer, written as a number or a string of digits (2 or "2")']
     return []
@@ -115,8 +116,10 @@ class ResourceListField(FreeformObjectField):
         detail: dict = {}
         for name, value in data.items():
             messages = [invalid_value("", name, m).message for m in qualified_name_errors(name)]
-            messages += [invalid_value("", value, m).message
-                         for m in quantity_errors(value, integer_only=self.integer_only)]
+            messages += [
+                invalid_value("", value, m).message
+                for m in quantity_errors(value, integer_only=self.integer_only)
+            ]
             if messages:
                 # reported at <path>.<resource name>
                 detail[name] = [ErrorDetail(m, code=errors.INVALID) for m in messages]
@@ -128,8 +131,7 @@ class ResourceListField(FreeformObjectField):
 def without_zero_requests(requests: dict | None) -> dict:
     """Run requests as stored: zero quantities dropped, ``runs`` at least 1 (a Run with
     ``runs: 0`` would take no slot and so pass every pod's capacity)."""
-    kept = {name: value for name, value in (requests or {}).items()
-            if parse_quantity(value) != 0}
+    kept = {name: value for name, value in (requests or {}).items() if parse_quantity(value) != 0}
     kept.setdefault(RUNS_RESOURCE, 1)
     return kept
 
@@ -167,9 +169,12 @@ def driver_errors(driver: Any, attrs: dict, what: str) -> list[FieldError]:
     if attrs.get(driver) is None:
         causes.append(errors.required(driver, f'Required value: {what} for driver "{driver}"'))
     if attrs.get(other) is not None:
-        causes.append(errors.forbidden(
-            other, f'Forbidden: exactly one {what} must be set and it must match driver '
-                   f'"{driver}"'))
+        causes.append(
+            errors.forbidden(
+                other,
+                f'Forbidden: exactly one {what} must be set and it must match driver "{driver}"',
+            )
+        )
     return causes
 
 
@@ -244,8 +249,9 @@ class ArtifactRefSerializer(StrictSerializer):
 
     def validate_digest(self, value: str) -> str:
         if value and not _DIGEST_RE.fullmatch(value):
-            raise field_error(f'Invalid value: "{value}": must be "sha256:" and 64 lowercase '
-                              "hexadecimal digits")
+            raise field_error(
+                f'Invalid value: "{value}": must be "sha256:" and 64 lowercase hexadecimal digits'
+            )
         return value
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
@@ -270,9 +276,13 @@ class ConditionsField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         causes = validate_conditions(data, "", max_items=self.max_items)
         if self.types and isinstance(data, list):
-            causes += [errors.not_supported(f"[{i}].type", c.get("type"), self.types)
-                       for i, c in enumerate(data)
-                       if isinstance(c, dict) and isinstance(c.get("type"), str)
-                       and c["type"] and c["type"] not in self.types]
+            causes += [
+                errors.not_supported(f"[{i}].type", c.get("type"), self.types)
+                for i, c in enumerate(data)
+                if isinstance(c, dict)
+                and isinstance(c.get("type"), str)
+                and c["type"]
+                and c["type"] not in self.types
+            ]
         raise_causes(causes)
         return data

@@ -22,9 +22,17 @@ from portal.machinery.serializers import (
 )
 from portal.machinery.validation import parse_duration_ns
 
-__all__ = ["BoundedListField", "BoundedMapField", "DurationField", "StrictBooleanField",
-           "StrictCharField", "StrictIntegerField", "TimeField", "raise_causes",
-           "relative_path_errors"]
+__all__ = [
+    "BoundedListField",
+    "BoundedMapField",
+    "DurationField",
+    "StrictBooleanField",
+    "StrictCharField",
+    "StrictIntegerField",
+    "TimeField",
+    "raise_causes",
+    "relative_path_errors",
+]
 
 INT32_MAX = 2**31 - 1  # Go int32 fields; also the PostgreSQL integer columns they feed
 
@@ -38,8 +46,9 @@ class BoundedListField(serializers.ListField):
 
     def to_internal_value(self, data: Any) -> list:
         if isinstance(data, list) and len(data) > self.max_items:
-            raise field_error(f"Too many: {len(data)}: must have at most {self.max_items} items",
-                              errors.TOO_MANY)
+            raise field_error(
+                f"Too many: {len(data)}: must have at most {self.max_items} items", errors.TOO_MANY
+            )
         return super().to_internal_value(data)
 
 
@@ -55,7 +64,8 @@ class BoundedMapField(serializers.DictField):
         if isinstance(data, dict) and len(data) > self.max_properties:
             raise field_error(
                 f"Too many: {len(data)}: must have at most {self.max_properties} properties",
-                errors.TOO_MANY)
+                errors.TOO_MANY,
+            )
         return super().to_internal_value(data)
 
 

@@ -52,8 +52,9 @@ class CodeSourceSerializer(StrictSerializer):
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         causes = []
         if _has(data, "inline") == _has(data, "repoURL"):
-            causes.append(errors.invalid("", "Invalid value: exactly one of inline or repoURL "
-                                             "must be set"))
+            causes.append(
+                errors.invalid("", "Invalid value: exactly one of inline or repoURL must be set")
+            )
         if _has(data, "commitSHA") and not _has(data, "repoURL"):
             causes.append(errors.forbidden("commitSHA", "Forbidden: commitSHA requires repoURL"))
         return causes
@@ -61,8 +62,11 @@ class CodeSourceSerializer(StrictSerializer):
 
 class RunTaskModeSerializer(StrictSerializer):
     entrypoint = StrictCharField(max_length=MAX_PATH, required=False, allow_blank=True)
-    args = BoundedListField(child=StrictCharField(max_length=MAX_ARG_LENGTH, allow_blank=True),
-                            max_items=MAX_ARGS, required=False)
+    args = BoundedListField(
+        child=StrictCharField(max_length=MAX_ARG_LENGTH, allow_blank=True),
+        max_items=MAX_ARGS,
+        required=False,
+    )
 
 
 class RunFunctionModeSerializer(StrictSerializer):
@@ -71,8 +75,9 @@ class RunFunctionModeSerializer(StrictSerializer):
 
     def validate_handler(self, value: str) -> str:
         if not _HANDLER_RE.fullmatch(value):
-            raise field_error(f'Invalid value: "{value}": must be "module.function" (dotted '
-                              "identifiers)")
+            raise field_error(
+                f'Invalid value: "{value}": must be "module.function" (dotted identifiers)'
+            )
         return value
 
 
@@ -82,8 +87,9 @@ class RunModeSerializer(StrictSerializer):
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         if _has(data, "task") == _has(data, "function"):
-            return [errors.invalid("", "Invalid value: exactly one of task or function must be "
-                                       "set")]
+            return [
+                errors.invalid("", "Invalid value: exactly one of task or function must be set")
+            ]
         return []
 
 
@@ -93,16 +99,19 @@ class EnvVarSerializer(StrictSerializer):
 
     def validate_name(self, value: str) -> str:
         if not _ENV_NAME_RE.fullmatch(value):
-            raise field_error(f'Invalid value: "{value}": a valid environment variable name '
-                              "must consist only of printable ASCII characters other than '='")
+            raise field_error(
+                f'Invalid value: "{value}": a valid environment variable name '
+                "must consist only of printable ASCII characters other than '='"
+            )
         return value
 
 
 class RetryPolicySerializer(StrictSerializer):
     maxAttempts = StrictIntegerField(min_value=1, max_value=100, required=False)
     backoff = DurationField(required=False)
-    retryableReasons = BoundedListField(child=StrictCharField(max_length=128), max_items=32,
-                                        required=False)
+    retryableReasons = BoundedListField(
+        child=StrictCharField(max_length=128), max_items=32, required=False
+    )
 
 
 class RunResourceRequirementsSerializer(StrictSerializer):
@@ -144,19 +153,31 @@ def _mode_source_errors(spec: dict) -> list[FieldError]:
     inline, causes = _has(source, "inline"), []
     task = _object(mode, "task")
     if _has(mode, "task") and not _has(spec, "source"):
-        causes.append(errors.required("source", "Required value: a task Run needs a source: "
-                                                "exactly one of inline or repoURL"))
+        causes.append(
+            errors.required(
+                "source",
+                "Required value: a task Run needs a source: exactly one of inline or repoURL",
+            )
+        )
     entrypoint = task.get("entrypoint")
     if isinstance(entrypoint, str) and entrypoint and not inline:
-        causes += [errors.invalid("mode.task.entrypoint", f'Invalid value: "{entrypoint}": {m}')
-                   for m in relative_path_errors(entrypoint, allow_dot_segments=True)]
+        causes += [
+            errors.invalid("mode.task.entrypoint", f'Invalid value: "{entrypoint}": {m}')
+            for m in relative_path_errors(entrypoint, allow_dot_segments=True)
+        ]
     if _has(source, "inlinePath") and not (_has(mode, "function") and inline):
-        causes.append(errors.forbidden(
-            "source.inlinePath", "Forbidden: only valid for function mode with inline source"))
+        causes.append(
+            errors.forbidden(
+                "source.inlinePath", "Forbidden: only valid for function mode with inline source"
+            )
+        )
     if _has(mode, "function") and inline and not _has(source, "inlinePath"):
-        causes.append(errors.required(
-            "source.inlinePath", "Required value: function mode with inline source needs "
-                                 "inlinePath"))
+        causes.append(
+            errors.required(
+                "source.inlinePath",
+                "Required value: function mode with inline source needs inlinePath",
+            )
+        )
     return causes
 
 
@@ -172,8 +193,9 @@ class RunSpecSerializer(StrictSerializer):
     cancelRequested = StrictBooleanField(required=False)
     retryPolicy = RetryPolicySerializer(required=False)
     ttlSecondsAfterFinished = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
-    artifactInputs = BoundedListField(child=ArtifactInputSerializer(),
-                                      max_items=MAX_ARTIFACT_INPUTS, required=False)
+    artifactInputs = BoundedListField(
+        child=ArtifactInputSerializer(), max_items=MAX_ARTIFACT_INPUTS, required=False
+    )
 
     def validate_runtime(self, value: str) -> str:
         messages = label_value_errors(value)
@@ -193,4 +215,3 @@ class RunSpecSerializer(StrictSerializer):
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         return _mode_source_errors(data)
-

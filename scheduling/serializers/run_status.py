@@ -47,14 +47,16 @@ class RunStatusSerializer(StrictSerializer):
     startTime = TimeField(required=False, allow_null=True)
     completionTime = TimeField(required=False, allow_null=True)
     outputs = BoundedMapField(max_properties=MAX_OUTPUTS, required=False)
-    artifactRefs = BoundedListField(child=ArtifactRefSerializer(), max_items=MAX_ARTIFACT_REFS,
-                                    required=False)
+    artifactRefs = BoundedListField(
+        child=ArtifactRefSerializer(), max_items=MAX_ARTIFACT_REFS, required=False
+    )
     artifactStore = ArtifactStoreSerializer(required=False)
     attempt = StrictIntegerField(min_value=1, max_value=INT32_MAX, required=False)
     conditions = ConditionsField(types=RUN_CONDITION_TYPES, required=False)
 
     def validate_reason(self, value: str) -> str:
         if value and not _REASON_RE.fullmatch(value):
-            raise field_error(f'Invalid value: "{value}": must be CamelCase (e.g. '
-                              "'OutputsInvalid')")
+            raise field_error(
+                f"Invalid value: \"{value}\": must be CamelCase (e.g. 'OutputsInvalid')"
+            )
         return value

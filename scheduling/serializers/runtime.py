@@ -22,11 +22,36 @@ DEFAULT_RUNS_CAPACITY = 2  # applied by the scheduler when capacity.resources la
 
 # corev1.VolumeSource: the sources a Runtime workspace may name (at most one).
 VOLUME_SOURCES = (
-    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret",
-    "nfs", "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder",
-    "cephfs", "flocker", "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume",
-    "quobyte", "azureDisk", "photonPersistentDisk", "projected", "portworxVolume", "scaleIO",
-    "storageos", "csi", "ephemeral", "image",
+    "hostPath",
+    "emptyDir",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
 )
 _MEDIUM_RE = re.compile(r"|Memory|HugePages|HugePages-.+")
 
@@ -40,16 +65,24 @@ def _first_container_errors(container: Any) -> list[FieldError]:
     if name in (None, ""):
         causes.append(errors.required(f"{path}.name"))
     elif name != RUNTIME_CONTAINER:
-        causes.append(invalid_value(f"{path}.name", name,
-                                    f'the first container must be named "{RUNTIME_CONTAINER}"'))
+        causes.append(
+            invalid_value(
+                f"{path}.name", name, f'the first container must be named "{RUNTIME_CONTAINER}"'
+            )
+        )
     image = container.get("image")
     if image in (None, ""):
         causes.append(errors.required(f"{path}.image"))
     elif not isinstance(image, str):
         causes.append(type_invalid(f"{path}.image", image, "string"))
     elif len(image) > MAX_IMAGE_LENGTH:
-        causes.append(FieldError(f"{path}.image", errors.TOO_LONG,
-                                 f"Too long: may not be more than {MAX_IMAGE_LENGTH} characters"))
+        causes.append(
+            FieldError(
+                f"{path}.image",
+                errors.TOO_LONG,
+                f"Too long: may not be more than {MAX_IMAGE_LENGTH} characters",
+            )
+        )
     return causes
 
 
@@ -69,11 +102,14 @@ def _pod_spec_errors(spec: dict) -> list[FieldError]:
         if not isinstance(account, str):
             causes.append(type_invalid("spec.serviceAccountName", account, "string"))
         else:
-            causes += [invalid_value("spec.serviceAccountName", account, m)
-                       for m in dns1123_subdomain_errors(account)]
+            causes += [
+                invalid_value("spec.serviceAccountName", account, m)
+                for m in dns1123_subdomain_errors(account)
+            ]
     if spec.get("ephemeralContainers"):
-        causes.append(errors.forbidden("spec.ephemeralContainers",
-                                       "Forbidden: not supported in a Deployment"))
+        causes.append(
+            errors.forbidden("spec.ephemeralContainers", "Forbidden: not supported in a Deployment")
+        )
     return causes
 
 
@@ -101,14 +137,18 @@ class EmptyDirSerializer(StrictSerializer):
 
     def validate_medium(self, value: str) -> str:
         if not _MEDIUM_RE.fullmatch(value):
-            raise field_error(f'Unsupported value: "{value}": supported values: "", "Memory", '
-                              '"HugePages", "HugePages-<size>"', errors.NOT_SUPPORTED)
+            raise field_error(
+                f'Unsupported value: "{value}": supported values: "", "Memory", '
+                '"HugePages", "HugePages-<size>"',
+                errors.NOT_SUPPORTED,
+            )
         return value
 
 
 def _workspace_fields() -> dict[str, serializers.Field]:
     fields: dict[str, serializers.Field] = {
-        name: FreeformObjectField(required=False) for name in VOLUME_SOURCES}
+        name: FreeformObjectField(required=False) for name in VOLUME_SOURCES
+    }
     fields["emptyDir"] = EmptyDirSerializer(required=False)
     return fields
 
@@ -116,17 +156,27 @@ def _workspace_fields() -> dict[str, serializers.Field]:
 def _validate_workspace(self, attrs: dict) -> dict:
     chosen = [name for name in VOLUME_SOURCES if name in attrs]
     if len(chosen) > 1:
-        raise_causes([errors.forbidden(
-            "", f"Forbidden: at most one workspace volume source may be set, found {chosen}")])
+        raise_causes(
+            [
+                errors.forbidden(
+                    "", f"Forbidden: at most one workspace volume source may be set, found {chosen}"
+                )
+            ]
+        )
     return attrs
 
 
 # corev1.VolumeSource inlined: workspace.persistentVolumeClaim, workspace.emptyDir.sizeLimit...
 WorkspaceVolumeSourceSerializer = type(
-    "WorkspaceVolumeSourceSerializer", (StrictSerializer,),
-    {**_workspace_fields(), "validate": _validate_workspace,
-     "__doc__": "Runtime.spec.workspace: an inlined corev1.VolumeSource, at most one source; "
-                "none set means emptyDir."})
+    "WorkspaceVolumeSourceSerializer",
+    (StrictSerializer,),
+    {
+        **_workspace_fields(),
+        "validate": _validate_workspace,
+        "__doc__": "Runtime.spec.workspace: an inlined corev1.VolumeSource, at most one source; "
+        "none set means emptyDir.",
+    },
+)
 
 
 def workspace_volume_source(spec: dict) -> dict:

@@ -17,13 +17,30 @@ from tests.testapp.models import Gadget, Widget
 
 pytestmark = pytest.mark.django_db
 
-READY = {"type": "Ready", "status": "True", "reason": "AllGood", "message": "all parts fitted",
-         "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1}
-DEGRADED = {"type": "Degraded", "status": "False", "reason": "NoFault", "message": "",
-            "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1}
-PROGRESSING = {"type": "Progressing", "status": "Unknown", "reason": "Waiting",
-               "message": "waiting for a pod", "lastTransitionTime": "2024-01-01T00:00:00Z",
-               "observedGeneration": 1}
+READY = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "AllGood",
+    "message": "all parts fitted",
+    "lastTransitionTime": "2024-01-01T00:00:00Z",
+    "observedGeneration": 1,
+}
+DEGRADED = {
+    "type": "Degraded",
+    "status": "False",
+    "reason": "NoFault",
+    "message": "",
+    "lastTransitionTime": "2024-01-01T00:00:00Z",
+    "observedGeneration": 1,
+}
+PROGRESSING = {
+    "type": "Progressing",
+    "status": "Unknown",
+    "reason": "Waiting",
+    "message": "waiting for a pod",
+    "lastTransitionTime": "2024-01-01T00:00:00Z",
+    "observedGeneration": 1,
+}
 
 
 @pytest.fixture
@@ -37,17 +54,27 @@ def kind_of(model):
 
 
 def make_namespace(name):
-    return store.create(kind_of(Namespace), {"apiVersion": "v1", "kind": "Namespace",
-                                             "metadata": {"name": name}})
+    return store.create(
+        kind_of(Namespace), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
 
 
-def make_widget(name, *, namespace="default", size=1, labels=None, finalizers=None,
-                status=None):
+def make_widget(name, *, namespace="default", size=1, labels=None, finalizers=None, status=None):
     kind = kind_of(Widget)
-    store.create(kind, {"apiVersion": kind.api_version, "kind": "Widget",
-                        "metadata": {"name": name, "namespace": namespace,
-                                     "labels": labels or {}, "finalizers": finalizers or []},
-                        "spec": {"size": size}})
+    store.create(
+        kind,
+        {
+            "apiVersion": kind.api_version,
+            "kind": "Widget",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": labels or {},
+                "finalizers": finalizers or [],
+            },
+            "spec": {"size": size},
+        },
+    )
     if status is not None:
         store.patch(kind, namespace, name, {"status": status}, subresource="status")
     return Widget.objects.get(namespace=namespace, name=name)
@@ -74,8 +101,11 @@ def messages_of(response):
 
 
 def test_changelist_shows_phase_conditions_labels_and_filters(client):
-    make_widget("alpha", labels={"app": "web", "tier": "front"},
-                status={"phase": "Ready", "conditions": [READY, DEGRADED, PROGRESSING]})
+    make_widget(
+        "alpha",
+        labels={"app": "web", "tier": "front"},
+        status={"phase": "Ready", "conditions": [READY, DEGRADED, PROGRESSING]},
+    )
     make_widget("beta", size=3, status={"phase": "Pending"})
     response = client.get(url("changelist"))
     assert response.status_code == 200
@@ -86,8 +116,9 @@ def test_changelist_shows_phase_conditions_labels_and_filters(client):
     # conditions at a glance: colour by status, reason in the tooltip
     assert 'class="k-badge k-ok" title="Ready=True (AllGood): all parts fitted">Ready<' in html
     assert 'class="k-badge k-bad" title="Degraded=False (NoFault)">Degraded<' in html
-    assert 'class="k-badge k-unknown" title="Progressing=Unknown (Waiting): waiting for a pod"' \
-        in html
+    assert (
+        'class="k-badge k-unknown" title="Progressing=Unknown (Waiting): waiting for a pod"' in html
+    )
     # labels as chips, printer column, age
     assert '<span class="k-chip" title="app=web">app=web</span>' in html
     for header in ("NAME", "NAMESPACE", "SIZE", "PHASE", "CONDITIONS", "LABELS", "AGE"):
@@ -159,12 +190,27 @@ def test_search_by_name_namespace_and_labels(client):
 def test_change_page_shows_metadata_conditions_and_yaml(client):
     parent = make_widget("parent")
     kind = kind_of(Widget)
-    make_widget("child", labels={"app": "web"},
-                status={"phase": "Ready", "conditions": [READY, DEGRADED]})
-    store.patch(kind, "default", "child", {"metadata": {
-        "annotations": {"note": "hello"},
-        "ownerReferences": [{"apiVersion": kind.api_version, "kind": "Widget",
-                             "name": "parent", "uid": str(parent.uid)}]}})
+    make_widget(
+        "child", labels={"app": "web"}, status={"phase": "Ready", "conditions": [READY, DEGRADED]}
+    )
+    store.patch(
+        kind,
+        "default",
+        "child",
+        {
+            "metadata": {
+                "annotations": {"note": "hello"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": kind.api_version,
+                        "kind": "Widget",
+                        "name": "parent",
+                        "uid": str(parent.uid),
+                    }
+                ],
+            }
+        },
+    )
     child = Widget.objects.get(name="child")
     response = client.get(url("change", child.pk))
     assert response.status_code == 200
@@ -175,8 +221,15 @@ def test_change_page_shows_metadata_conditions_and_yaml(client):
     assert f'href="{url("change", parent.pk)}"' in html
     # the conditions table
     assert 'class="k-table k-conditions"' in html
-    for text in ("lastTransitionTime", "observedGeneration", "AllGood", "all parts fitted",
-                 "Degraded", "NoFault", "2024-01-01T00:00:00Z"):
+    for text in (
+        "lastTransitionTime",
+        "observedGeneration",
+        "AllGood",
+        "all parts fitted",
+        "Degraded",
+        "NoFault",
+        "2024-01-01T00:00:00Z",
+    ):
         assert text in html
     # labels / annotations
     assert "app=web" in html and "hello" in html
@@ -186,8 +239,13 @@ def test_change_page_shows_metadata_conditions_and_yaml(client):
     # the editable manifest holds no status and no server-set metadata
     manifest = load_one(response.context["adminform"].form.initial["manifest"])
     assert "status" not in manifest
-    assert set(manifest["metadata"]) == {"name", "namespace", "labels", "annotations",
-                                         "ownerReferences"}
+    assert set(manifest["metadata"]) == {
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "ownerReferences",
+    }
     assert manifest["spec"] == {"size": 1, "color": "red"}
 
 
@@ -201,15 +259,19 @@ def edit(client, obj, change):
 
 
 def post_edit(client, obj, manifest, resource_version):
-    return client.post(url("change", obj.pk), {"manifest": dump(manifest),
-                                               "loaded_resource_version": resource_version,
-                                               "_save": "Save"})
+    return client.post(
+        url("change", obj.pk),
+        {"manifest": dump(manifest), "loaded_resource_version": resource_version, "_save": "Save"},
+    )
 
 
 def test_edit_changes_spec_and_bumps_generation_and_resource_version(client):
     widget = make_widget("alpha", status={"phase": "Ready", "conditions": [READY]})
-    rv, manifest = edit(client, widget, lambda m: (m["spec"].update(size=5),
-                                                   m["metadata"].update(labels={"app": "web"})))
+    rv, manifest = edit(
+        client,
+        widget,
+        lambda m: (m["spec"].update(size=5), m["metadata"].update(labels={"app": "web"})),
+    )
     response = post_edit(client, widget, manifest, rv)
     assert response.status_code == 302, form_errors(response)
     after = Widget.objects.get(pk=widget.pk)
@@ -228,13 +290,16 @@ def test_unchanged_save_writes_nothing(client):
     assert Widget.objects.get(pk=widget.pk).resource_version == widget.resource_version
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    (lambda m: m["spec"].update(size=99), "spec.size"),
-    (lambda m: m["spec"].update(bogus=1), "spec.bogus"),
-    (lambda m: m["spec"].update(color="blue"), "spec.color"),  # immutable
-    (lambda m: m.update(extra={"a": 1}), "extra"),
-    (lambda m: m["metadata"].update(labels={"bad key!": "x"}), "metadata.labels"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda m: m["spec"].update(size=99), "spec.size"),
+        (lambda m: m["spec"].update(bogus=1), "spec.bogus"),
+        (lambda m: m["spec"].update(color="blue"), "spec.color"),  # immutable
+        (lambda m: m.update(extra={"a": 1}), "extra"),
+        (lambda m: m["metadata"].update(labels={"bad key!": "x"}), "metadata.labels"),
+    ],
+)
 def test_invalid_edit_names_the_field_and_changes_nothing(client, change, field):
     widget = make_widget("alpha")
     rv, manifest = edit(client, widget, change)
@@ -245,14 +310,20 @@ def test_invalid_edit_names_the_field_and_changes_nothing(client, change, field)
     assert field in response.content.decode()
     after = Widget.objects.get(pk=widget.pk)
     assert (after.spec, after.labels, after.resource_version, after.generation) == (
-        widget.spec, widget.labels, widget.resource_version, widget.generation)
+        widget.spec,
+        widget.labels,
+        widget.resource_version,
+        widget.generation,
+    )
 
 
 def test_bad_yaml_is_a_form_error(client):
     widget = make_widget("alpha")
     for text in ("spec: [unclosed", "- just\n- a list\n"):
-        response = client.post(url("change", widget.pk),
-                               {"manifest": text, "loaded_resource_version": widget.resource_version})
+        response = client.post(
+            url("change", widget.pk),
+            {"manifest": text, "loaded_resource_version": widget.resource_version},
+        )
         assert response.status_code == 200
         assert form_errors(response)
     assert Widget.objects.get(pk=widget.pk).resource_version == widget.resource_version
@@ -284,9 +355,12 @@ def test_add_page_creates_through_the_store(client):
     response = client.get(url("add"), {"_changelist_filters": "namespace=team-a"})
     skeleton = load_one(response.context["adminform"].form.initial["manifest"])
     assert skeleton["metadata"]["namespace"] == "team-a"
-    manifest = {"apiVersion": "testing.kruntimes.io/v1", "kind": "Widget",
-                "metadata": {"name": "fresh", "namespace": "team-a", "labels": {"app": "web"}},
-                "spec": {"size": 4, "parts": [{"name": "bolt"}]}}
+    manifest = {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "fresh", "namespace": "team-a", "labels": {"app": "web"}},
+        "spec": {"size": 4, "parts": [{"name": "bolt"}]},
+    }
     response = client.post(url("add"), {"manifest": dump(manifest), "_save": "Save"})
     assert response.status_code == 302, form_errors(response)
     widget = Widget.objects.get(namespace="team-a", name="fresh")
@@ -294,14 +368,19 @@ def test_add_page_creates_through_the_store(client):
     assert widget.generation == 1 and widget.labels == {"app": "web"}
 
 
-@pytest.mark.parametrize(("manifest", "message"), [
-    ({"metadata": {"name": "fresh"}, "spec": {"size": 99}}, "spec.size"),
-    ({"metadata": {"name": "fresh"}, "spec": {}}, "spec.size"),
-    ({"metadata": {"name": "Not_A_Name"}, "spec": {"size": 1}}, "metadata.name"),
-    ({"metadata": {"name": "fresh", "namespace": "nowhere"}, "spec": {"size": 1}},
-     'namespaces "nowhere" not found'),
-    ({"kind": "Gadget", "metadata": {"name": "fresh"}, "spec": {"size": 1}}, "kind"),
-])
+@pytest.mark.parametrize(
+    ("manifest", "message"),
+    [
+        ({"metadata": {"name": "fresh"}, "spec": {"size": 99}}, "spec.size"),
+        ({"metadata": {"name": "fresh"}, "spec": {}}, "spec.size"),
+        ({"metadata": {"name": "Not_A_Name"}, "spec": {"size": 1}}, "metadata.name"),
+        (
+            {"metadata": {"name": "fresh", "namespace": "nowhere"}, "spec": {"size": 1}},
+            'namespaces "nowhere" not found',
+        ),
+        ({"kind": "Gadget", "metadata": {"name": "fresh"}, "spec": {"size": 1}}, "kind"),
+    ],
+)
 def test_add_page_validation(client, manifest, message):
     response = client.post(url("add"), {"manifest": dump(manifest), "_save": "Save"})
     assert response.status_code == 200
@@ -355,8 +434,10 @@ def test_delete_without_finalizer_removes_the_row(client):
 
 def test_remove_finalizers_on_a_live_object_keeps_it(client):
     widget = make_widget("live", finalizers=["example.com/hold"])
-    client.post(url("changelist"), {"action": "remove_finalizers", "post": "yes",
-                                    "_selected_action": [str(widget.pk)]})
+    client.post(
+        url("changelist"),
+        {"action": "remove_finalizers", "post": "yes", "_selected_action": [str(widget.pk)]},
+    )
     after = Widget.objects.get(pk=widget.pk)
     assert after.finalizers == [] and after.deletion_timestamp is None
 
@@ -392,8 +473,11 @@ def test_unexpected_shapes_do_not_crash(client):
     widget = make_widget("odd", labels={"app": "web"})
     # rows written by something other than the store (an old version, a manual fix)
     Widget.objects.filter(pk=widget.pk).update(
-        spec=[1, 2], status={"phase": "Ready", "conditions": ["nope", {"type": 3}]},
-        owner_references=[{"kind": "Widget", "uid": "not-a-uid"}, "x"], annotations=[])
+        spec=[1, 2],
+        status={"phase": "Ready", "conditions": ["nope", {"type": 3}]},
+        owner_references=[{"kind": "Widget", "uid": "not-a-uid"}, "x"],
+        annotations=[],
+    )
     assert client.get(url("changelist")).status_code == 200
     assert client.get(url("change", widget.pk)).status_code == 200
     Widget.objects.filter(pk=widget.pk).update(status="garbage", labels=["x"])
@@ -406,8 +490,9 @@ def test_unexpected_shapes_do_not_crash(client):
 
 def test_cluster_scoped_kind_pages(client):
     kind = kind_of(Gadget)
-    store.create(kind, {"metadata": {"name": "gizmo", "labels": {"app": "web"}},
-                        "spec": {"size": 2}})
+    store.create(
+        kind, {"metadata": {"name": "gizmo", "labels": {"app": "web"}}, "spec": {"size": 2}}
+    )
     gadget = Gadget.objects.get(name="gizmo")
     response = client.get(reverse("admin:testapp_gadget_changelist"))
     assert response.status_code == 200
@@ -454,9 +539,10 @@ def test_namespace_pages_and_delete_namespace_action(client):
     html = response.content.decode()
     assert "1 widgets" in html and "?namespace=team-a" in html
 
-    response = client.post(reverse("admin:portal_namespace_changelist"),
-                           {"action": "delete_objects", "post": "yes",
-                            "_selected_action": [str(ns.pk)]})
+    response = client.post(
+        reverse("admin:portal_namespace_changelist"),
+        {"action": "delete_objects", "post": "yes", "_selected_action": [str(ns.pk)]},
+    )
     assert response.status_code == 302
     ns = Namespace.objects.get(name="team-a")  # spec.finalizers ["kubernetes"] hold it
     assert ns.deletion_timestamp is not None and ns.phase == "Terminating"
@@ -466,26 +552,59 @@ def test_namespace_pages_and_delete_namespace_action(client):
 
 def test_rbac_pages(client):
     rbac = "rbac.authorization.k8s.io/v1"
-    rules = [{"apiGroups": ["kruntimes.io"], "resources": ["runs"], "verbs": ["get", "list"],
-              "resourceNames": ["run-a"]}]
-    store.create(kind_of(Role), {"apiVersion": rbac, "kind": "Role",
-                                 "metadata": {"name": "reader", "namespace": "default"},
-                                 "rules": rules})
-    store.create(kind_of(ClusterRole), {"apiVersion": rbac, "kind": "ClusterRole",
-                                        "metadata": {"name": "admin-all"},
-                                        "rules": [{"apiGroups": ["*"], "resources": ["*"],
-                                                   "verbs": ["*"]}]})
-    store.create(kind_of(RoleBinding), {
-        "apiVersion": rbac, "kind": "RoleBinding",
-        "metadata": {"name": "read-it", "namespace": "default"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
-        "subjects": [{"kind": "User", "name": "alice"},
-                     {"kind": "ServiceAccount", "name": "bot", "namespace": "default"}]})
-    store.create(kind_of(ClusterRoleBinding), {
-        "apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": "admins"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": "missing"},
-        "subjects": [{"kind": "Group", "name": "ops"}]})
+    rules = [
+        {
+            "apiGroups": ["kruntimes.io"],
+            "resources": ["runs"],
+            "verbs": ["get", "list"],
+            "resourceNames": ["run-a"],
+        }
+    ]
+    store.create(
+        kind_of(Role),
+        {
+            "apiVersion": rbac,
+            "kind": "Role",
+            "metadata": {"name": "reader", "namespace": "default"},
+            "rules": rules,
+        },
+    )
+    store.create(
+        kind_of(ClusterRole),
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": "admin-all"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+        },
+    )
+    store.create(
+        kind_of(RoleBinding),
+        {
+            "apiVersion": rbac,
+            "kind": "RoleBinding",
+            "metadata": {"name": "read-it", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [
+                {"kind": "User", "name": "alice"},
+                {"kind": "ServiceAccount", "name": "bot", "namespace": "default"},
+            ],
+        },
+    )
+    store.create(
+        kind_of(ClusterRoleBinding),
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "admins"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "missing",
+            },
+            "subjects": [{"kind": "Group", "name": "ops"}],
+        },
+    )
     role = Role.objects.get(name="reader")
     binding = RoleBinding.objects.get(name="read-it")
 
@@ -496,20 +615,28 @@ def test_rbac_pages(client):
     assert "User:alice" in html and "Role/reader" in html
 
     html = client.get(reverse("admin:portal_role_change", args=[role.pk])).content.decode()
-    for text in ("apiGroups", "resourceNames", "<code>kruntimes.io</code>", "<code>runs</code>",
-                 "<code>get</code> <code>list</code>", "<code>run-a</code>"):
+    for text in (
+        "apiGroups",
+        "resourceNames",
+        "<code>kruntimes.io</code>",
+        "<code>runs</code>",
+        "<code>get</code> <code>list</code>",
+        "<code>run-a</code>",
+    ):
         assert text in html
     role_url = reverse("admin:portal_role_change", args=[role.pk])
     assert reverse("admin:portal_rolebinding_change", args=[binding.pk]) in html  # bound by
 
-    html = client.get(reverse("admin:portal_rolebinding_change", args=[binding.pk])
-                      ).content.decode()
+    html = client.get(
+        reverse("admin:portal_rolebinding_change", args=[binding.pk])
+    ).content.decode()
     assert f'<a href="{role_url}">Role/reader</a>' in html
     assert "alice" in html and "ServiceAccount" in html and "bot" in html
 
     crb = ClusterRoleBinding.objects.get(name="admins")
-    html = client.get(reverse("admin:portal_clusterrolebinding_change", args=[crb.pk])
-                      ).content.decode()
+    html = client.get(
+        reverse("admin:portal_clusterrolebinding_change", args=[crb.pk])
+    ).content.decode()
     assert "ClusterRole/missing" in html and "not found" in html
     cr = ClusterRole.objects.get(name="admin-all")
     assert client.get(reverse("admin:portal_clusterrole_change", args=[cr.pk])).status_code == 200
@@ -519,9 +646,13 @@ def test_rbac_pages(client):
     form = response.context["adminform"].form
     manifest = load_one(form.initial["manifest"])
     manifest["roleRef"]["name"] = "other"
-    response = client.post(reverse("admin:portal_rolebinding_change", args=[binding.pk]),
-                           {"manifest": dump(manifest),
-                            "loaded_resource_version": form.initial["loaded_resource_version"]})
+    response = client.post(
+        reverse("admin:portal_rolebinding_change", args=[binding.pk]),
+        {
+            "manifest": dump(manifest),
+            "loaded_resource_version": form.initial["loaded_resource_version"],
+        },
+    )
     assert response.status_code == 200
     assert "roleRef: cannot change roleRef" in response.content.decode()
 
@@ -529,9 +660,14 @@ def test_rbac_pages(client):
 def test_a_true_condition_carrying_the_failure_reason_is_shown_as_the_failure():
     from portal.resource_admin.render import condition_badges
 
-    failed = {"phase": "Failed", "reason": "RuntimeExecute", "conditions": [
-        {"type": "Scheduled", "status": "True", "reason": "Scheduled"},
-        {"type": "Completed", "status": "True", "reason": "RuntimeExecute"}]}
+    failed = {
+        "phase": "Failed",
+        "reason": "RuntimeExecute",
+        "conditions": [
+            {"type": "Scheduled", "status": "True", "reason": "Scheduled"},
+            {"type": "Completed", "status": "True", "reason": "RuntimeExecute"},
+        ],
+    }
     html = str(condition_badges(failed))
     scheduled, completed = html.split("</span>")[:2]
     assert 'k-ok"' in scheduled and 'k-bad"' in completed

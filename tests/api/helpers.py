@@ -18,8 +18,12 @@ def gadgets() -> str:
 
 def widget(name: str, size: int = 1, **extra) -> dict:
     metadata = {"name": name, **extra.pop("metadata", {})}
-    return {"apiVersion": API_VERSION, "kind": "Widget", "metadata": metadata,
-            "spec": {"size": size, **extra}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Widget",
+        "metadata": metadata,
+        "spec": {"size": size, **extra},
+    }
 
 
 def merge_patch(client, url: str, body: dict):

@@ -21,8 +21,9 @@ def test_malformed_json(admin_api):
 
 
 def test_malformed_yaml(admin_api):
-    response = admin_api.post(widgets(), "metadata: [unclosed\n  name: x",
-                              content_type="application/yaml")
+    response = admin_api.post(
+        widgets(), "metadata: [unclosed\n  name: x", content_type="application/yaml"
+    )
     assert "YAML parse error" in assert_status(response, 400, "BadRequest")["message"]
     _nothing_written(admin_api)
 
@@ -43,29 +44,40 @@ def test_unknown_fields_are_named(admin_api):
     manifest["metadata"]["nickname"] = "x"
     response = admin_api.post(widgets(), manifest, format="json")
     assert_status(response, 422, "Invalid")
-    assert causes(response) == {"spec.bogus": "FieldValueForbidden",
-                                "extra": "FieldValueForbidden",
-                                "metadata.nickname": "FieldValueForbidden"}
+    assert causes(response) == {
+        "spec.bogus": "FieldValueForbidden",
+        "extra": "FieldValueForbidden",
+        "metadata.nickname": "FieldValueForbidden",
+    }
     _nothing_written(admin_api)
 
 
 def test_nested_unknown_and_list_item_errors_carry_their_path(admin_api):
     manifest = widget("a", parts=[{"name": "ok"}, {"name": "x" * 17, "weight": 2}])
     response = admin_api.post(widgets(), manifest, format="json")
-    assert causes(response) == {"spec.parts[1].name": "FieldValueTooLong",
-                                "spec.parts[1].weight": "FieldValueForbidden"}
+    assert causes(response) == {
+        "spec.parts[1].name": "FieldValueTooLong",
+        "spec.parts[1].weight": "FieldValueForbidden",
+    }
 
 
-@pytest.mark.parametrize(("spec", "field", "reason"), [
-    ({"size": "big"}, "spec.size", "FieldValueInvalid"),
-    ({"size": 11}, "spec.size", "FieldValueInvalid"),
-    ({}, "spec.size", "FieldValueRequired"),
-    ({"size": 1, "color": "pink"}, "spec.color", "FieldValueNotSupported"),
-    ({"size": 1, "parts": {"name": "x"}}, "spec.parts", "FieldValueTypeInvalid"),
-])
+@pytest.mark.parametrize(
+    ("spec", "field", "reason"),
+    [
+        ({"size": "big"}, "spec.size", "FieldValueInvalid"),
+        ({"size": 11}, "spec.size", "FieldValueInvalid"),
+        ({}, "spec.size", "FieldValueRequired"),
+        ({"size": 1, "color": "pink"}, "spec.color", "FieldValueNotSupported"),
+        ({"size": 1, "parts": {"name": "x"}}, "spec.parts", "FieldValueTypeInvalid"),
+    ],
+)
 def test_wrong_types_and_values(admin_api, spec, field, reason):
-    manifest = {"apiVersion": API_VERSION, "kind": "Widget", "metadata": {"name": "a"},
-                "spec": spec}
+    manifest = {
+        "apiVersion": API_VERSION,
+        "kind": "Widget",
+        "metadata": {"name": "a"},
+        "spec": spec,
+    }
     response = admin_api.post(widgets(), manifest, format="json")
     assert_status(response, 422, "Invalid")
     assert causes(response) == {field: reason}
@@ -76,15 +88,19 @@ def test_spec_that_is_not_an_object(admin_api):
     manifest = widget("a")
     manifest["spec"] = "size=1"
     assert causes(admin_api.post(widgets(), manifest, format="json")) == {
-        "spec": "FieldValueTypeInvalid"}
+        "spec": "FieldValueTypeInvalid"
+    }
 
 
-@pytest.mark.parametrize(("name", "reason"), [
-    ("a" * 253, None),
-    ("a" * 254, "FieldValueTooLong"),
-    ("Upper", "FieldValueInvalid"),
-    ("", "FieldValueRequired"),
-])
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("a" * 253, None),
+        ("a" * 254, "FieldValueTooLong"),
+        ("Upper", "FieldValueInvalid"),
+        ("", "FieldValueRequired"),
+    ],
+)
 def test_name_rules(admin_api, name, reason):
     response = admin_api.post(widgets(), widget(name), format="json")
     if reason is None:
@@ -95,15 +111,17 @@ def test_name_rules(admin_api, name, reason):
 
 
 def test_bad_labels_are_named(admin_api):
-    response = admin_api.post(widgets(), widget("a", metadata={"labels": {"ok": "a b"}}),
-                              format="json")
+    response = admin_api.post(
+        widgets(), widget("a", metadata={"labels": {"ok": "a b"}}), format="json"
+    )
     assert_status(response, 422, "Invalid")
     assert list(causes(response)) == ["metadata.labels[ok]"]
 
 
 def test_namespace_that_does_not_exist(admin_api):
-    body = assert_status(admin_api.post(widgets("ghost"), widget("a"), format="json"),
-                         404, "NotFound")
+    body = assert_status(
+        admin_api.post(widgets("ghost"), widget("a"), format="json"), 404, "NotFound"
+    )
     assert body["message"] == 'namespaces "ghost" not found'
 
 
@@ -114,8 +132,9 @@ def test_body_namespace_must_match_path(admin_api):
     assert "metadata.namespace" in causes(response)
 
 
-@pytest.mark.parametrize(("field", "value"), [("kind", "Gadget"),
-                                              ("apiVersion", "testing.kruntimes.io/v2")])
+@pytest.mark.parametrize(
+    ("field", "value"), [("kind", "Gadget"), ("apiVersion", "testing.kruntimes.io/v2")]
+)
 def test_kind_and_api_version_must_match_path(admin_api, field, value):
     manifest = widget("a")
     manifest[field] = value
@@ -140,8 +159,11 @@ def test_invalid_update_changes_nothing(admin_api):
 
 
 def test_unknown_paths_are_status_not_html(admin_api):
-    for path in ("/apis/nope/v1/things", "/apis/testing.kruntimes.io/v9",
-                 "/api/v1/namespaces/default/pods"):
+    for path in (
+        "/apis/nope/v1/things",
+        "/apis/testing.kruntimes.io/v9",
+        "/api/v1/namespaces/default/pods",
+    ):
         response = admin_api.get(path)
         assert response["Content-Type"].startswith("application/json"), path
         assert_status(response, 404, "NotFound")
@@ -185,10 +207,16 @@ def test_yaml_dates_stay_strings_like_json(admin_api):
 
 @pytest.mark.parametrize("value", ["2024-01-01", "yes", 1])
 def test_owner_reference_flags_must_be_booleans(admin_api, value):
-    ref = {"apiVersion": "v1", "kind": "Namespace", "name": "default", "uid": "u",
-           "controller": value}
-    response = admin_api.post(widgets(), widget("a", metadata={"ownerReferences": [ref]}),
-                              format="json")
+    ref = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "name": "default",
+        "uid": "u",
+        "controller": value,
+    }
+    response = admin_api.post(
+        widgets(), widget("a", metadata={"ownerReferences": [ref]}), format="json"
+    )
     assert_status(response, 422, "Invalid")
     assert causes(response) == {"metadata.ownerReferences[0].controller": "FieldValueTypeInvalid"}
 

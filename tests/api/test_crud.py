@@ -25,7 +25,11 @@ def test_create_then_get_returns_server_set_metadata(admin_api):
     body = created.json()
     meta = body["metadata"]
     assert (meta["name"], meta["namespace"], meta["generation"], meta["resourceVersion"]) == (
-        "a", "default", 1, "1")
+        "a",
+        "default",
+        1,
+        "1",
+    )
     assert meta["uid"] and meta["creationTimestamp"].endswith("Z")
     assert body["spec"] == {"size": 3, "color": "red"}  # defaulted
     assert body["status"] == {}
@@ -71,7 +75,9 @@ def test_list_shape_and_namespace_scope(admin_api):
     assert [i["metadata"]["name"] for i in listed["items"]] == ["a"]
     everywhere = admin_api.get(f"/apis/{API_VERSION}/widgets").json()
     assert [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in everywhere["items"]] == [
-        ("default", "a"), ("other", "b")]
+        ("default", "a"),
+        ("other", "b"),
+    ]
 
 
 def test_put_bumps_resource_version_and_generation_only_on_spec_change(admin_api):
@@ -103,10 +109,16 @@ def test_put_without_resource_version_is_unconditional(admin_api):
 
 
 def test_merge_patch_merges_and_null_deletes(admin_api):
-    admin_api.post(widgets(), widget("a", 1, note="hello",
-                                      metadata={"labels": {"a": "1", "b": "2"}}), format="json")
-    patched = merge_patch(admin_api, f"{widgets()}/a",
-                          {"metadata": {"labels": {"b": None, "c": "3"}}, "spec": {"note": None}})
+    admin_api.post(
+        widgets(),
+        widget("a", 1, note="hello", metadata={"labels": {"a": "1", "b": "2"}}),
+        format="json",
+    )
+    patched = merge_patch(
+        admin_api,
+        f"{widgets()}/a",
+        {"metadata": {"labels": {"b": None, "c": "3"}}, "spec": {"note": None}},
+    )
     body = patched.json()
     assert patched.status_code == 200
     assert body["metadata"]["labels"] == {"a": "1", "c": "3"}
@@ -116,15 +128,19 @@ def test_merge_patch_merges_and_null_deletes(admin_api):
 def test_merge_patch_with_stale_resource_version_is_conflict(admin_api):
     admin_api.post(widgets(), widget("a", 1), format="json")
     merge_patch(admin_api, f"{widgets()}/a", {"spec": {"size": 2}})
-    response = merge_patch(admin_api, f"{widgets()}/a",
-                           {"metadata": {"resourceVersion": "1"}, "spec": {"size": 3}})
+    response = merge_patch(
+        admin_api, f"{widgets()}/a", {"metadata": {"resourceVersion": "1"}, "spec": {"size": 3}}
+    )
     assert_status(response, 409, "Conflict")
 
 
 def test_strategic_merge_patch_is_unsupported(admin_api):
     admin_api.post(widgets(), widget("a"), format="json")
-    response = admin_api.patch(f"{widgets()}/a", '{"spec": {"size": 2}}',
-                               content_type="application/strategic-merge-patch+json")
+    response = admin_api.patch(
+        f"{widgets()}/a",
+        '{"spec": {"size": 2}}',
+        content_type="application/strategic-merge-patch+json",
+    )
     assert_status(response, 415, "UnsupportedMediaType")
 
 
@@ -159,15 +175,20 @@ def test_status_is_validated(admin_api):
 
 def test_yaml_in_and_out_round_trip(admin_api):
     text = yaml.safe_dump(widget("y", 5, metadata={"labels": {"k": "v"}}))
-    created = admin_api.post(widgets(), text, content_type="application/yaml",
-                             HTTP_ACCEPT="application/yaml")
+    created = admin_api.post(
+        widgets(), text, content_type="application/yaml", HTTP_ACCEPT="application/yaml"
+    )
     assert created.status_code == 201
     assert created["Content-Type"].startswith("application/yaml")
     served = yaml.safe_load(created.content)
     assert served["spec"] == {"size": 5, "color": "red"}
     # the served YAML goes back in unchanged and is accepted as a PUT
-    again = admin_api.put(f"{widgets()}/y", yaml.safe_dump(served),
-                          content_type="application/yaml", HTTP_ACCEPT="application/yaml")
+    again = admin_api.put(
+        f"{widgets()}/y",
+        yaml.safe_dump(served),
+        content_type="application/yaml",
+        HTTP_ACCEPT="application/yaml",
+    )
     assert yaml.safe_load(again.content)["spec"] == served["spec"]
     as_json = admin_api.get(f"{widgets()}/y").json()
     assert as_json["metadata"]["labels"] == {"k": "v"}
@@ -179,20 +200,27 @@ def test_errors_render_as_yaml_when_asked(admin_api):
     assert yaml.safe_load(response.content)["reason"] == "NotFound"
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ("", ["a", "b", "c", "d"]),
-    ("tier=web", ["a", "b"]),
-    ("tier==web", ["a", "b"]),
-    ("tier!=web", ["c", "d"]),  # != also matches objects without the key
-    ("tier in (web,db)", ["a", "b", "c"]),
-    ("tier notin (web)", ["c", "d"]),
-    ("env", ["a", "c"]),
-    ("!env", ["b", "d"]),
-    ("tier=web,env=prod", ["a"]),
-])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("", ["a", "b", "c", "d"]),
+        ("tier=web", ["a", "b"]),
+        ("tier==web", ["a", "b"]),
+        ("tier!=web", ["c", "d"]),  # != also matches objects without the key
+        ("tier in (web,db)", ["a", "b", "c"]),
+        ("tier notin (web)", ["c", "d"]),
+        ("env", ["a", "c"]),
+        ("!env", ["b", "d"]),
+        ("tier=web,env=prod", ["a"]),
+    ],
+)
 def test_list_label_selector(admin_api, selector, expected):
-    for name, labels in (("a", {"tier": "web", "env": "prod"}), ("b", {"tier": "web"}),
-                         ("c", {"tier": "db", "env": "dev"}), ("d", {})):
+    for name, labels in (
+        ("a", {"tier": "web", "env": "prod"}),
+        ("b", {"tier": "web"}),
+        ("c", {"tier": "db", "env": "dev"}),
+        ("d", {}),
+    ):
         admin_api.post(widgets(), widget(name, metadata={"labels": labels}), format="json")
     listed = admin_api.get(widgets(), {"labelSelector": selector}).json()
     assert [i["metadata"]["name"] for i in listed["items"]] == expected
@@ -207,8 +235,9 @@ def test_list_bad_label_selector_is_bad_request(admin_api):
 def test_limit_and_continue_walk_every_item_once(admin_api):
     names = [f"w{i:02d}" for i in range(7)]
     for i, name in enumerate(names):
-        admin_api.post(widgets(), widget(name, metadata={"labels": {"odd": str(i % 2)}}),
-                       format="json")
+        admin_api.post(
+            widgets(), widget(name, metadata={"labels": {"odd": str(i % 2)}}), format="json"
+        )
     seen, token, pages = [], None, 0
     while True:
         params = {"limit": 3, **({"continue": token} if token else {})}
@@ -221,14 +250,14 @@ def test_limit_and_continue_walk_every_item_once(admin_api):
     assert seen == names and pages == 3
     odd = admin_api.get(widgets(), {"limit": 2, "labelSelector": "odd=1"}).json()
     assert [i["metadata"]["name"] for i in odd["items"]] == ["w01", "w03"]
-    rest = admin_api.get(widgets(), {"limit": 2, "labelSelector": "odd=1",
-                                     "continue": odd["metadata"]["continue"]}).json()
+    rest = admin_api.get(
+        widgets(), {"limit": 2, "labelSelector": "odd=1", "continue": odd["metadata"]["continue"]}
+    ).json()
     assert [i["metadata"]["name"] for i in rest["items"]] == ["w05"]
     assert "continue" not in rest["metadata"]
 
 
-@pytest.mark.parametrize("params", [{"continue": "garbage!"}, {"limit": "-1"},
-                                    {"limit": "many"}])
+@pytest.mark.parametrize("params", [{"continue": "garbage!"}, {"limit": "-1"}, {"limit": "many"}])
 def test_bad_paging_parameters_are_bad_requests(admin_api, params):
     assert_status(admin_api.get(widgets(), params), 400, "BadRequest")
 
@@ -245,13 +274,18 @@ def test_dry_run_validates_without_persisting(admin_api):
     response = admin_api.post(f"{widgets()}?dryRun=All", widget("a"), format="json")
     assert response.status_code == 201
     assert_status(admin_api.get(f"{widgets()}/a"), 404, "NotFound")
-    assert_status(admin_api.post(f"{widgets()}?dryRun=All", widget("a", 99), format="json"),
-                  422, "Invalid")
+    assert_status(
+        admin_api.post(f"{widgets()}?dryRun=All", widget("a", 99), format="json"), 422, "Invalid"
+    )
 
 
 def test_cluster_scoped_kind(admin_api):
-    manifest = {"apiVersion": API_VERSION, "kind": "Gadget", "metadata": {"name": "g"},
-                "spec": {"size": 2}}
+    manifest = {
+        "apiVersion": API_VERSION,
+        "kind": "Gadget",
+        "metadata": {"name": "g"},
+        "spec": {"size": 2},
+    }
     created = admin_api.post(gadgets(), manifest, format="json")
     assert created.status_code == 201
     assert "namespace" not in created.json()["metadata"]
@@ -276,8 +310,12 @@ def test_unconditional_patch_merges_again_after_a_concurrent_write(admin_api, mo
     def replace_after_someone_else(kind, namespace, name, manifest, **options):
         if not raced:  # another writer gets in between our read and our write, once
             raced.append(True)
-            real_replace(kind, namespace, name, {**widget("a", 1), "metadata": {
-                "name": "a", "labels": {"other": "writer"}}})
+            real_replace(
+                kind,
+                namespace,
+                name,
+                {**widget("a", 1), "metadata": {"name": "a", "labels": {"other": "writer"}}},
+            )
         return real_replace(kind, namespace, name, manifest, **options)
 
     monkeypatch.setattr(store, "replace", replace_after_someone_else)

@@ -16,9 +16,19 @@ pytestmark = pytest.mark.django_db
 
 def owned_by(owner: dict, **extra) -> dict:
     meta = owner["metadata"]
-    return {"metadata": {"ownerReferences": [{
-        "apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"],
-        "uid": meta["uid"], **extra}]}}
+    return {
+        "metadata": {
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    **extra,
+                }
+            ]
+        }
+    }
 
 
 def names(client, namespace="default") -> list[str]:
@@ -33,8 +43,9 @@ def test_delete_without_finalizers_is_immediate(admin_api):
 
 
 def test_finalizer_holds_the_object_until_removed(admin_api):
-    admin_api.post(widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}),
-                   format="json")
+    admin_api.post(
+        widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
+    )
     held = admin_api.delete(f"{widgets()}/a")
     assert held.status_code == 200
     meta = held.json()["metadata"]
@@ -42,39 +53,51 @@ def test_finalizer_holds_the_object_until_removed(admin_api):
     # a second delete changes nothing (not even resourceVersion) and answers with the object
     again = admin_api.delete(f"{widgets()}/a").json()["metadata"]
     assert (again["deletionTimestamp"], again["resourceVersion"]) == (
-        meta["deletionTimestamp"], meta["resourceVersion"])
+        meta["deletionTimestamp"],
+        meta["resourceVersion"],
+    )
     released = merge_patch(admin_api, f"{widgets()}/a", {"metadata": {"finalizers": None}})
     assert released.status_code == 200
     assert_status(admin_api.get(f"{widgets()}/a"), 404, "NotFound")
 
 
 def test_no_new_finalizers_while_terminating(admin_api):
-    admin_api.post(widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}),
-                   format="json")
+    admin_api.post(
+        widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
+    )
     admin_api.delete(f"{widgets()}/a")
-    response = merge_patch(admin_api, f"{widgets()}/a", {"metadata": {
-        "finalizers": ["example.com/hold", "example.com/another"]}})
+    response = merge_patch(
+        admin_api,
+        f"{widgets()}/a",
+        {"metadata": {"finalizers": ["example.com/hold", "example.com/another"]}},
+    )
     assert_status(response, 422, "Invalid")
 
 
 def test_delete_precondition_on_resource_version(admin_api):
     admin_api.post(widgets(), widget("a"), format="json")
     merge_patch(admin_api, f"{widgets()}/a", {"spec": {"size": 2}})
-    response = admin_api.delete(f"{widgets()}/a", {"preconditions": {"resourceVersion": "1"}},
-                                format="json")
+    response = admin_api.delete(
+        f"{widgets()}/a", {"preconditions": {"resourceVersion": "1"}}, format="json"
+    )
     assert_status(response, 409, "Conflict")
     assert names(admin_api) == ["a"]
 
 
 @pytest.fixture
 def owner(admin_api) -> dict:
-    manifest = {"apiVersion": API_VERSION, "kind": "Gadget", "metadata": {"name": "owner"},
-                "spec": {"size": 1}}
+    manifest = {
+        "apiVersion": API_VERSION,
+        "kind": "Gadget",
+        "metadata": {"name": "owner"},
+        "spec": {"size": 1},
+    }
     return admin_api.post(gadgets(), manifest, format="json").json()
 
 
-def test_background_cascade_deletes_dependents(admin_api, owner,
-                                               django_capture_on_commit_callbacks):
+def test_background_cascade_deletes_dependents(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
     admin_api.post(widgets(), widget("child", **owned_by(owner)), format="json")
     admin_api.post(widgets(), widget("stranger"), format="json")
     with django_capture_on_commit_callbacks(execute=True):
@@ -82,22 +105,32 @@ def test_background_cascade_deletes_dependents(admin_api, owner,
     assert names(admin_api) == ["stranger"]
 
 
-def test_dependent_with_a_living_second_owner_survives(admin_api, owner,
-                                                       django_capture_on_commit_callbacks):
-    other = admin_api.post(gadgets(), {"apiVersion": API_VERSION, "kind": "Gadget",
-                                       "metadata": {"name": "other"}, "spec": {"size": 1}},
-                           format="json").json()
-    refs = owned_by(owner)["metadata"]["ownerReferences"] + \
-        owned_by(other)["metadata"]["ownerReferences"]
-    admin_api.post(widgets(), widget("shared", metadata={"ownerReferences": refs}),
-                   format="json")
+def test_dependent_with_a_living_second_owner_survives(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
+    other = admin_api.post(
+        gadgets(),
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Gadget",
+            "metadata": {"name": "other"},
+            "spec": {"size": 1},
+        },
+        format="json",
+    ).json()
+    refs = (
+        owned_by(owner)["metadata"]["ownerReferences"]
+        + owned_by(other)["metadata"]["ownerReferences"]
+    )
+    admin_api.post(widgets(), widget("shared", metadata={"ownerReferences": refs}), format="json")
     with django_capture_on_commit_callbacks(execute=True):
         admin_api.delete(f"{gadgets()}/owner")
     assert names(admin_api) == ["shared"]
 
 
-def test_orphan_keeps_dependents_and_strips_the_reference(admin_api, owner,
-                                                          django_capture_on_commit_callbacks):
+def test_orphan_keeps_dependents_and_strips_the_reference(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
     admin_api.post(widgets(), widget("child", **owned_by(owner)), format="json")
     with django_capture_on_commit_callbacks(execute=True):
         admin_api.delete(f"{gadgets()}/owner?propagationPolicy=Orphan")
@@ -105,13 +138,15 @@ def test_orphan_keeps_dependents_and_strips_the_reference(admin_api, owner,
     assert "ownerReferences" not in child["metadata"]
 
 
-def test_foreground_keeps_owner_until_dependents_are_gone(admin_api, owner,
-                                                          django_capture_on_commit_callbacks):
+def test_foreground_keeps_owner_until_dependents_are_gone(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
     meta = {**owned_by(owner)["metadata"], "finalizers": ["example.com/hold"]}
     admin_api.post(widgets(), widget("child", metadata=meta), format="json")
     with django_capture_on_commit_callbacks(execute=True):
-        body = admin_api.delete(f"{gadgets()}/owner", {"propagationPolicy": "Foreground"},
-                                format="json").json()
+        body = admin_api.delete(
+            f"{gadgets()}/owner", {"propagationPolicy": "Foreground"}, format="json"
+        ).json()
     assert body["metadata"]["finalizers"] == ["foregroundDeletion"]
     child = admin_api.get(f"{widgets()}/child").json()
     assert child["metadata"]["deletionTimestamp"]  # deleting, held by its own finalizer
@@ -151,17 +186,24 @@ def test_gc_pass_is_batched_and_resumable(admin_api, owner, settings, monkeypatc
 
 
 def test_namespace_termination_deletes_content_then_the_namespace(
-        admin_api, django_capture_on_commit_callbacks):
-    assert admin_api.post("/api/v1/namespaces", {"metadata": {"name": "team"}},
-                          format="json").status_code == 201
+    admin_api, django_capture_on_commit_callbacks
+):
+    assert (
+        admin_api.post(
+            "/api/v1/namespaces", {"metadata": {"name": "team"}}, format="json"
+        ).status_code
+        == 201
+    )
     admin_api.post(widgets("team"), widget("a"), format="json")
-    admin_api.post(widgets("team"), widget("held", metadata={"finalizers": ["example.com/x"]}),
-                   format="json")
+    admin_api.post(
+        widgets("team"), widget("held", metadata={"finalizers": ["example.com/x"]}), format="json"
+    )
     with django_capture_on_commit_callbacks(execute=True):
         ns = admin_api.delete("/api/v1/namespaces/team").json()
     assert ns["status"]["phase"] == "Terminating"
-    body = assert_status(admin_api.post(widgets("team"), widget("late"), format="json"),
-                         403, "Forbidden")
+    body = assert_status(
+        admin_api.post(widgets("team"), widget("late"), format="json"), 403, "Forbidden"
+    )
     assert "being terminated" in body["message"]
     assert names(admin_api, "team") == ["held"]  # the held one waits for its finalizer
     assert admin_api.get("/api/v1/namespaces/team").status_code == 200

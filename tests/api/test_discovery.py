@@ -16,7 +16,9 @@ def test_group_list_names_every_served_group(admin_api):
     groups = {g["name"]: g for g in body["groups"]}
     assert {"rbac.authorization.k8s.io", "testing.kruntimes.io"} <= set(groups)
     assert groups["testing.kruntimes.io"]["preferredVersion"] == {
-        "groupVersion": "testing.kruntimes.io/v1", "version": "v1"}
+        "groupVersion": "testing.kruntimes.io/v1",
+        "version": "v1",
+    }
 
 
 def test_resource_list_includes_status_subresources(admin_api):
@@ -26,8 +28,9 @@ def test_resource_list_includes_status_subresources(admin_api):
     assert resources["widgets"]["shortNames"] == ["wd"]
     assert resources["widgets/status"]["verbs"] == ["get", "patch", "update"]
     assert resources["gadgets"]["namespaced"] is False
-    assert "roles/status" not in {r["name"] for r in admin_api.get(
-        "/apis/rbac.authorization.k8s.io/v1").json()["resources"]}
+    assert "roles/status" not in {
+        r["name"] for r in admin_api.get("/apis/rbac.authorization.k8s.io/v1").json()["resources"]
+    }
 
 
 def test_core_group(admin_api):

@@ -21,10 +21,26 @@ def test_no_generated_request_gets_a_server_error(live_server, admin_user):
     token = Token.objects.create(user=admin_user).key
     cli = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
     done = subprocess.run(
-        [cli, "run", f"{live_server.url}/api/schema/", "--checks", "not_a_server_error",
-         "-H", f"Authorization: Bearer {token}", "-n", str(MAX_EXAMPLES),
-         "--phases", "examples,fuzzing", "--generation-deterministic", "--no-color"],
-        capture_output=True, text=True, timeout=600, check=False)
+        [
+            cli,
+            "run",
+            f"{live_server.url}/api/schema/",
+            "--checks",
+            "not_a_server_error",
+            "-H",
+            f"Authorization: Bearer {token}",
+            "-n",
+            str(MAX_EXAMPLES),
+            "--phases",
+            "examples,fuzzing",
+            "--generation-deterministic",
+            "--no-color",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     output = done.stdout + done.stderr
     summary = re.search(r"(\d+) generated, (\d+) passed", output)
     print(summary.group(0) if summary else output[-3000:])

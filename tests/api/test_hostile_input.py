@@ -26,20 +26,31 @@ def test_generate_name_of_another_type(admin_api, value):
     manifest["metadata"] = {"generateName": value}
     response = admin_api.post(widgets(), manifest, format="json")
     assert_status(response, 422, "Invalid")
-    assert causes(response) == {"metadata.generateName": "FieldValueTypeInvalid",
-                                "metadata.name": "FieldValueRequired"}
+    assert causes(response) == {
+        "metadata.generateName": "FieldValueTypeInvalid",
+        "metadata.name": "FieldValueRequired",
+    }
     _nothing_written(admin_api)
 
 
 def test_generate_name_of_another_type_beside_a_name(admin_api):
-    response = admin_api.post(widgets(), widget("a", metadata={"generateName": 5}),
-                              format="json")
+    response = admin_api.post(widgets(), widget("a", metadata={"generateName": 5}), format="json")
     assert causes(response) == {"metadata.generateName": "FieldValueTypeInvalid"}
     _nothing_written(admin_api)
 
 
-@pytest.mark.parametrize("field", ["name", "namespace", "labels", "annotations", "finalizers",
-                                   "ownerReferences", "resourceVersion"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "finalizers",
+        "ownerReferences",
+        "resourceVersion",
+    ],
+)
 def test_metadata_fields_of_another_type(admin_api, field):
     manifest = widget("a")
     manifest["metadata"][field] = 12345 if field != "name" else ["a"]
@@ -60,12 +71,15 @@ def test_a_body_over_the_limit_is_413_naming_the_limit(admin_api, size):
     _nothing_written(admin_api)
 
 
-@pytest.mark.parametrize("content_type", ["application/json", "application/yaml",
-                                          "application/merge-patch+json"])
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/yaml", "application/merge-patch+json"]
+)
 def test_nesting_1000_deep_is_400(admin_api, content_type):
     deep = "[" * 1000 + "]" * 1000
-    text = '{"apiVersion": "testing.kruntimes.io/v1", "kind": "Widget", "metadata": {"name": ' \
-           f'"a"}}, "spec": {{"size": 1, "deep": {deep}}}}}'
+    text = (
+        '{"apiVersion": "testing.kruntimes.io/v1", "kind": "Widget", "metadata": {"name": '
+        f'"a"}}, "spec": {{"size": 1, "deep": {deep}}}}}'
+    )
     if content_type == "application/merge-patch+json":
         admin_api.post(widgets(), widget("a"), format="json")
         response = admin_api.patch(f"{widgets()}/a", text, content_type=content_type)
@@ -79,30 +93,42 @@ def test_nesting_at_the_limit_is_parsed(admin_api):
     from portal.machinery.decoding import MAX_DEPTH
 
     value = "[" * (MAX_DEPTH - 3) + "]" * (MAX_DEPTH - 3)  # the object, spec, deep: 3 levels
-    text = f'{{"kind": "Widget", "metadata": {{"name": "a"}}, "spec": {{"size": 1, "deep": {value}}}}}'
+    text = (
+        f'{{"kind": "Widget", "metadata": {{"name": "a"}}, "spec": {{"size": 1, "deep": {value}}}}}'
+    )
     response = admin_api.post(widgets(), text, content_type="application/json")
     assert response.status_code == 422  # parsed: spec.deep is an unknown field
     assert causes(response) == {"spec.deep": "FieldValueForbidden"}
 
 
-@pytest.mark.parametrize(("content_type", "text"), [
-    ("application/json", '{"kind": "Widget", "metadata": {"name": "a", "name": "b"}}'),
-    ("application/json", '{"kind": "Widget", "metadata": {"name": "a"}, "spec": {"size": 1,'
-                         ' "size": 2}}'),
-    ("application/yaml", "kind: Widget\nmetadata:\n  name: a\n  name: b\n"),
-    ("application/yaml", "kind: Widget\nkind: Gadget\nmetadata: {name: a}\n"),
-], ids=["json-metadata", "json-spec", "yaml-metadata", "yaml-top"])
+@pytest.mark.parametrize(
+    ("content_type", "text"),
+    [
+        ("application/json", '{"kind": "Widget", "metadata": {"name": "a", "name": "b"}}'),
+        (
+            "application/json",
+            '{"kind": "Widget", "metadata": {"name": "a"}, "spec": {"size": 1, "size": 2}}',
+        ),
+        ("application/yaml", "kind: Widget\nmetadata:\n  name: a\n  name: b\n"),
+        ("application/yaml", "kind: Widget\nkind: Gadget\nmetadata: {name: a}\n"),
+    ],
+    ids=["json-metadata", "json-spec", "yaml-metadata", "yaml-top"],
+)
 def test_duplicate_keys_are_400(admin_api, content_type, text):
-    body = assert_status(admin_api.post(widgets(), text, content_type=content_type), 400,
-                         "BadRequest")
+    body = assert_status(
+        admin_api.post(widgets(), text, content_type=content_type), 400, "BadRequest"
+    )
     assert "duplicate" in body["message"]
     _nothing_written(admin_api)
 
 
 def test_duplicate_keys_in_a_merge_patch_are_400(admin_api):
     admin_api.post(widgets(), widget("a"), format="json")
-    response = admin_api.patch(f"{widgets()}/a", '{"spec": {"size": 2, "size": 3}}',
-                               content_type="application/merge-patch+json")
+    response = admin_api.patch(
+        f"{widgets()}/a",
+        '{"spec": {"size": 2, "size": 3}}',
+        content_type="application/merge-patch+json",
+    )
     assert_status(response, 400, "BadRequest")
     assert admin_api.get(f"{widgets()}/a").json()["spec"]["size"] == 1
 
@@ -130,27 +156,47 @@ def test_a_merge_patch_making_metadata_not_an_object_is_refused(admin_api, body)
 def test_control_characters_in_a_url_name_are_404(admin_api, name, method):
     url = f"{widgets()}/{name}"
     if method in ("patch", "put"):
-        response = getattr(admin_api, method)(url, json.dumps(widget("a")),
-                                              content_type="application/merge-patch+json"
-                                              if method == "patch" else "application/json")
+        response = getattr(admin_api, method)(
+            url,
+            json.dumps(widget("a")),
+            content_type="application/merge-patch+json"
+            if method == "patch"
+            else "application/json",
+        )
     else:
         response = getattr(admin_api, method)(url)
     assert_status(response, 404, "NotFound")
 
 
-@pytest.mark.parametrize(("spec", "field"), [
-    ({"ttlSecondsAfterFinished": 1e20}, "spec.ttlSecondsAfterFinished"),
-    ({"ttlSecondsAfterFinished": 2**31}, "spec.ttlSecondsAfterFinished"),
-    ({"ttlSecondsAfterFinished": 2**63}, "spec.ttlSecondsAfterFinished"),
-    ({"retryPolicy": {"maxAttempts": 1e30}}, "spec.retryPolicy.maxAttempts"),
-    ({"resources": {"requests": {"runs": 1e30}}}, "spec.resources.requests.runs"),
-    ({"resources": {"requests": {"runs": 2**63}}}, "spec.resources.requests.runs"),
-    ({"resources": {"requests": {"runs": "9223372036854775808"}}},
-     "spec.resources.requests.runs"),
-    ({"resources": {"requests": {"example.com/gpu": "9Ei"}}},
-     "spec.resources.requests.example.com/gpu"),
-], ids=["ttl-1e20", "ttl-int32-overflow", "ttl-2^63", "attempts-1e30", "runs-1e30", "runs-2^63",
-        "runs-2^63-string", "gpu-9Ei"])
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"ttlSecondsAfterFinished": 1e20}, "spec.ttlSecondsAfterFinished"),
+        ({"ttlSecondsAfterFinished": 2**31}, "spec.ttlSecondsAfterFinished"),
+        ({"ttlSecondsAfterFinished": 2**63}, "spec.ttlSecondsAfterFinished"),
+        ({"retryPolicy": {"maxAttempts": 1e30}}, "spec.retryPolicy.maxAttempts"),
+        ({"resources": {"requests": {"runs": 1e30}}}, "spec.resources.requests.runs"),
+        ({"resources": {"requests": {"runs": 2**63}}}, "spec.resources.requests.runs"),
+        (
+            {"resources": {"requests": {"runs": "9223372036854775808"}}},
+            "spec.resources.requests.runs",
+        ),
+        (
+            {"resources": {"requests": {"example.com/gpu": "9Ei"}}},
+            "spec.resources.requests.example.com/gpu",
+        ),
+    ],
+    ids=[
+        "ttl-1e20",
+        "ttl-int32-overflow",
+        "ttl-2^63",
+        "attempts-1e30",
+        "runs-1e30",
+        "runs-2^63",
+        "runs-2^63-string",
+        "gpu-9Ei",
+    ],
+)
 def test_numbers_past_their_range_are_422(admin_api, spec, field):
     manifest = run_manifest(**spec)
     response = admin_api.post(runs_url(), json.dumps(manifest), content_type="application/json")
@@ -161,7 +207,10 @@ def test_numbers_past_their_range_are_422(admin_api, spec, field):
 
 @pytest.mark.parametrize("value", [2**31 - 1, "9223372036854775807"])
 def test_numbers_at_their_range_pass(admin_api, value):
-    spec = ({"ttlSecondsAfterFinished": value} if isinstance(value, int)
-            else {"resources": {"requests": {"example.com/gpu": value}}})
+    spec = (
+        {"ttlSecondsAfterFinished": value}
+        if isinstance(value, int)
+        else {"resources": {"requests": {"example.com/gpu": value}}}
+    )
     response = admin_api.post(runs_url(), run_manifest(**spec), format="json")
     assert response.status_code == 201, response.json()

@@ -36,16 +36,32 @@ def run() -> Run:
 
 
 def grant(admin_api, rules) -> None:
-    role = admin_api.post(f"{RBAC}/namespaces/default/roles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "log-reader"}, "rules": rules}, format="json")
+    role = admin_api.post(
+        f"{RBAC}/namespaces/default/roles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "log-reader"},
+            "rules": rules,
+        },
+        format="json",
+    )
     assert role.status_code == 201, role.json()
-    binding = admin_api.post(f"{RBAC}/namespaces/default/rolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "alice-log-reader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                    "name": "log-reader"},
-        "subjects": ALICE}, format="json")
+    binding = admin_api.post(
+        f"{RBAC}/namespaces/default/rolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "alice-log-reader"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "log-reader",
+            },
+            "subjects": ALICE,
+        },
+        format="json",
+    )
     assert binding.status_code == 201, binding.json()
 
 
@@ -60,8 +76,7 @@ def instant_follow(monkeypatch):
         if actions:
             actions.pop(0)()
 
-    policy = logs.FollowPolicy(poll_interval=0, grace=0.5, sleep=sleep,
-                               clock=lambda: clock["now"])
+    policy = logs.FollowPolicy(poll_interval=0, grace=0.5, sleep=sleep, clock=lambda: clock["now"])
     monkeypatch.setattr(RunLogView, "follow_policy", policy)
     return actions
 
@@ -102,8 +117,7 @@ def test_an_older_attempt(admin_api, run):
 def test_the_truncation_marker_is_part_of_the_text(admin_api, run, settings):
     settings.KRUNTIMES_RUN_LOG_LIMIT_BYTES = 13
     append(run, 13, "again\n")
-    assert admin_api.get(log_url()).content.decode() == (
-        "[… 6 bytes truncated …]\nwörld\nagain\n")
+    assert admin_api.get(log_url()).content.decode() == ("[… 6 bytes truncated …]\nwörld\nagain\n")
 
 
 def test_an_unknown_run_is_a_404_status(admin_api):
@@ -117,15 +131,18 @@ def test_an_unknown_run_is_a_404_status_even_for_text_clients(admin_api):
     assert_status(response, 404, "NotFound")
 
 
-@pytest.mark.parametrize(("params", "field"), [
-    ({"follow": "maybe"}, "follow"),
-    ({"attempt": "zero"}, "attempt"),
-    ({"attempt": "0"}, "attempt"),
-    ({"attempt": "5"}, "attempt"),  # the Run is at attempt 1
-    ({"tailLines": "-1"}, "tailLines"),
-    ({"tailLines": "1.5"}, "tailLines"),
-    ({"limitBytes": "0"}, "limitBytes"),
-])
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"follow": "maybe"}, "follow"),
+        ({"attempt": "zero"}, "attempt"),
+        ({"attempt": "0"}, "attempt"),
+        ({"attempt": "5"}, "attempt"),  # the Run is at attempt 1
+        ({"tailLines": "-1"}, "tailLines"),
+        ({"tailLines": "1.5"}, "tailLines"),
+        ({"limitBytes": "0"}, "limitBytes"),
+    ],
+)
 def test_bad_parameters_are_a_400_status_naming_the_field(admin_api, run, params, field):
     body = assert_status(admin_api.get(log_url(), params), 400, "BadRequest")
     assert [cause["field"] for cause in body["details"]["causes"]] == [field]
@@ -142,8 +159,7 @@ def test_without_rbac_the_log_is_forbidden(user_api, run):
 
 def test_reading_runs_does_not_grant_their_log(user_api, admin_api, run):
     grant(admin_api, [{"apiGroups": [GROUP], "resources": ["runs"], "verbs": ["get"]}])
-    assert user_api.get(f"/apis/{GROUP}/v1alpha1/namespaces/default/runs/build").status_code \
-        == 200
+    assert user_api.get(f"/apis/{GROUP}/v1alpha1/namespaces/default/runs/build").status_code == 200
     assert_status(user_api.get(log_url()), 403, "Forbidden")
 
 
@@ -152,21 +168,30 @@ def test_a_role_granting_runs_log_get_allows_it(user_api, admin_api, run):
     response = user_api.get(log_url())
     assert (response.status_code, response.content.decode()) == (200, "hello\nwörld\n")
     # only the log: the Run itself stays forbidden
-    assert user_api.get(f"/apis/{GROUP}/v1alpha1/namespaces/default/runs/build").status_code \
-        == 403
+    assert user_api.get(f"/apis/{GROUP}/v1alpha1/namespaces/default/runs/build").status_code == 403
 
 
 def test_a_role_for_other_names_does_not_allow_it(user_api, admin_api, run):
-    grant(admin_api, [{"apiGroups": [GROUP], "resources": ["runs/log"], "verbs": ["get"],
-                       "resourceNames": ["other"]}])
+    grant(
+        admin_api,
+        [
+            {
+                "apiGroups": [GROUP],
+                "resources": ["runs/log"],
+                "verbs": ["get"],
+                "resourceNames": ["other"],
+            }
+        ],
+    )
     assert_status(user_api.get(log_url()), 403, "Forbidden")
 
 
-def test_follow_streams_chunks_as_they_arrive_until_the_run_ends(admin_api, run,
-                                                                  instant_follow):
-    instant_follow += [lambda: append(run, 13, "third\n"),
-                       lambda: None,
-                       lambda: (append(run, 19, "last\n"), finish(run))]
+def test_follow_streams_chunks_as_they_arrive_until_the_run_ends(admin_api, run, instant_follow):
+    instant_follow += [
+        lambda: append(run, 13, "third\n"),
+        lambda: None,
+        lambda: (append(run, 19, "last\n"), finish(run)),
+    ]
     response = admin_api.get(log_url(), {"follow": "true"})
     assert response.status_code == 200
     assert response.streaming
@@ -190,12 +215,13 @@ def test_follow_false_is_not_streamed(admin_api, run):
 def test_the_log_is_in_the_openapi_schema(admin_api):
     response = admin_api.get("/api/schema/")
     assert response.status_code == 200
-    assert "/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/runs/{name}/log" in \
-        response.content.decode()
+    assert (
+        "/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/runs/{name}/log"
+        in response.content.decode()
+    )
 
 
-def test_a_storage_failure_mid_stream_ends_the_stream(admin_api, run, instant_follow,
-                                                       monkeypatch):
+def test_a_storage_failure_mid_stream_ends_the_stream(admin_api, run, instant_follow, monkeypatch):
     from django.db import DatabaseError
 
     def broken(*args, **kwargs):

@@ -29,49 +29,89 @@ def created(response) -> dict:
 
 
 def make_role(api, name, rules, namespace="default"):
-    return created(api.post(f"{RBAC}/namespaces/{namespace}/roles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": name}, "rules": rules}, format="json"))
+    return created(
+        api.post(
+            f"{RBAC}/namespaces/{namespace}/roles",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": name},
+                "rules": rules,
+            },
+            format="json",
+        )
+    )
 
 
 def make_cluster_role(api, name, rules):
-    return created(api.post(f"{RBAC}/clusterroles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": name}, "rules": rules}, format="json"))
+    return created(
+        api.post(
+            f"{RBAC}/clusterroles",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": name},
+                "rules": rules,
+            },
+            format="json",
+        )
+    )
 
 
 def binding_body(kind, name, role_kind, role_name, subjects, **metadata):
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
-            "metadata": {"name": name, **metadata},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
-                        "name": role_name},
-            "subjects": subjects}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, **metadata},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
+        "subjects": subjects,
+    }
 
 
 def bind_role(api, name, role_kind, role_name, subjects=ALICE, namespace="default", **metadata):
-    return created(api.post(
-        f"{RBAC}/namespaces/{namespace}/rolebindings",
-        binding_body("RoleBinding", name, role_kind, role_name, subjects, **metadata),
-        format="json"))
+    return created(
+        api.post(
+            f"{RBAC}/namespaces/{namespace}/rolebindings",
+            binding_body("RoleBinding", name, role_kind, role_name, subjects, **metadata),
+            format="json",
+        )
+    )
 
 
 def bind_cluster_role(api, name, role_name, subjects=ALICE):
-    return created(api.post(
-        f"{RBAC}/clusterrolebindings",
-        binding_body("ClusterRoleBinding", name, "ClusterRole", role_name, subjects),
-        format="json"))
+    return created(
+        api.post(
+            f"{RBAC}/clusterrolebindings",
+            binding_body("ClusterRoleBinding", name, "ClusterRole", role_name, subjects),
+            format="json",
+        )
+    )
 
 
 def make_widget(api, name, namespace="default"):
-    return created(api.post(widgets(namespace), {
-        "apiVersion": f"{TESTING}/v1", "kind": "Widget", "metadata": {"name": name},
-        "spec": {"size": 1}}, format="json"))
+    return created(
+        api.post(
+            widgets(namespace),
+            {
+                "apiVersion": f"{TESTING}/v1",
+                "kind": "Widget",
+                "metadata": {"name": name},
+                "spec": {"size": 1},
+            },
+            format="json",
+        )
+    )
 
 
 @pytest.fixture
 def other_namespace(admin_api):
-    return created(admin_api.post("/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}, format="json"))
+    return created(
+        admin_api.post(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}},
+            format="json",
+        )
+    )
 
 
 def assert_forbidden(response, *fragments):
@@ -94,19 +134,24 @@ def assert_unauthorized(response):
 
 # --- who is asking ------------------------------------------------------------------------
 
+
 def test_without_a_binding_alice_is_forbidden(user_api):
     status = assert_forbidden(
         user_api.get(widgets()),
-        'User "alice" cannot list resource "widgets"', f'in API group "{TESTING}"',
-        'in the namespace "default"', "no RBAC rule matched")
+        'User "alice" cannot list resource "widgets"',
+        f'in API group "{TESTING}"',
+        'in the namespace "default"',
+        "no RBAC rule matched",
+    )
     assert status["details"] == {"group": TESTING, "kind": "widgets"}
 
 
 def test_forbidden_names_the_object(user_api, admin_api):
     make_widget(admin_api, "w1")
 
-    status = assert_forbidden(user_api.delete(f"{widgets()}/w1"),
-                              f'widgets.{TESTING} "w1" is forbidden', 'cannot delete')
+    status = assert_forbidden(
+        user_api.delete(f"{widgets()}/w1"), f'widgets.{TESTING} "w1" is forbidden', "cannot delete"
+    )
     assert status["details"]["name"] == "w1"
 
 
@@ -132,14 +177,22 @@ def test_superuser_may_do_everything(admin_api, other_namespace):
 
     assert admin_api.get(f"{API}/widgets").status_code == 200
     assert admin_api.get(f"{API}/gadgets").status_code == 200
-    status = admin_api.put(f"{widgets()}/w1/status", {
-        "apiVersion": f"{TESTING}/v1", "kind": "Widget", "metadata": {"name": "w1"},
-        "status": {"phase": "Ready"}}, format="json")
+    status = admin_api.put(
+        f"{widgets()}/w1/status",
+        {
+            "apiVersion": f"{TESTING}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w1"},
+            "status": {"phase": "Ready"},
+        },
+        format="json",
+    )
     assert status.status_code == 200, status.json()
     assert admin_api.delete(f"{widgets('other')}/w2").status_code == 200
 
 
 # --- where a binding applies --------------------------------------------------------------
+
 
 def test_role_binding_grants_only_its_namespace(user_api, admin_api, other_namespace):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
@@ -154,14 +207,27 @@ def test_role_binding_grants_only_the_rule(user_api, admin_api):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
     bind_role(admin_api, "alice-reads", "Role", "widget-reader")
 
-    assert_forbidden(user_api.post(widgets(), {
-        "apiVersion": f"{TESTING}/v1", "kind": "Widget", "metadata": {"name": "w1"},
-        "spec": {"size": 1}}, format="json"), "cannot create")
+    assert_forbidden(
+        user_api.post(
+            widgets(),
+            {
+                "apiVersion": f"{TESTING}/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w1"},
+                "spec": {"size": 1},
+            },
+            format="json",
+        ),
+        "cannot create",
+    )
 
 
 def test_cluster_role_binding_grants_everywhere(user_api, admin_api, other_namespace):
-    make_cluster_role(admin_api, "widget-reader", READ_WIDGETS + [
-        {"apiGroups": [TESTING], "resources": ["gadgets"], "verbs": ["list"]}])
+    make_cluster_role(
+        admin_api,
+        "widget-reader",
+        READ_WIDGETS + [{"apiGroups": [TESTING], "resources": ["gadgets"], "verbs": ["list"]}],
+    )
     bind_cluster_role(admin_api, "alice-reads", "widget-reader")
 
     assert user_api.get(widgets()).status_code == 200
@@ -170,8 +236,9 @@ def test_cluster_role_binding_grants_everywhere(user_api, admin_api, other_names
     assert user_api.get(f"{API}/gadgets").status_code == 200
 
 
-def test_role_binding_to_cluster_role_is_scoped_to_its_namespace(user_api, admin_api,
-                                                                 other_namespace):
+def test_role_binding_to_cluster_role_is_scoped_to_its_namespace(
+    user_api, admin_api, other_namespace
+):
     make_cluster_role(admin_api, "widget-reader", READ_WIDGETS)
     bind_role(admin_api, "alice-reads", "ClusterRole", "widget-reader")
 
@@ -203,17 +270,17 @@ def test_cluster_role_binding_cannot_grant_a_role(user_api, admin_api):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
     # Kubernetes rejects this roleRef; written past validation to show it would grant nothing.
     ClusterRoleBinding.objects.create(
-        name="broken", subjects=ALICE,
-        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                  "name": "widget-reader"})
+        name="broken",
+        subjects=ALICE,
+        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "widget-reader"},
+    )
 
     assert_forbidden(user_api.get(widgets()))
 
 
 def test_terminating_binding_still_grants(user_api, admin_api):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
-    bind_role(admin_api, "alice-reads", "Role", "widget-reader",
-              finalizers=["example.com/hold"])
+    bind_role(admin_api, "alice-reads", "Role", "widget-reader", finalizers=["example.com/hold"])
 
     deleting = admin_api.delete(f"{RBAC}/namespaces/default/rolebindings/alice-reads")
     assert deleting.status_code == 200
@@ -227,52 +294,83 @@ def test_deleted_binding_no_longer_grants(user_api, admin_api):
     bind_role(admin_api, "alice-reads", "Role", "widget-reader")
     assert user_api.get(widgets()).status_code == 200
 
-    assert admin_api.delete(f"{RBAC}/namespaces/default/rolebindings/alice-reads") \
-        .status_code == 200
+    assert (
+        admin_api.delete(f"{RBAC}/namespaces/default/rolebindings/alice-reads").status_code == 200
+    )
 
     assert_forbidden(user_api.get(widgets()))
 
 
 # --- what a rule grants ---------------------------------------------------------------------
 
-STATUS_BODY = {"apiVersion": f"{TESTING}/v1", "kind": "Widget", "metadata": {"name": "w1"},
-               "status": {"phase": "Ready"}}
+STATUS_BODY = {
+    "apiVersion": f"{TESTING}/v1",
+    "kind": "Widget",
+    "metadata": {"name": "w1"},
+    "status": {"phase": "Ready"},
+}
 
 
 def test_status_needs_the_status_subresource(user_api, admin_api):
     make_widget(admin_api, "w1")
-    make_role(admin_api, "widget-writer", [
-        {"apiGroups": [TESTING], "resources": ["widgets"], "verbs": ["get", "update"]}])
+    make_role(
+        admin_api,
+        "widget-writer",
+        [{"apiGroups": [TESTING], "resources": ["widgets"], "verbs": ["get", "update"]}],
+    )
     bind_role(admin_api, "alice-writes", "Role", "widget-writer")
     spec_body = {**STATUS_BODY, "spec": {"size": 2}}
     spec_body.pop("status")
 
     assert user_api.put(f"{widgets()}/w1", spec_body, format="json").status_code == 200
-    assert_forbidden(user_api.put(f"{widgets()}/w1/status", STATUS_BODY, format="json"),
-                     'cannot update resource "widgets/status"')
+    assert_forbidden(
+        user_api.put(f"{widgets()}/w1/status", STATUS_BODY, format="json"),
+        'cannot update resource "widgets/status"',
+    )
 
 
 def test_status_subresource_rule_allows_status(user_api, admin_api):
     make_widget(admin_api, "w1")
-    make_role(admin_api, "widget-status", [
-        {"apiGroups": [TESTING], "resources": ["widgets/status"], "verbs": ["update"]}])
+    make_role(
+        admin_api,
+        "widget-status",
+        [{"apiGroups": [TESTING], "resources": ["widgets/status"], "verbs": ["update"]}],
+    )
     bind_role(admin_api, "alice-status", "Role", "widget-status")
 
     response = user_api.put(f"{widgets()}/w1/status", STATUS_BODY, format="json")
 
     assert response.status_code == 200, response.json()
     assert response.json()["status"] == {"phase": "Ready"}
-    assert_forbidden(user_api.put(f"{widgets()}/w1", {
-        "apiVersion": f"{TESTING}/v1", "kind": "Widget", "metadata": {"name": "w1"},
-        "spec": {"size": 2}}, format="json"))
+    assert_forbidden(
+        user_api.put(
+            f"{widgets()}/w1",
+            {
+                "apiVersion": f"{TESTING}/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w1"},
+                "spec": {"size": 2},
+            },
+            format="json",
+        )
+    )
 
 
 def test_resource_names_restrict_get(user_api, admin_api):
     make_widget(admin_api, "w1")
     make_widget(admin_api, "w2")
-    make_role(admin_api, "w1-reader", [
-        {"apiGroups": [TESTING], "resources": ["widgets"], "verbs": ["get", "list"],
-         "resourceNames": ["w1"]}])
+    make_role(
+        admin_api,
+        "w1-reader",
+        [
+            {
+                "apiGroups": [TESTING],
+                "resources": ["widgets"],
+                "verbs": ["get", "list"],
+                "resourceNames": ["w1"],
+            }
+        ],
+    )
     bind_role(admin_api, "alice-w1", "Role", "w1-reader")
 
     assert user_api.get(f"{widgets()}/w1").status_code == 200
@@ -282,11 +380,16 @@ def test_resource_names_restrict_get(user_api, admin_api):
 
 # --- whom a binding names -------------------------------------------------------------------
 
+
 def test_group_subject_via_django_group(user_api, admin_api, user):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
-    bind_role(admin_api, "devs-read", "Role", "widget-reader",
-              subjects=[{"kind": "Group", "name": "devs",
-                         "apiGroup": "rbac.authorization.k8s.io"}])
+    bind_role(
+        admin_api,
+        "devs-read",
+        "Role",
+        "widget-reader",
+        subjects=[{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}],
+    )
     assert_forbidden(user_api.get(widgets()))
 
     user.groups.add(Group.objects.create(name="devs"))
@@ -296,41 +399,69 @@ def test_group_subject_via_django_group(user_api, admin_api, user):
 
 def test_every_authenticated_user(user_api, admin_api, user):
     make_cluster_role(admin_api, "widget-reader", READ_WIDGETS)
-    bind_cluster_role(admin_api, "everyone-reads", "widget-reader",
-                      subjects=[{"kind": "Group", "name": "system:authenticated"}])
+    bind_cluster_role(
+        admin_api,
+        "everyone-reads",
+        "widget-reader",
+        subjects=[{"kind": "Group", "name": "system:authenticated"}],
+    )
 
     assert user_api.get(widgets()).status_code == 200
-    assert RBACAuthorizer().review(UserInfo.from_django(user), ResourceAttributes(
-        verb="list", group=TESTING, resource="widgets", namespace="default")) == Decision(
-        True, 'RBAC: allowed by ClusterRoleBinding "everyone-reads" of ClusterRole '
-              '"widget-reader" to Group "system:authenticated"')
+    assert RBACAuthorizer().review(
+        UserInfo.from_django(user),
+        ResourceAttributes(verb="list", group=TESTING, resource="widgets", namespace="default"),
+    ) == Decision(
+        True,
+        'RBAC: allowed by ClusterRoleBinding "everyone-reads" of ClusterRole '
+        '"widget-reader" to Group "system:authenticated"',
+    )
 
 
 def test_service_account_subject(admin_api, django_user_model):
     robot = django_user_model.objects.create_user("system:serviceaccount:default:builder")
     make_role(admin_api, "widget-reader", READ_WIDGETS)
-    bind_role(admin_api, "builder-reads", "Role", "widget-reader", subjects=[
-        {"kind": "ServiceAccount", "name": "builder", "namespace": "default"}])
+    bind_role(
+        admin_api,
+        "builder-reads",
+        "Role",
+        "widget-reader",
+        subjects=[{"kind": "ServiceAccount", "name": "builder", "namespace": "default"}],
+    )
 
     assert token_client(robot).get(widgets()).status_code == 200
 
 
 def test_binding_for_someone_else_grants_alice_nothing(user_api, admin_api):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
-    bind_role(admin_api, "bob-reads", "Role", "widget-reader",
-              subjects=[{"kind": "User", "name": "bob"}, {"kind": "Group", "name": "alice"},
-                        {"kind": "ServiceAccount", "name": "alice", "namespace": "default"}])
+    bind_role(
+        admin_api,
+        "bob-reads",
+        "Role",
+        "widget-reader",
+        subjects=[
+            {"kind": "User", "name": "bob"},
+            {"kind": "Group", "name": "alice"},
+            {"kind": "ServiceAccount", "name": "alice", "namespace": "default"},
+        ],
+    )
 
     assert_forbidden(user_api.get(widgets()))
 
 
 # --- validation of the RBAC kinds -----------------------------------------------------------
 
+
 def test_rule_without_verbs_is_invalid(admin_api):
-    response = admin_api.post(f"{RBAC}/namespaces/default/roles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "no-verbs"},
-        "rules": [{"apiGroups": [TESTING], "resources": ["widgets"]}]}, format="json")
+    response = admin_api.post(
+        f"{RBAC}/namespaces/default/roles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "no-verbs"},
+            "rules": [{"apiGroups": [TESTING], "resources": ["widgets"]}],
+        },
+        format="json",
+    )
 
     assert response.status_code == 422, response.json()
     status = response.json()
@@ -344,8 +475,9 @@ def test_role_ref_cannot_change(admin_api):
     binding = bind_role(admin_api, "alice-reads", "Role", "widget-reader")
     binding["roleRef"]["name"] = "widget-writer"
 
-    response = admin_api.put(f"{RBAC}/namespaces/default/rolebindings/alice-reads", binding,
-                             format="json")
+    response = admin_api.put(
+        f"{RBAC}/namespaces/default/rolebindings/alice-reads", binding, format="json"
+    )
 
     assert response.status_code == 422, response.json()
     status = response.json()
@@ -355,20 +487,35 @@ def test_role_ref_cannot_change(admin_api):
 
 # --- the loader -----------------------------------------------------------------------------
 
+
 def review(user: UserInfo, verb="list", name="", namespace="default"):
-    return RBACAuthorizer().review(user, ResourceAttributes(
-        verb=verb, group=TESTING, resource="widgets", namespace=namespace, name=name))
+    return RBACAuthorizer().review(
+        user,
+        ResourceAttributes(
+            verb=verb, group=TESTING, resource="widgets", namespace=namespace, name=name
+        ),
+    )
 
 
 def test_review_takes_a_handful_of_queries(admin_api, django_assert_max_num_queries):
-    make_cluster_role(admin_api, "nothing", [
-        {"apiGroups": [TESTING], "resources": ["gadgets"], "verbs": ["get"]}])
+    make_cluster_role(
+        admin_api, "nothing", [{"apiGroups": [TESTING], "resources": ["gadgets"], "verbs": ["get"]}]
+    )
     make_role(admin_api, "widget-reader", READ_WIDGETS)
     for index in range(20):
-        bind_cluster_role(admin_api, f"crb-{index}", "nothing", subjects=[
-            {"kind": "User", "name": f"user-{index}"}, {"kind": "Group", "name": "devs"}])
-        bind_role(admin_api, f"rb-{index}", "ClusterRole", "nothing", subjects=[
-            {"kind": "User", "name": f"user-{index}"}])
+        bind_cluster_role(
+            admin_api,
+            f"crb-{index}",
+            "nothing",
+            subjects=[{"kind": "User", "name": f"user-{index}"}, {"kind": "Group", "name": "devs"}],
+        )
+        bind_role(
+            admin_api,
+            f"rb-{index}",
+            "ClusterRole",
+            "nothing",
+            subjects=[{"kind": "User", "name": f"user-{index}"}],
+        )
     bind_role(admin_api, "alice-reads", "Role", "widget-reader")
     alice = UserInfo(username="alice", groups=("devs", "system:authenticated"))
 
@@ -378,21 +525,27 @@ def test_review_takes_a_handful_of_queries(admin_api, django_assert_max_num_quer
         denied = review(UserInfo(username="user-3", groups=("system:authenticated",)))
 
     assert decision.allowed
-    assert decision.reason == ('RBAC: allowed by RoleBinding "alice-reads" in namespace '
-                               '"default" of Role "widget-reader" to User "alice"')
+    assert decision.reason == (
+        'RBAC: allowed by RoleBinding "alice-reads" in namespace '
+        '"default" of Role "widget-reader" to User "alice"'
+    )
     assert denied == Decision(False, "no RBAC rule matched")
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param("Équipe", id="non-ascii"),
-    pytest.param('quote"and\\backslash', id="json-escaped"),
-    pytest.param("with space", id="space"),
-    pytest.param("DEVS", id="case"),
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("Équipe", id="non-ascii"),
+        pytest.param('quote"and\\backslash', id="json-escaped"),
+        pytest.param("with space", id="space"),
+        pytest.param("DEVS", id="case"),
+    ],
+)
 def test_unusual_group_names_still_match(admin_api, name):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
-    bind_role(admin_api, "team-reads", "Role", "widget-reader",
-              subjects=[{"kind": "Group", "name": name}])
+    bind_role(
+        admin_api, "team-reads", "Role", "widget-reader", subjects=[{"kind": "Group", "name": name}]
+    )
 
     assert review(UserInfo(username="alice", groups=(name,))).allowed
     assert not review(UserInfo(username="alice", groups=(name.lower() + "x",))).allowed
@@ -400,7 +553,12 @@ def test_unusual_group_names_still_match(admin_api, name):
 
 def test_similar_names_do_not_match(admin_api):
     make_role(admin_api, "widget-reader", READ_WIDGETS)
-    bind_role(admin_api, "alice-reads", "Role", "widget-reader",
-              subjects=[{"kind": "User", "name": "alice2"}, {"kind": "User", "name": "Alice"}])
+    bind_role(
+        admin_api,
+        "alice-reads",
+        "Role",
+        "widget-reader",
+        subjects=[{"kind": "User", "name": "alice2"}, {"kind": "User", "name": "Alice"}],
+    )
 
     assert not review(UserInfo(username="alice")).allowed

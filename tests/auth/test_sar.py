@@ -11,11 +11,21 @@ import pytest
 from portal.auth.authorizer import ResourceAttributes, UserInfo
 from portal.auth.sar import SubjectAccessReviewAuthorizer
 
-ALICE = UserInfo(username="alice", uid="42", groups=("devs", "system:authenticated"),
-                 extra={"scopes.example.com": ["read", "write"]})
-UPDATE_STATUS = ResourceAttributes(verb="update", group="testing.kruntimes.io",
-                                   resource="widgets", subresource="status",
-                                   namespace="default", name="w1", version="v1")
+ALICE = UserInfo(
+    username="alice",
+    uid="42",
+    groups=("devs", "system:authenticated"),
+    extra={"scopes.example.com": ["read", "write"]},
+)
+UPDATE_STATUS = ResourceAttributes(
+    verb="update",
+    group="testing.kruntimes.io",
+    resource="widgets",
+    subresource="status",
+    namespace="default",
+    name="w1",
+    version="v1",
+)
 
 
 def review(user=ALICE, attrs=UPDATE_STATUS):
@@ -23,7 +33,7 @@ def review(user=ALICE, attrs=UPDATE_STATUS):
 
 
 def test_allowed(access_reviews):
-    access_reviews.allow("RBAC: allowed by ClusterRoleBinding \"ops\"")
+    access_reviews.allow('RBAC: allowed by ClusterRoleBinding "ops"')
 
     decision = review()
 
@@ -52,20 +62,27 @@ def test_no_opinion_denies(access_reviews):
 def test_sends_user_and_resource_attributes(access_reviews):
     review()
 
-    assert access_reviews.bodies == [{
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SubjectAccessReview",
-        "spec": {
-            "user": "alice",
-            "uid": "42",
-            "groups": ["devs", "system:authenticated"],
-            "extra": {"scopes.example.com": ["read", "write"]},
-            "resourceAttributes": {
-                "namespace": "default", "verb": "update", "group": "testing.kruntimes.io",
-                "version": "v1", "resource": "widgets", "subresource": "status", "name": "w1",
+    assert access_reviews.bodies == [
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": "alice",
+                "uid": "42",
+                "groups": ["devs", "system:authenticated"],
+                "extra": {"scopes.example.com": ["read", "write"]},
+                "resourceAttributes": {
+                    "namespace": "default",
+                    "verb": "update",
+                    "group": "testing.kruntimes.io",
+                    "version": "v1",
+                    "resource": "widgets",
+                    "subresource": "status",
+                    "name": "w1",
+                },
             },
-        },
-    }]
+        }
+    ]
 
 
 def test_empty_attributes_are_omitted(access_reviews):
@@ -74,7 +91,9 @@ def test_empty_attributes_are_omitted(access_reviews):
     review(UserInfo(username="alice"), collection)
 
     assert access_reviews.bodies[0]["spec"] == {
-        "user": "alice", "resourceAttributes": {"verb": "list", "resource": "namespaces"}}
+        "user": "alice",
+        "resourceAttributes": {"verb": "list", "resource": "namespaces"},
+    }
 
 
 def test_each_review_is_asked_anew(access_reviews, kube_emulator):
@@ -129,12 +148,20 @@ def test_unreachable_server_fails_closed(settings):
 
 def test_kubeconfig_from_settings(access_reviews, kube_emulator, settings, tmp_path):
     kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
-        "clusters": [{"name": "emulator", "cluster": {"server": kube_emulator.url}}],
-        "users": [{"name": "portal", "user": {"token": "portal-token"}}],
-        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "portal"}}],
-    }))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "emulator",
+                "clusters": [{"name": "emulator", "cluster": {"server": kube_emulator.url}}],
+                "users": [{"name": "portal", "user": {"token": "portal-token"}}],
+                "contexts": [
+                    {"name": "emulator", "context": {"cluster": "emulator", "user": "portal"}}
+                ],
+            }
+        )
+    )
     settings.KRUNTIMES_KUBERNETES_HOST = None
     settings.KRUNTIMES_KUBECONFIG = str(kubeconfig)
     access_reviews.allow()
@@ -146,8 +173,12 @@ def test_kubeconfig_from_settings(access_reviews, kube_emulator, settings, tmp_p
 def test_answer_without_status_fails_closed(kube_emulator, settings):
     settings.KRUNTIMES_KUBERNETES_HOST = kube_emulator.url
     kube_emulator.emulator["post /apis/authorization.k8s.io/v1/subjectaccessreviews"] << (
-        lambda request: {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                         "spec": request.data["spec"]})
+        lambda request: {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": request.data["spec"],
+        }
+    )
 
     decision = review()
 
@@ -171,10 +202,16 @@ def test_rest_api_asks_the_cluster(sar_backend, access_reviews, user_api, user):
     assert status["reason"] == "Forbidden"
     assert status["message"].endswith(": widgets are frozen")
     assert access_reviews.bodies[-1]["spec"] == {
-        "user": "alice", "uid": str(user.pk), "groups": ["system:authenticated"],
-        "resourceAttributes": {"namespace": "default", "verb": "list",
-                               "group": "testing.kruntimes.io", "version": "v1",
-                               "resource": "widgets"},
+        "user": "alice",
+        "uid": str(user.pk),
+        "groups": ["system:authenticated"],
+        "resourceAttributes": {
+            "namespace": "default",
+            "verb": "list",
+            "group": "testing.kruntimes.io",
+            "version": "v1",
+            "resource": "widgets",
+        },
     }
 
 

@@ -38,8 +38,13 @@ def run(command: str, *args: str) -> Result:
 
 def widget(name: str, size: int = 1, **extra) -> dict:
     meta = {"name": name, **extra.pop("metadata", {})}
-    return {"apiVersion": "testing.kruntimes.io/v1", "kind": "Widget", "metadata": meta,
-            "spec": {"size": size, **extra.pop("spec", {})}, **extra}
+    return {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Widget",
+        "metadata": meta,
+        "spec": {"size": size, **extra.pop("spec", {})},
+        **extra,
+    }
 
 
 def apply(tmp_path, *documents, name: str = "in.yaml") -> str:

@@ -59,8 +59,13 @@ def test_label_change_is_configured_without_generation_bump(tmp_path):
     run("apply", "-f", write(path, [widget("w1", metadata={"labels": {"app": "a"}})]))
     before = Widget.objects.get(name="w1")
 
-    result = run("apply", "-f", write(path, [widget(
-        "w1", metadata={"labels": {"app": "b"}, "annotations": {"note": "x"}})]))
+    result = run(
+        "apply",
+        "-f",
+        write(
+            path, [widget("w1", metadata={"labels": {"app": "b"}, "annotations": {"note": "x"}})]
+        ),
+    )
 
     assert result.out == f"{KEY}/w1 configured\n"
     after = Widget.objects.get(pk=before.pk)
@@ -76,23 +81,38 @@ def test_apply_never_touches_status(tmp_path):
     run("apply", "-f", write(tmp_path / "a.yaml", [live]))
     Widget.objects.filter(name="w1").update(status={"phase": "Ready"})
 
-    result = run("apply", "-f", write(tmp_path / "b.yaml", [{**live, "status": {"phase": "Pending"}}]))
+    result = run(
+        "apply", "-f", write(tmp_path / "b.yaml", [{**live, "status": {"phase": "Pending"}}])
+    )
 
     assert result.out == f"{KEY}/w1 unchanged\n"
     assert Widget.objects.get(name="w1").status == {"phase": "Ready"}
 
 
 def test_multi_document_file(tmp_path):
-    gadget = {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget",
-              "metadata": {"name": "g1"}, "spec": {"size": 1}}
-    text = WIDGET_YAML.format(name="w1", size=1) + "---\n" + WIDGET_YAML.format(name="w2", size=2) \
-        + "---\n" + yaml.dump(gadget) + "---\n"
+    gadget = {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g1"},
+        "spec": {"size": 1},
+    }
+    text = (
+        WIDGET_YAML.format(name="w1", size=1)
+        + "---\n"
+        + WIDGET_YAML.format(name="w2", size=2)
+        + "---\n"
+        + yaml.dump(gadget)
+        + "---\n"
+    )
 
     result = run("apply", "-f", write(tmp_path / "all.yaml", text))
 
     assert result.code == 0
-    assert result.out.splitlines() == [f"{KEY}/w1 created", f"{KEY}/w2 created",
-                                       "gadgets.testing.kruntimes.io/g1 created"]
+    assert result.out.splitlines() == [
+        f"{KEY}/w1 created",
+        f"{KEY}/w2 created",
+        "gadgets.testing.kruntimes.io/g1 created",
+    ]
     assert Gadget.objects.filter(name="g1").exists()
 
 
@@ -106,12 +126,19 @@ def test_directory_applies_manifest_files_sorted_and_recursive_only_with_R(tmp_p
 
     result = run("apply", "-f", str(tmp_path))
 
-    assert result.out.splitlines() == [f"{KEY}/from-a created", f"{KEY}/from-b created",
-                                       f"{KEY}/from-c created"]
+    assert result.out.splitlines() == [
+        f"{KEY}/from-a created",
+        f"{KEY}/from-b created",
+        f"{KEY}/from-c created",
+    ]
     assert not Widget.objects.filter(name="from-d").exists()
     recursive = run("apply", "-R", "-f", str(tmp_path))
-    assert recursive.out.splitlines() == [f"{KEY}/from-a unchanged", f"{KEY}/from-b unchanged",
-                                          f"{KEY}/from-c unchanged", f"{KEY}/from-d created"]
+    assert recursive.out.splitlines() == [
+        f"{KEY}/from-a unchanged",
+        f"{KEY}/from-b unchanged",
+        f"{KEY}/from-c unchanged",
+        f"{KEY}/from-d created",
+    ]
 
 
 def test_stdin(monkeypatch):
@@ -131,8 +158,11 @@ def test_json_file_and_json_stream(tmp_path):
 
     result = run("apply", "-f", str(single), "-f", str(stream))
 
-    assert result.out.splitlines() == [f"{KEY}/j1 created", f"{KEY}/j2 created",
-                                       f"{KEY}/j3 created"]
+    assert result.out.splitlines() == [
+        f"{KEY}/j1 created",
+        f"{KEY}/j2 created",
+        f"{KEY}/j3 created",
+    ]
     assert Widget.objects.get(name="j1").spec["size"] == 5
 
 
@@ -148,8 +178,10 @@ def test_list_of_items(tmp_path, as_json):
 
 
 def test_namespace_and_object_in_one_file_namespace_first(tmp_path):
-    documents = [widget("w1", metadata={"namespace": "team-a"}),
-                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}]
+    documents = [
+        widget("w1", metadata={"namespace": "team-a"}),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+    ]
 
     result = run("apply", "-f", write(tmp_path / "ns.yaml", documents))
 
@@ -158,7 +190,9 @@ def test_namespace_and_object_in_one_file_namespace_first(tmp_path):
     assert Namespace.objects.filter(name="team-a").exists()
     assert Widget.objects.get(name="w1").namespace == "team-a"
     assert run("apply", "-f", str(tmp_path / "ns.yaml")).out.splitlines() == [
-        "namespaces/team-a unchanged", f"{KEY}/w1 unchanged"]
+        "namespaces/team-a unchanged",
+        f"{KEY}/w1 unchanged",
+    ]
 
 
 def test_invalid_document_among_valid_ones(tmp_path):
@@ -170,7 +204,8 @@ def test_invalid_document_among_valid_ones(tmp_path):
     assert result.out.splitlines() == [f"{KEY}/good-1 created", f"{KEY}/good-2 created"]
     assert result.err.startswith(
         f'Error from server (Invalid): error when creating "{tmp_path / "mixed.yaml"}": '
-        'Widget.testing.kruntimes.io "bad" is invalid: spec.size')
+        'Widget.testing.kruntimes.io "bad" is invalid: spec.size'
+    )
     assert not Widget.objects.filter(name="bad").exists()
 
 
@@ -198,14 +233,17 @@ def test_cause_fields_missing_from_the_message_are_listed(tmp_path):
 
 
 def test_unknown_kind(tmp_path):
-    documents = [{"apiVersion": "testing.kruntimes.io/v1", "kind": "Thing",
-                  "metadata": {"name": "t"}}, widget("w1")]
+    documents = [
+        {"apiVersion": "testing.kruntimes.io/v1", "kind": "Thing", "metadata": {"name": "t"}},
+        widget("w1"),
+    ]
 
     result = run("apply", "-f", write(tmp_path / "x.yaml", documents))
 
     assert result.code == 1
-    assert result.err == 'error: no kind "Thing" is registered for version ' \
-                         '"testing.kruntimes.io/v1"\n'
+    assert (
+        result.err == 'error: no kind "Thing" is registered for version "testing.kruntimes.io/v1"\n'
+    )
     assert result.out == f"{KEY}/w1 created\n"
 
 
@@ -215,35 +253,53 @@ def test_missing_type_meta_and_non_objects(tmp_path):
     assert result.code == 1
     assert result.err.splitlines() == [
         "error: error validating data: [apiVersion not set, kind not set]",
-        "error: expected a Kubernetes object, got list"]
+        "error: expected a Kubernetes object, got list",
+    ]
 
 
 def test_namespace_flag_and_mismatch(tmp_path):
-    run("apply", "-f", write(tmp_path / "ns.yaml", [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}]))
+    run(
+        "apply",
+        "-f",
+        write(
+            tmp_path / "ns.yaml",
+            [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}],
+        ),
+    )
 
     result = run("apply", "-n", "other", "-f", write(tmp_path / "w.yaml", [widget("w1")]))
     assert result.out == f"{KEY}/w1 created\n"
     assert Widget.objects.get(name="w1").namespace == "other"
 
-    mismatch = run("apply", "-n", "default", "-f", write(
-        tmp_path / "w2.yaml", [widget("w2", metadata={"namespace": "other"})]))
+    mismatch = run(
+        "apply",
+        "-n",
+        "default",
+        "-f",
+        write(tmp_path / "w2.yaml", [widget("w2", metadata={"namespace": "other"})]),
+    )
     assert mismatch.code == 1
-    assert 'the namespace from the provided object "other" does not match the namespace ' \
-           '"default"' in mismatch.err
+    assert (
+        'the namespace from the provided object "other" does not match the namespace '
+        '"default"' in mismatch.err
+    )
 
 
 def test_missing_namespace_is_not_found(tmp_path):
     result = run("apply", "-n", "nowhere", "-f", write(tmp_path / "w.yaml", [widget("w1")]))
 
     assert result.code == 1
-    assert 'Error from server (NotFound): error when creating' in result.err
+    assert "Error from server (NotFound): error when creating" in result.err
     assert 'namespaces "nowhere" not found' in result.err
 
 
 def test_cluster_scoped_kind_ignores_namespace(tmp_path):
-    gadget = {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget",
-              "metadata": {"name": "g1", "namespace": "default"}, "spec": {"size": 2}}
+    gadget = {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g1", "namespace": "default"},
+        "spec": {"size": 2},
+    }
 
     result = run("apply", "-n", "default", "-f", write(tmp_path / "g.yaml", [gadget]))
 
@@ -259,8 +315,10 @@ def test_dry_run_writes_nothing(tmp_path):
     run("apply", "-f", path)
     before = Widget.objects.get(name="w1")
     changed = write(tmp_path / "w2.yaml", [widget("w1", size=7)])
-    assert run("apply", "--dry-run=server", "-f", changed).out == \
-        f"{KEY}/w1 configured (server dry run)\n"
+    assert (
+        run("apply", "--dry-run=server", "-f", changed).out
+        == f"{KEY}/w1 configured (server dry run)\n"
+    )
     after = Widget.objects.get(pk=before.pk)
     assert (after.spec, after.resource_version) == (before.spec, before.resource_version)
 
@@ -288,8 +346,11 @@ def test_empty_input(tmp_path):
 
 
 def test_generate_name_is_refused(tmp_path):
-    result = run("apply", "-f", write(tmp_path / "g.yaml", [
-        {**widget(""), "metadata": {"generateName": "w-"}}]))
+    result = run(
+        "apply",
+        "-f",
+        write(tmp_path / "g.yaml", [{**widget(""), "metadata": {"generateName": "w-"}}]),
+    )
 
     assert result.code == 1
     assert "cannot use generate name with apply" in result.err

@@ -18,8 +18,12 @@ KEY = "widgets.testing.kruntimes.io"
 
 
 def gadget(name):
-    return {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget", "metadata": {"name": name},
-            "spec": {"size": 1}}
+    return {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Gadget",
+        "metadata": {"name": name},
+        "spec": {"size": 1},
+    }
 
 
 def test_delete_one(tmp_path):
@@ -35,15 +39,21 @@ def test_delete_several_and_type_slash_name(tmp_path):
     apply(tmp_path, widget("w1"), widget("w2"), widget("w3"), gadget("g"))
 
     assert run("delete", "wd", "w1", "w2").out == f'{KEY} "w1" deleted\n{KEY} "w2" deleted\n'
-    assert run("delete", "widgets/w3", "gadgets/g").out == \
-        f'{KEY} "w3" deleted\ngadgets.testing.kruntimes.io "g" deleted\n'
+    assert (
+        run("delete", "widgets/w3", "gadgets/g").out
+        == f'{KEY} "w3" deleted\ngadgets.testing.kruntimes.io "g" deleted\n'
+    )
     assert not Widget.objects.exists()
     assert not Gadget.objects.exists()
 
 
 def test_delete_in_namespace(tmp_path):
-    apply(tmp_path, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
-          widget("w1", metadata={"namespace": "team"}), widget("w1"))
+    apply(
+        tmp_path,
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+        widget("w1", metadata={"namespace": "team"}),
+        widget("w1"),
+    )
 
     assert run("delete", "widgets", "w1", "-n", "team").code == 0
     assert list(Widget.objects.values_list("namespace", flat=True)) == ["default"]
@@ -67,14 +77,18 @@ def test_delete_from_file(tmp_path):
     result = run("delete", "-f", path)
 
     assert result.code == 0
-    assert result.out.splitlines() == [f'{KEY} "w1" deleted', f'{KEY} "w2" deleted',
-                                       'gadgets.testing.kruntimes.io "g" deleted']
+    assert result.out.splitlines() == [
+        f'{KEY} "w1" deleted',
+        f'{KEY} "w2" deleted',
+        'gadgets.testing.kruntimes.io "g" deleted',
+    ]
     assert list(Widget.objects.values_list("name", flat=True)) == ["kept"]
 
     again = run("delete", "-f", path)
     assert again.code == 1
-    assert again.err.splitlines()[0] == (f'Error from server (NotFound): error when deleting '
-                                         f'"{path}": {KEY} "w1" not found')
+    assert again.err.splitlines()[0] == (
+        f'Error from server (NotFound): error when deleting "{path}": {KEY} "w1" not found'
+    )
 
 
 def test_delete_from_stdin(tmp_path, monkeypatch):
@@ -86,8 +100,11 @@ def test_delete_from_stdin(tmp_path, monkeypatch):
 
 
 def test_delete_from_file_removes_namespaces_last(tmp_path):
-    path = apply(tmp_path, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
-                 widget("w1", metadata={"namespace": "team"}))
+    path = apply(
+        tmp_path,
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+        widget("w1", metadata={"namespace": "team"}),
+    )
 
     result = run("delete", "-f", path)
 
@@ -115,8 +132,12 @@ def test_object_held_by_finalizer_stays_with_deletion_timestamp(tmp_path):
 def test_cascade_orphan_keeps_and_releases_dependents(tmp_path):
     apply(tmp_path, gadget("owner"), name="owner.yaml")
     owner = Gadget.objects.get(name="owner")
-    ref = {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget", "name": "owner",
-           "uid": str(owner.uid)}
+    ref = {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Gadget",
+        "name": "owner",
+        "uid": str(owner.uid),
+    }
     apply(tmp_path, widget("dep", metadata={"ownerReferences": [ref]}), name="dep.yaml")
 
     result = run("delete", "gadgets", "owner", "--cascade=orphan")
@@ -128,8 +149,12 @@ def test_cascade_orphan_keeps_and_releases_dependents(tmp_path):
 def test_cascade_foreground_holds_owner_with_dependents(tmp_path):
     apply(tmp_path, gadget("owner"), name="owner.yaml")
     owner = Gadget.objects.get(name="owner")
-    ref = {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget", "name": "owner",
-           "uid": str(owner.uid)}
+    ref = {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Gadget",
+        "name": "owner",
+        "uid": str(owner.uid),
+    }
     apply(tmp_path, widget("dep", metadata={"ownerReferences": [ref]}), name="dep.yaml")
 
     result = run("delete", "gadgets", "owner", "--cascade", "foreground")
@@ -146,8 +171,7 @@ def test_usage_errors(tmp_path):
     assert no_name.err.startswith("error: resource(s) were provided, but no name")
 
     nothing = run("delete")
-    assert nothing.err == "error: You must provide one or more resources by argument or " \
-                          "filename.\n"
+    assert nothing.err == "error: You must provide one or more resources by argument or filename.\n"
 
     unknown = run("delete", "sprockets", "x")
     assert unknown.err == 'error: the server doesn\'t have a resource type "sprockets"\n'

@@ -70,8 +70,9 @@ def test_wide_adds_wide_columns_after_age(tmp_path):
 
 
 def test_all_namespaces_and_namespace_flag(tmp_path):
-    apply(tmp_path, namespace("team-b"), widget("w1"),
-          widget("w2", metadata={"namespace": "team-b"}))
+    apply(
+        tmp_path, namespace("team-b"), widget("w1"), widget("w2", metadata={"namespace": "team-b"})
+    )
 
     everywhere = run("get", "widgets", "-A")
     lines = everywhere.out.splitlines()
@@ -80,21 +81,30 @@ def test_all_namespaces_and_namespace_flag(tmp_path):
     assert [line.split()[:2] for line in lines[1:]] == [["default", "w1"], ["team-b", "w2"]]
 
     assert [line.split()[0] for line in run("get", "widgets").out.splitlines()[1:]] == ["w1"]
-    assert [line.split()[0] for line in
-            run("get", "widgets", "-n", "team-b").out.splitlines()[1:]] == ["w2"]
+    assert [
+        line.split()[0] for line in run("get", "widgets", "-n", "team-b").out.splitlines()[1:]
+    ] == ["w2"]
     # a cluster-scoped kind has no NAMESPACE column even with -A
     assert run("get", "namespaces", "-A").out.splitlines()[0].split() == ["NAME", "STATUS", "AGE"]
 
 
 def test_label_selector(tmp_path):
-    apply(tmp_path, widget("front", metadata={"labels": {"tier": "web"}}),
-          widget("back", metadata={"labels": {"tier": "db"}}), widget("bare"))
+    apply(
+        tmp_path,
+        widget("front", metadata={"labels": {"tier": "web"}}),
+        widget("back", metadata={"labels": {"tier": "db"}}),
+        widget("bare"),
+    )
 
     assert run("get", "widgets", "-l", "tier=web", "-o", "name").out == f"{KEY}/front\n"
     assert run("get", "widgets", "-l", "tier", "-o", "name").out.splitlines() == [
-        f"{KEY}/back", f"{KEY}/front"]
+        f"{KEY}/back",
+        f"{KEY}/front",
+    ]
     assert run("get", "widgets", "-l", "tier!=web", "-o", "name").out.splitlines() == [
-        f"{KEY}/back", f"{KEY}/bare"]
+        f"{KEY}/back",
+        f"{KEY}/bare",
+    ]
     bad = run("get", "widgets", "-l", "a b c")
     assert bad.code == 1
     assert bad.err.startswith("Error from server (BadRequest): unable to parse labelSelector")
@@ -129,7 +139,9 @@ def test_yaml_list_round_trips_through_apply(tmp_path):
     assert [item["metadata"]["name"] for item in listing["items"]] == ["w1", "w2"]
     (tmp_path / "back.yaml").write_text(result.out)
     assert run("apply", "-f", str(tmp_path / "back.yaml")).out.splitlines() == [
-        f"{KEY}/w1 unchanged", f"{KEY}/w2 unchanged"]
+        f"{KEY}/w1 unchanged",
+        f"{KEY}/w2 unchanged",
+    ]
 
 
 def test_a_listing_is_a_list_even_with_one_item(tmp_path):
@@ -151,19 +163,36 @@ def test_json_output(tmp_path):
 
 
 def test_name_output_and_type_slash_name(tmp_path):
-    apply(tmp_path, widget("w1"), widget("w2"),
-          {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget", "metadata": {"name": "g"},
-           "spec": {"size": 1}})
+    apply(
+        tmp_path,
+        widget("w1"),
+        widget("w2"),
+        {
+            "apiVersion": "testing.kruntimes.io/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g"},
+            "spec": {"size": 1},
+        },
+    )
 
     assert run("get", "widgets", "-o", "name").out == f"{KEY}/w1\n{KEY}/w2\n"
-    assert run("get", "wd/w2", "gadgets/g", "-o", "name").out == \
-        f"{KEY}/w2\ngadgets.testing.kruntimes.io/g\n"
+    assert (
+        run("get", "wd/w2", "gadgets/g", "-o", "name").out
+        == f"{KEY}/w2\ngadgets.testing.kruntimes.io/g\n"
+    )
 
 
 def test_several_kinds_print_one_table_each_with_qualified_names(tmp_path):
-    apply(tmp_path, widget("w1"),
-          {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget", "metadata": {"name": "g"},
-           "spec": {"size": 1}})
+    apply(
+        tmp_path,
+        widget("w1"),
+        {
+            "apiVersion": "testing.kruntimes.io/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g"},
+            "spec": {"size": 1},
+        },
+    )
 
     tables = run("get", "widgets,gadgets").out.split("\n\n")
 
@@ -188,7 +217,11 @@ def test_not_found(tmp_path):
 
 def test_no_resources(tmp_path):
     empty = run("get", "widgets")
-    assert (empty.code, empty.out, empty.err) == (0, "", "No resources found in default namespace.\n")
+    assert (empty.code, empty.out, empty.err) == (
+        0,
+        "",
+        "No resources found in default namespace.\n",
+    )
     assert run("get", "widgets", "-n", "x").err == "No resources found in x namespace.\n"
     assert run("get", "widgets", "-A").err == "No resources found\n"
     assert run("get", "gadgets").err == "No resources found\n"
@@ -210,20 +243,45 @@ def test_name_across_all_namespaces_is_refused():
 
 
 def test_gadget_age_in_days(tmp_path):
-    apply(tmp_path, {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget",
-                     "metadata": {"name": "g"}, "spec": {"size": 1}})
+    apply(
+        tmp_path,
+        {
+            "apiVersion": "testing.kruntimes.io/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g"},
+            "spec": {"size": 1},
+        },
+    )
     backdate(Gadget, "g", days=4, hours=1)
 
     assert run("get", "gadgets").out.splitlines()[1].split() == ["g", "4d1h"]
 
 
-@pytest.mark.parametrize(("seconds", "expected"), [
-    (-5, "<invalid>"), (-1, "0s"), (0, "0s"), (5, "5s"), (119, "119s"), (120, "2m"),
-    (185, "3m5s"), (600, "10m"), (179 * 60 + 59, "179m"), (3 * 3600, "3h"),
-    (3 * 3600 + 25 * 60, "3h25m"), (8 * 3600, "8h"), (47 * 3600 + 3599, "47h"),
-    (48 * 3600, "2d"), (4 * 86400 + 3 * 3600, "4d3h"), (8 * 86400, "8d"), (400 * 86400, "400d"),
-    (730 * 86400, "2y"), (800 * 86400, "2y70d"), (3000 * 86400, "8y"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (-5, "<invalid>"),
+        (-1, "0s"),
+        (0, "0s"),
+        (5, "5s"),
+        (119, "119s"),
+        (120, "2m"),
+        (185, "3m5s"),
+        (600, "10m"),
+        (179 * 60 + 59, "179m"),
+        (3 * 3600, "3h"),
+        (3 * 3600 + 25 * 60, "3h25m"),
+        (8 * 3600, "8h"),
+        (47 * 3600 + 3599, "47h"),
+        (48 * 3600, "2d"),
+        (4 * 86400 + 3 * 3600, "4d3h"),
+        (8 * 86400, "8d"),
+        (400 * 86400, "400d"),
+        (730 * 86400, "2y"),
+        (800 * 86400, "2y70d"),
+        (3000 * 86400, "8y"),
+    ],
+)
 def test_human_duration_matches_kubectl(seconds, expected):
     assert cli.human_duration(timedelta(seconds=seconds)) == expected
 

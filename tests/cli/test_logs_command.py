@@ -37,8 +37,10 @@ def test_another_namespace(build):
     from portal.machinery.registry import registry
     from portal.models import Namespace
 
-    store.create(registry.for_model(Namespace), {"apiVersion": "v1", "kind": "Namespace",
-                                                 "metadata": {"name": "team"}})
+    store.create(
+        registry.for_model(Namespace),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+    )
     other = make_run("build", namespace="team")
     append(other, 0, "team output\n")
     assert call("logs", "build", "-n", "team").out == "team output\n"
@@ -63,13 +65,16 @@ def test_a_missing_run_is_one_line_and_exit_code_1(db):
 def test_an_attempt_that_does_not_exist(build):
     result = call("logs", "build", "--attempt", "3")
     assert result.code == 1
-    assert result.err == ('error: attempt 3 of Run "build" does not exist: the Run is at '
-                          "attempt 1\n")
+    assert result.err == (
+        'error: attempt 3 of Run "build" does not exist: the Run is at attempt 1\n'
+    )
 
 
 def test_follow_prints_until_the_run_ends(build, monkeypatch):
-    actions = [lambda: append(build, 14, "four\n"),
-               lambda: Run.objects.filter(pk=build.pk).update(phase="Succeeded")]
+    actions = [
+        lambda: append(build, 14, "four\n"),
+        lambda: Run.objects.filter(pk=build.pk).update(phase="Succeeded"),
+    ]
     clock = {"now": 0.0}
 
     def sleep(seconds):
@@ -77,8 +82,11 @@ def test_follow_prints_until_the_run_ends(build, monkeypatch):
         if actions:
             actions.pop(0)()
 
-    monkeypatch.setattr(Command, "follow_policy", logs.FollowPolicy(
-        poll_interval=0, grace=0.5, sleep=sleep, clock=lambda: clock["now"]))
+    monkeypatch.setattr(
+        Command,
+        "follow_policy",
+        logs.FollowPolicy(poll_interval=0, grace=0.5, sleep=sleep, clock=lambda: clock["now"]),
+    )
     result = call("logs", "build", "-f")
     assert (result.code, result.err) == (0, "")
     assert result.out == "one\ntwo\nthree\nfour\n"

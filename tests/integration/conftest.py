@@ -57,26 +57,48 @@ class Processes:
 
     def start(self, *argv: str) -> subprocess.Popen:
         log = open(self.logs / f"{argv[0]}-{len(self.running)}.log", "wb")  # noqa: SIM115
-        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", *argv],
-                                   cwd=ROOT, env=self.env, start_new_session=True,
-                                   stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "portal", *argv],
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         self.running.append(process)
         return process
 
     def output(self) -> str:
         """Every process's log, for a failing test's report."""
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                         for p in sorted(self.logs.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+            for p in sorted(self.logs.glob("*.log"))
+        )
 
     def worker(self) -> subprocess.Popen:
-        return self.start("worker", "-Q", "control", "--pool", "solo", "--loglevel", "INFO",
-                          "-n", f"test-{os.getpid()}-{len(self.running)}@%h")
+        return self.start(
+            "worker",
+            "-Q",
+            "control",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "-n",
+            f"test-{os.getpid()}-{len(self.running)}@%h",
+        )
 
     def beat(self, schedule_dir: Path) -> subprocess.Popen:
-        return self.start("beat", "--loglevel", "INFO", "--scheduler",
-                          "django_celery_beat.schedulers:DatabaseScheduler",
-                          "--pidfile", str(schedule_dir / "beat.pid"))
+        return self.start(
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--scheduler",
+            "django_celery_beat.schedulers:DatabaseScheduler",
+            "--pidfile",
+            str(schedule_dir / "beat.pid"),
+        )
 
     def stop(self) -> None:
         for process in self.running:
@@ -92,15 +114,23 @@ class Processes:
 
 @pytest.fixture
 def processes(request, broker, transactional_db, tmp_path):
-    env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
-           "KRUNTIMES_RECONCILE_INTERVAL_SECONDS": "1", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        **broker,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "KRUNTIMES_TEST_EAGER": "0",
+        "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
+        "KRUNTIMES_RECONCILE_INTERVAL_SECONDS": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     if "KRUNTIMES_DATA_DIR" not in broker:
         env["KRUNTIMES_DATA_DIR"] = str(settings.DATA_DIR)
     from portal.models import Namespace
 
     # transactional tests flush tables, the migration's "default" namespace included
-    Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": ["kubernetes"]}})
+    Namespace.objects.get_or_create(
+        name="default", defaults={"spec": {"finalizers": ["kubernetes"]}}
+    )
     logs = tmp_path / "logs"
     logs.mkdir()
     procs = Processes(env, logs)
@@ -142,8 +172,13 @@ class PortalUp:
     def start(self, session: requests.Session) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "up", "--port", str(self.port)], cwd=ROOT,
-            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [sys.executable, "manage.py", "up", "--port", str(self.port)],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         assert wait_until(lambda: _answers(session, self.base), timeout=60), "web never came up"
 
@@ -163,12 +198,18 @@ class PortalUp:
 
 
 def up_process(broker, tmp_path, up_env) -> PortalUp:
-    env = {**os.environ, **broker, "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
-           "PYTHONPATH": str(ROOT), "KRUNTIMES_DATA_DIR": broker.get(
-               "KRUNTIMES_DATA_DIR", str(tmp_path / "data")),
-           # a short stop: tests end with steps still running (a test may want the real grace)
-           "KRUNTIMES_POD_TERMINATION_GRACE_SECONDS": "6", **up_env}
+    env = {
+        **os.environ,
+        **broker,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "KRUNTIMES_TEST_EAGER": "0",
+        "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
+        "PYTHONPATH": str(ROOT),
+        "KRUNTIMES_DATA_DIR": broker.get("KRUNTIMES_DATA_DIR", str(tmp_path / "data")),
+        # a short stop: tests end with steps still running (a test may want the real grace)
+        "KRUNTIMES_POD_TERMINATION_GRACE_SECONDS": "6",
+        **up_env,
+    }
     return PortalUp(env, free_port(), tmp_path / "up.log")
 
 

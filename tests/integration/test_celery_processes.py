@@ -21,10 +21,17 @@ def _owner_with_child():
     gadgets = registry.get("testing.kruntimes.io", "v1", "gadgets")
     widgets = registry.get("testing.kruntimes.io", "v1", "widgets")
     owner = store.create(gadgets, {"metadata": {"name": "owner"}, "spec": {"size": 1}})
-    ref = {"apiVersion": "testing.kruntimes.io/v1", "kind": "Gadget", "name": "owner",
-           "uid": str(owner.uid)}
-    store.create(widgets, {"metadata": {"name": "child", "ownerReferences": [ref]},
-                           "spec": {"size": 1}}, namespace="default")
+    ref = {
+        "apiVersion": "testing.kruntimes.io/v1",
+        "kind": "Gadget",
+        "name": "owner",
+        "uid": str(owner.uid),
+    }
+    store.create(
+        widgets,
+        {"metadata": {"name": "child", "ownerReferences": [ref]}, "spec": {"size": 1}},
+        namespace="default",
+    )
     return gadgets, widgets, owner
 
 
@@ -41,8 +48,12 @@ def test_worker_runs_a_control_task_sent_through_the_broker(processes):
     sender.conf.broker_transport_options = _transport_options(processes.env)
     # an explicit URL: Celery would otherwise prefer $CELERY_BROKER_URL of this process
     with sender.connection_for_write(url) as conn:
-        sender.send_task("portal.tasks.collect_dependents", args=[str(owner.uid)],
-                         queue="control", connection=conn)
+        sender.send_task(
+            "portal.tasks.collect_dependents",
+            args=[str(owner.uid)],
+            queue="control",
+            connection=conn,
+        )
     assert wait_until(lambda: _child_gone(widgets)), "the worker never collected the child"
 
 
@@ -51,8 +62,9 @@ def test_beat_heals_a_lost_event(processes, tmp_path):
     gadgets.model.objects.filter(pk=owner.pk).delete()  # as if the delete's event was lost
     processes.worker()
     processes.beat(tmp_path)
-    assert wait_until(lambda: _child_gone(widgets), timeout=40), \
+    assert wait_until(lambda: _child_gone(widgets), timeout=40), (
         "beat's garbage-collect pass never ran"
+    )
 
 
 def test_a_killed_worker_loses_nothing_beat_repeats_the_work(processes, tmp_path):
@@ -74,5 +86,9 @@ def _transport_options(env: dict[str, str]) -> dict:
     broker = Path(env["KRUNTIMES_DATA_DIR"]) / "broker"
     for sub in ("queue", "processed", "control"):
         (broker / sub).mkdir(parents=True, exist_ok=True)
-    return {"data_folder_in": str(broker / "queue"), "data_folder_out": str(broker / "queue"),
-            "control_folder": str(broker / "control"), "store_processed": False}
+    return {
+        "data_folder_in": str(broker / "queue"),
+        "data_folder_out": str(broker / "queue"),
+        "control_folder": str(broker / "control"),
+        "store_processed": False,
+    }

@@ -27,20 +27,28 @@ TERMINAL = {"Succeeded", "Failed", "Timeout", "Cancelled"}
 
 
 def step(ledger) -> str:
-    return (f'echo "$KRUNTIME_RUN_NAME $KRUNTIME_ATTEMPT start" >> {ledger}\n'
-            "sleep 0.$((RANDOM % 5 + 2))\n"
-            f'echo "$KRUNTIME_RUN_NAME $KRUNTIME_ATTEMPT done" >> {ledger}\n')
+    return (
+        f'echo "$KRUNTIME_RUN_NAME $KRUNTIME_ATTEMPT start" >> {ledger}\n'
+        "sleep 0.$((RANDOM % 5 + 2))\n"
+        f'echo "$KRUNTIME_RUN_NAME $KRUNTIME_ATTEMPT done" >> {ledger}\n'
+    )
 
 
 def create_runs(session, base, ledger) -> None:
     runtime = {**RUNTIME, "spec": {**RUNTIME["spec"], "replicas": 4}}
     assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
     for index in range(RUNS):
-        manifest = {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
-                    "metadata": {"name": f"f{index:03d}"},
-                    "spec": {"runtime": "bash", "source": {"inline": step(ledger)},
-                             "mode": {"task": {}},
-                             "retryPolicy": {"maxAttempts": 3, "backoff": "1s"}}}
+        manifest = {
+            "apiVersion": "kruntimes.io/v1alpha1",
+            "kind": "Run",
+            "metadata": {"name": f"f{index:03d}"},
+            "spec": {
+                "runtime": "bash",
+                "source": {"inline": step(ledger)},
+                "mode": {"task": {}},
+                "retryPolicy": {"maxAttempts": 3, "backoff": "1s"},
+            },
+        }
         response = session.post(f"{base}{API}/runs", json=manifest, timeout=10)
         assert response.status_code == 201, response.text
 
@@ -52,8 +60,10 @@ def done_lines(ledger) -> int:
 def phases() -> dict[str, tuple[str, int, str]]:
     from scheduling.models import Run
 
-    return {run.name: (run.phase, run.attempt, (run.status or {}).get("reason", ""))
-            for run in Run.objects.filter(name__startswith="f")}
+    return {
+        run.name: (run.phase, run.attempt, (run.status or {}).get("reason", ""))
+        for run in Run.objects.filter(name__startswith="f")
+    }
 
 
 def verdict(ledger) -> dict[str, int]:
@@ -62,16 +72,26 @@ def verdict(ledger) -> dict[str, int]:
         name, attempt, what = line.split()
         (done if what == "done" else started)[name].add(int(attempt))
     final = phases()
-    duplicates = sum(1 for name, attempts in done.items()
-                     if any(a > min(attempts) for a in started[name]))
+    duplicates = sum(
+        1 for name, attempts in done.items() if any(a > min(attempts) for a in started[name])
+    )
     false_failures = sum(1 for name in done if final[name][0] != "Succeeded")
     stuck = sum(1 for phase, _, _ in final.values() if phase not in TERMINAL)
-    figures = {"runs": len(final), "done": len(done), "duplicates": duplicates,
-               "false_failures": false_failures, "stuck": stuck,
-               "retried": sum(1 for _, attempt, _ in final.values() if attempt > 1),
-               "failed": sum(1 for phase, _, _ in final.values() if phase != "Succeeded")}
-    print("fault probe:", figures, "reasons:",
-          sorted({reason for phase, _, reason in final.values() if phase != "Succeeded"}))
+    figures = {
+        "runs": len(final),
+        "done": len(done),
+        "duplicates": duplicates,
+        "false_failures": false_failures,
+        "stuck": stuck,
+        "retried": sum(1 for _, attempt, _ in final.values() if attempt > 1),
+        "failed": sum(1 for phase, _, _ in final.values() if phase != "Succeeded"),
+    }
+    print(
+        "fault probe:",
+        figures,
+        "reasons:",
+        sorted({reason for phase, _, reason in final.values() if phase != "Succeeded"}),
+    )
     return figures
 
 
@@ -87,7 +107,8 @@ def namespace():
 
 
 def test_a_restart_mid_flight_runs_nothing_twice_and_fails_nothing_done(
-        broker, tmp_path, admin_user, namespace):
+    broker, tmp_path, admin_user, namespace
+):
     ledger = tmp_path / "ledger"
     session = api_session(admin_user)
     up = up_process(broker, tmp_path, {"KRUNTIMES_POD_TERMINATION_GRACE_SECONDS": "15"})
@@ -119,16 +140,30 @@ def private_redis(tmp_path):
     port = free_port()
     data = tmp_path / "redis"
     data.mkdir()
-    argv = [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
-            "--save", "", "--appendonly", "yes", "--appendfsync", "always"]
+    argv = [
+        server,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(data),
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]
 
     class PrivateRedis:
         url = f"redis://127.0.0.1:{port}/0"
         process: subprocess.Popen | None = None
 
         def start(self) -> None:
-            self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             assert wait_until(self.answers, timeout=10), "redis did not start"
 
         def stop(self) -> None:
@@ -152,13 +187,15 @@ def private_redis(tmp_path):
 
 
 def test_a_20s_redis_outage_runs_nothing_twice_and_fails_nothing_done(
-        private_redis, tmp_path, admin_user, namespace):
+    private_redis, tmp_path, admin_user, namespace
+):
     ledger = tmp_path / "ledger"
     data = tmp_path / "data"
     data.mkdir()
     session = api_session(admin_user)
-    up = up_process({"CELERY_BROKER_URL": private_redis.url, "KRUNTIMES_DATA_DIR": str(data)},
-                    tmp_path, {})
+    up = up_process(
+        {"CELERY_BROKER_URL": private_redis.url, "KRUNTIMES_DATA_DIR": str(data)}, tmp_path, {}
+    )
     try:
         up.start(session)
         create_runs(session, up.base, ledger)

@@ -45,21 +45,26 @@ def test_outputs_artifacts_logs_cancel_and_cleanup(portal_up, tmp_path):
     verify = run_manifest("verify", f'test "$(cat dist/app.txt)" = "payload-{uid}"')
     verify["spec"]["artifactInputs"] = [{"ref": dist, "path": "dist"}]
     session.post(f"{base}{API}/runs", json=verify, timeout=10)
-    assert wait_until(lambda: _phase(session, base, "verify") in ("Succeeded", "Failed"),
-                      timeout=30)
+    assert wait_until(
+        lambda: _phase(session, base, "verify") in ("Succeeded", "Failed"), timeout=30
+    )
     assert _status(session, base, "verify")["phase"] == "Succeeded", _status(
-        session, base, "verify")
+        session, base, "verify"
+    )
 
-    assert wait_until(lambda: "building" in session.get(
-        f"{base}{API}/runs/build/log", timeout=5).text, timeout=10)
+    assert wait_until(
+        lambda: "building" in session.get(f"{base}{API}/runs/build/log", timeout=5).text, timeout=10
+    )
 
     marker = f"300.{os.getpid()}{time.monotonic_ns() % 10**6}"
-    session.post(f"{base}{API}/runs", json=run_manifest("sleeper", f"sleep {marker}"),
-                 timeout=10)
+    session.post(f"{base}{API}/runs", json=run_manifest("sleeper", f"sleep {marker}"), timeout=10)
     assert wait_until(lambda: _running_with(f"sleep\0{marker}"), timeout=30)
-    patched = session.patch(f"{base}{API}/runs/sleeper",
-                            json={"spec": {"cancelRequested": True}},
-                            headers={"Content-Type": "application/merge-patch+json"}, timeout=5)
+    patched = session.patch(
+        f"{base}{API}/runs/sleeper",
+        json={"spec": {"cancelRequested": True}},
+        headers={"Content-Type": "application/merge-patch+json"},
+        timeout=5,
+    )
     assert patched.status_code == 200, patched.text
     asked = time.monotonic()
     assert wait_until(lambda: _phase(session, base, "sleeper") == "Cancelled", timeout=30)
@@ -67,10 +72,16 @@ def test_outputs_artifacts_logs_cancel_and_cleanup(portal_up, tmp_path):
     assert not _running_with(f"sleep\0{marker}")
 
     # portal_up's data dir: where its local pods keep the artifact volumes
-    stored = tmp_path / "data" / "artifact-volumes" / "artifacts" / Path(
-        dist["location"]["filesystem"]["path"])
+    stored = (
+        tmp_path
+        / "data"
+        / "artifact-volumes"
+        / "artifacts"
+        / Path(dist["location"]["filesystem"]["path"])
+    )
     assert stored.is_file()
     assert session.delete(f"{base}{API}/runs/build", timeout=5).status_code in (200, 202)
-    assert wait_until(lambda: session.get(f"{base}{API}/runs/build", timeout=5)
-                      .status_code == 404, timeout=30), "the finalizer never let go"
+    assert wait_until(
+        lambda: session.get(f"{base}{API}/runs/build", timeout=5).status_code == 404, timeout=30
+    ), "the finalizer never let go"
     assert not stored.exists()

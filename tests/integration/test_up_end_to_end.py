@@ -13,21 +13,30 @@ from .conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 API = "/apis/kruntimes.io/v1alpha1/namespaces/default"
-RUNTIME = {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Runtime",
-           "metadata": {"name": "bash"},
-           "spec": {"template": {"spec": {"containers": [{"name": "runtime",
-                                                          "image": "bash:5"}]}},
-                    "replicas": 2}}
+RUNTIME = {
+    "apiVersion": "kruntimes.io/v1alpha1",
+    "kind": "Runtime",
+    "metadata": {"name": "bash"},
+    "spec": {
+        "template": {"spec": {"containers": [{"name": "runtime", "image": "bash:5"}]}},
+        "replicas": 2,
+    },
+}
 
 
 def run_manifest(name: str, script: str) -> dict:
-    return {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run", "metadata": {"name": name},
-            "spec": {"runtime": "bash", "source": {"inline": script}, "mode": {"task": {}}}}
+    return {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "Run",
+        "metadata": {"name": name},
+        "spec": {"runtime": "bash", "source": {"inline": script}, "mode": {"task": {}}},
+    }
 
 
 def _phase(session, base, name) -> str:
-    return session.get(f"{base}{API}/runs/{name}", timeout=5).json().get(
-        "status", {}).get("phase", "")
+    return (
+        session.get(f"{base}{API}/runs/{name}", timeout=5).json().get("status", {}).get("phase", "")
+    )
 
 
 def _running_with(marker: str) -> bool:
@@ -75,8 +84,7 @@ def test_a_failing_step_and_a_lost_pod(portal_up):
     assert wait_until(lambda: _ready_pods() == 2, timeout=60)
     session.post(f"{base}{API}/runs", json=run_manifest("fails", "exit 3"), timeout=10)
     marker = f"120.{os.getpid()}{time.monotonic_ns() % 10**6}"  # a unique sleep argument
-    session.post(f"{base}{API}/runs", json=run_manifest("sleeps", f"sleep {marker}"),
-                 timeout=10)
+    session.post(f"{base}{API}/runs", json=run_manifest("sleeps", f"sleep {marker}"), timeout=10)
     assert wait_until(lambda: _phase(session, base, "fails") == "Failed", timeout=30)
     failed = session.get(f"{base}{API}/runs/fails", timeout=5).json()["status"]
     assert (failed["reason"], failed["exitCode"]) == ("RuntimeExecute", 3)
@@ -93,5 +101,7 @@ def test_a_failing_step_and_a_lost_pod(portal_up):
     # the step died with its pod: nothing of it is left running
     assert wait_until(lambda: not _running_with(f"sleep\0{marker}"), timeout=10)
     # the supervisor brought the pod back as a new one
-    assert wait_until(lambda: _ready_pods() == 2 and not RuntimePod.objects.filter(
-        name=pod_name).exists(), timeout=60)
+    assert wait_until(
+        lambda: _ready_pods() == 2 and not RuntimePod.objects.filter(name=pod_name).exists(),
+        timeout=60,
+    )

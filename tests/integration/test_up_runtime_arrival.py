@@ -20,8 +20,12 @@ def up_env() -> dict[str, str]:
 
 
 def _run(name: str, runtime: str, **spec) -> dict:
-    return {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run", "metadata": {"name": name},
-            "spec": {"runtime": runtime, "mode": {"task": {}}, **spec}}
+    return {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "Run",
+        "metadata": {"name": name},
+        "spec": {"runtime": runtime, "mode": {"task": {}}, **spec},
+    }
 
 
 def _status(session, base, name) -> dict:
@@ -30,22 +34,30 @@ def _status(session, base, name) -> dict:
 
 def test_a_run_waits_for_its_runtime_and_a_bad_source_fails_once(portal_up):
     session, base = portal_up
-    created = session.post(f"{base}{API}/runs", timeout=10, json=_run(
-        "early", "late", source={"inline": "echo placed"}))
+    created = session.post(
+        f"{base}{API}/runs",
+        timeout=10,
+        json=_run("early", "late", source={"inline": "echo placed"}),
+    )
     assert created.status_code == 201, created.text
     not_found = 'Runtime "late" not found in namespace "default"'
-    assert wait_until(lambda: _status(session, base, "early").get("message") == not_found,
-                      timeout=20), _status(session, base, "early")
+    assert wait_until(
+        lambda: _status(session, base, "early").get("message") == not_found, timeout=20
+    ), _status(session, base, "early")
 
-    runtime = {**RUNTIME, "metadata": {"name": "late"}, "spec": {**RUNTIME["spec"],
-                                                                  "replicas": 1}}
+    runtime = {**RUNTIME, "metadata": {"name": "late"}, "spec": {**RUNTIME["spec"], "replicas": 1}}
     started = time.monotonic()
     assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
     assert wait_until(lambda: _phase(session, base, "early") == "Succeeded", timeout=60)
     print(f"Runtime created -> waiting Run Succeeded in {time.monotonic() - started:.1f}s")
 
-    bad = _run("bad-source", "late", source={"repoURL": "file:///nonexistent/repo.git"},
-               mode={"task": {"entrypoint": "run.sh"}}, retryPolicy={"maxAttempts": 3})
+    bad = _run(
+        "bad-source",
+        "late",
+        source={"repoURL": "file:///nonexistent/repo.git"},
+        mode={"task": {"entrypoint": "run.sh"}},
+        retryPolicy={"maxAttempts": 3},
+    )
     assert session.post(f"{base}{API}/runs", json=bad, timeout=10).status_code == 201
     assert wait_until(lambda: _phase(session, base, "bad-source") == "Failed", timeout=30)
     status = _status(session, base, "bad-source")

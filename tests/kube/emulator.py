@@ -23,10 +23,16 @@ SUBJECT_ACCESS_REVIEWS = "post /apis/authorization.k8s.io/v1/subjectaccessreview
 # A held answer waits at most this long (in 10 ms steps) even if nobody releases it.
 MAX_HOLD_SECONDS = 5.0
 # Kubernetes never persists these; every POST is a fresh question.
-REVIEW_RESOURCES = frozenset({
-    "subjectaccessreviews", "selfsubjectaccessreviews", "localsubjectaccessreviews",
-    "selfsubjectrulesreviews", "tokenreviews", "selfsubjectreviews",
-})
+REVIEW_RESOURCES = frozenset(
+    {
+        "subjectaccessreviews",
+        "selfsubjectaccessreviews",
+        "localsubjectaccessreviews",
+        "selfsubjectrulesreviews",
+        "tokenreviews",
+        "selfsubjectreviews",
+    }
+)
 
 
 @attrs.define(kw_only=True)
@@ -68,7 +74,8 @@ class EmulatorServer:
         try:
             if self._stack is not None:
                 asyncio.run_coroutine_threadsafe(self._stack.aclose(), self._loop).result(
-                    START_TIMEOUT_SECONDS)
+                    START_TIMEOUT_SECONDS
+                )
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(START_TIMEOUT_SECONDS)
@@ -81,7 +88,8 @@ class EmulatorServer:
         await stack.enter_async_context(self.emulator)
         # port=None: the OS picks a free port, so parallel runs never collide
         self._server = await stack.enter_async_context(
-            kmock.Server(self.emulator, host="127.0.0.1", port=None))
+            kmock.Server(self.emulator, host="127.0.0.1", port=None)
+        )
         self._stack = stack
 
     def __enter__(self) -> EmulatorServer:
@@ -91,16 +99,22 @@ class EmulatorServer:
         self.stop()
 
 
-def access_review_answer(review: dict, *, allowed: bool, denied: bool = False,
-                         reason: str = "") -> dict:
+def access_review_answer(
+    review: dict, *, allowed: bool, denied: bool = False, reason: str = ""
+) -> dict:
     """What the API server returns for a posted access review: the spec echoed, plus status."""
     status: dict = {"allowed": allowed}
     if denied:
         status["denied"] = True
     if reason:
         status["reason"] = reason
-    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "metadata": {}, **{k: v for k, v in review.items() if k == "spec"}, "status": status}
+    return {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "metadata": {},
+        **{k: v for k, v in review.items() if k == "spec"},
+        "status": status,
+    }
 
 
 class ScriptedAccessReviews:
@@ -148,6 +162,9 @@ class ScriptedAccessReviews:
             while not self._released.is_set() and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
         if self._error_code is not None:
-            raise kmock.KubernetesError(status=self._error_code, reason="InternalError",
-                                        message="the authorizer is unavailable")
+            raise kmock.KubernetesError(
+                status=self._error_code,
+                reason="InternalError",
+                message="the authorizer is unavailable",
+            )
         return access_review_answer(request.data, **self._answer)

@@ -21,8 +21,11 @@ def test_stop_terminates_every_child_and_its_group():
 
 def test_dead_child_is_restarted_with_backoff():
     starts = []
-    crasher = Child("crasher", [sys.executable, "-c", "raise SystemExit(3)"],
-                    prepare=lambda c: starts.append(time.monotonic()))
+    crasher = Child(
+        "crasher",
+        [sys.executable, "-c", "raise SystemExit(3)"],
+        prepare=lambda c: starts.append(time.monotonic()),
+    )
     supervisor = Supervisor([crasher], stop_timeout=5, max_backoff=0.1)
     deadline = time.monotonic() + 10
     supervisor.run(poll=0.02, until=lambda: len(starts) >= 3 or time.monotonic() > deadline)

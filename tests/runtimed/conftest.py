@@ -59,8 +59,15 @@ def workspace(tmp_path) -> Path:
 
 @pytest.fixture
 def config(workspace) -> PodConfig:
-    return PodConfig(pod_name="pod-a", pod_uid="uid-pod-a", namespace="ci", runtime="bash",
-                     workspace=workspace, capacity={"runs": 2}, heartbeat_seconds=5.0)
+    return PodConfig(
+        pod_name="pod-a",
+        pod_uid="uid-pod-a",
+        namespace="ci",
+        runtime="bash",
+        workspace=workspace,
+        capacity={"runs": 2},
+        heartbeat_seconds=5.0,
+    )
 
 
 @pytest.fixture
@@ -73,8 +80,14 @@ def reporter() -> FakeReporter:
     return FakeReporter()
 
 
-def make_payload(script: str = "exit 0", *, uid: str = "run-uid-1", attempt: int = 1,
-                 pod: tuple[str, str] = ("pod-a", "uid-pod-a"), **extra) -> dict:
+def make_payload(
+    script: str = "exit 0",
+    *,
+    uid: str = "run-uid-1",
+    attempt: int = 1,
+    pod: tuple[str, str] = ("pod-a", "uid-pod-a"),
+    **extra,
+) -> dict:
     payload = {
         "run": {"namespace": "ci", "name": "build", "uid": uid, "attempt": attempt},
         "pod": {"name": pod[0], "uid": pod[1]},

@@ -27,8 +27,18 @@ BAD_NAMES = {
     "é" * 128: True,
     "lone-\udcff-surrogate": False,
 }
-BAD_IDS = ["empty", "dot", "dotdot", "backslash", "slash", "escape", "nul", "256-bytes",
-           "256-bytes-multibyte", "not-utf8"]
+BAD_IDS = [
+    "empty",
+    "dot",
+    "dotdot",
+    "backslash",
+    "slash",
+    "escape",
+    "nul",
+    "256-bytes",
+    "256-bytes-multibyte",
+    "not-utf8",
+]
 
 
 @pytest.mark.parametrize("name", GOOD_NAMES)
@@ -48,8 +58,9 @@ def test_bad_names_are_refused_everywhere(name, too_long):
         store_check_name(name)
 
 
-@pytest.mark.parametrize("name", ["back\\slash", "..", "x" * 256], ids=["backslash", "dotdot",
-                                                                        "256-bytes"])
+@pytest.mark.parametrize(
+    "name", ["back\\slash", "..", "x" * 256], ids=["backslash", "dotdot", "256-bytes"]
+)
 def test_the_filesystem_store_writes_no_badly_named_artifact(tmp_path, name):
     root = tmp_path / "claim"
     root.mkdir()
@@ -68,19 +79,34 @@ def test_the_collector_refuses_a_backslash_name_a_step_left(tmp_path):
         collect(out, scratch)
 
 
-@pytest.mark.parametrize(("path", "ok"), [
-    ("namespaces/ci/runs/u/report", True),
-    ("a/../b", True),
-    ("./a", True),
-    ("/tmp/report", False),
-    ("a/../../escape", False),
-    ("../x", False),
-    ("..", False),
-    (".", False),
-    ("a/..", False),
-    ("", False),
-    ("a\x00b", False),
-], ids=["layout", "inner-dotdot", "leading-dot", "absolute", "escaping", "leading-dotdot",
-        "dotdot", "dot", "back-to-root", "empty", "nul"])
+@pytest.mark.parametrize(
+    ("path", "ok"),
+    [
+        ("namespaces/ci/runs/u/report", True),
+        ("a/../b", True),
+        ("./a", True),
+        ("/tmp/report", False),
+        ("a/../../escape", False),
+        ("../x", False),
+        ("..", False),
+        (".", False),
+        ("a/..", False),
+        ("", False),
+        ("a\x00b", False),
+    ],
+    ids=[
+        "layout",
+        "inner-dotdot",
+        "leading-dot",
+        "absolute",
+        "escaping",
+        "leading-dotdot",
+        "dotdot",
+        "dot",
+        "back-to-root",
+        "empty",
+        "nul",
+    ],
+)
 def test_a_location_stays_inside_its_root(path, ok):
     assert (location_path_problem(path) is None) is ok

@@ -62,14 +62,21 @@ def test_a_missing_or_empty_directory_has_no_artifacts(tmp_path, out, scratch):
 def test_a_file_is_uploaded_as_it_is(out, scratch):
     (out / "report.txt").write_bytes(b"all green\n")
     [packed] = collect(out, scratch)
-    assert packed == Packed("report.txt", "file", out / "report.txt", 10,
-                            sha256(b"all green\n"), "text/plain")
+    assert packed == Packed(
+        "report.txt", "file", out / "report.txt", 10, sha256(b"all green\n"), "text/plain"
+    )
     assert len(packed.digest) == len("sha256:") + 64
 
 
-@pytest.mark.parametrize(("name", "content_type"), [
-    ("bundle.tar.gz", "application/gzip"), ("bundle.tgz", "application/gzip"),
-    ("no-extension", "application/octet-stream"), ("data.json", "application/json")])
+@pytest.mark.parametrize(
+    ("name", "content_type"),
+    [
+        ("bundle.tar.gz", "application/gzip"),
+        ("bundle.tgz", "application/gzip"),
+        ("no-extension", "application/octet-stream"),
+        ("data.json", "application/json"),
+    ],
+)
 def test_file_content_types(out, scratch, name, content_type):
     (out / name).write_bytes(b"x")
     assert collect(out, scratch)[0].content_type == content_type
@@ -85,18 +92,33 @@ def test_results_are_sorted_by_name(out, scratch):
 def test_a_directory_becomes_a_normalised_tar_gz(out, scratch):
     make_tree(out / "tree")
     [packed] = collect(out, scratch)
-    assert (packed.name, packed.type, packed.content_type) == ("tree", "directory",
-                                                                "application/gzip")
+    assert (packed.name, packed.type, packed.content_type) == (
+        "tree",
+        "directory",
+        "application/gzip",
+    )
     assert packed.path.parent == scratch and packed.path.name.endswith(".tar.gz")
     data = packed.path.read_bytes()
     assert (packed.size, packed.digest) == (len(data), sha256(data))
     listed = members(packed.path)
     assert [member.name for member in listed] == [
-        "a.txt", "empty", "sub", "sub/deeper", "sub/deeper/data.bin", "sub/run.sh"]
+        "a.txt",
+        "empty",
+        "sub",
+        "sub/deeper",
+        "sub/deeper/data.bin",
+        "sub/run.sh",
+    ]
     assert all((m.mtime, m.uid, m.gid, m.uname, m.gname) == (0, 0, 0, "", "") for m in listed)
     modes = {member.name: member.mode for member in listed}
-    assert modes == {"a.txt": 0o644, "empty": 0o755, "sub": 0o755, "sub/deeper": 0o755,
-                     "sub/deeper/data.bin": 0o644, "sub/run.sh": 0o755}
+    assert modes == {
+        "a.txt": 0o644,
+        "empty": 0o755,
+        "sub": 0o755,
+        "sub/deeper": 0o755,
+        "sub/deeper/data.bin": 0o644,
+        "sub/run.sh": 0o755,
+    }
     assert all(not member.pax_headers for member in listed)
 
 
@@ -235,14 +257,20 @@ def test_the_artifacts_directory_itself_must_not_be_a_symlink(tmp_path, scratch)
     refused(tmp_path / "link", scratch, "symlink")
 
 
-def test_a_file_swapped_for_a_symlink_after_the_check_is_not_followed(tmp_path, out, scratch,
-                                                                    monkeypatch):
+def test_a_file_swapped_for_a_symlink_after_the_check_is_not_followed(
+    tmp_path, out, scratch, monkeypatch
+):
     (tmp_path / "secret").write_text("secret")
     (out / "tree").mkdir()
     (out / "tree" / "f").symlink_to(tmp_path / "secret")
     regular = os.stat(tmp_path / "secret")
-    monkeypatch.setattr(artifacts, "_lstat", lambda dir_fd, leaf, where: regular
-                        if leaf == "f" else os.stat(leaf, dir_fd=dir_fd, follow_symlinks=False))
+    monkeypatch.setattr(
+        artifacts,
+        "_lstat",
+        lambda dir_fd, leaf, where: (
+            regular if leaf == "f" else os.stat(leaf, dir_fd=dir_fd, follow_symlinks=False)
+        ),
+    )
     refused(out, scratch, "symlink")
 
 

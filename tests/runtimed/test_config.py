@@ -33,9 +33,12 @@ def test_defaults_and_filesystem_broker(tmp_path):
     broker = tmp_path / "broker"
     assert {p.name for p in broker.iterdir()} == {"queue", "processed", "control"}
     assert config.transport_options() == {
-        "data_folder_in": str(broker / "queue"), "data_folder_out": str(broker / "queue"),
-        "processed_folder": str(broker / "processed"), "store_processed": False,
-        "control_folder": str(broker / "control"), "polling_interval": 0.05,
+        "data_folder_in": str(broker / "queue"),
+        "data_folder_out": str(broker / "queue"),
+        "processed_folder": str(broker / "processed"),
+        "store_processed": False,
+        "control_folder": str(broker / "control"),
+        "polling_interval": 0.05,
     }
 
 
@@ -43,19 +46,32 @@ def test_artifact_wiring_defaults_and_overrides(tmp_path):
     default = PodConfig.from_env(pod_env(tmp_path))
     assert (default.artifact_volumes, default.secrets_dir) == (None, None)
     assert (default.max_artifact_bytes, default.max_run_artifact_bytes) == (1 << 30, 10 << 30)
-    config = PodConfig.from_env(pod_env(
-        tmp_path, KRUNTIME_ARTIFACT_VOLUMES="/mnt/artifacts", KRUNTIME_SECRETS_DIR="/mnt/secrets",
-        KRUNTIME_ARTIFACT_MAX_BYTES="1024", KRUNTIME_RUN_ARTIFACT_MAX_BYTES="4096"))
+    config = PodConfig.from_env(
+        pod_env(
+            tmp_path,
+            KRUNTIME_ARTIFACT_VOLUMES="/mnt/artifacts",
+            KRUNTIME_SECRETS_DIR="/mnt/secrets",
+            KRUNTIME_ARTIFACT_MAX_BYTES="1024",
+            KRUNTIME_RUN_ARTIFACT_MAX_BYTES="4096",
+        )
+    )
     assert (str(config.artifact_volumes), str(config.secrets_dir)) == (
-        "/mnt/artifacts", "/mnt/secrets")
+        "/mnt/artifacts",
+        "/mnt/secrets",
+    )
     assert (config.max_artifact_bytes, config.max_run_artifact_bytes) == (1024, 4096)
 
 
 def test_redis_broker_needs_no_folder(tmp_path):
-    config = PodConfig.from_env(pod_env(tmp_path, CELERY_BROKER_URL="redis://h:6379/1",
-                                        KRUNTIMES_BROKER_DIR=None,
-                                        KRUNTIME_CAPACITY='{"runs": 4, "gpu": 1}',
-                                        KRUNTIME_HEARTBEAT_SECONDS="0.5"))
+    config = PodConfig.from_env(
+        pod_env(
+            tmp_path,
+            CELERY_BROKER_URL="redis://h:6379/1",
+            KRUNTIMES_BROKER_DIR=None,
+            KRUNTIME_CAPACITY='{"runs": 4, "gpu": 1}',
+            KRUNTIME_HEARTBEAT_SECONDS="0.5",
+        )
+    )
     assert config.broker_dir is None
     assert config.transport_options() == {"visibility_timeout": 3600}
     assert config.capacity == {"runs": 4, "gpu": 1}
@@ -67,21 +83,24 @@ def test_missing_identity_is_named(tmp_path):
         PodConfig.from_env(pod_env(tmp_path, KRUNTIME_POD_UID=None, KRUNTIME_RUNTIME=""))
 
 
-@pytest.mark.parametrize(("overrides", "match"), [
-    ({"KRUNTIME_WORKSPACE": "relative/ws"}, "absolute"),
-    ({"KRUNTIMES_BROKER_DIR": None}, "KRUNTIMES_BROKER_DIR"),
-    ({"KRUNTIMES_BROKER_DIR": "rel"}, "absolute"),
-    ({"KRUNTIME_CAPACITY": "[1]"}, "JSON object"),
-    ({"KRUNTIME_CAPACITY": "{"}, "not JSON"),
-    ({"KRUNTIME_CAPACITY": '{"runs": -1}'}, "non-negative integer"),
-    ({"KRUNTIME_HEARTBEAT_SECONDS": "0"}, "positive"),
-    ({"KRUNTIME_TERMINATION_GRACE_SECONDS": "-1"}, "positive"),
-    ({"KRUNTIME_HEARTBEAT_SECONDS": "soon"}, "number"),
-    ({"KRUNTIME_ARTIFACT_VOLUMES": "rel/volumes"}, "KRUNTIME_ARTIFACT_VOLUMES must be an abs"),
-    ({"KRUNTIME_SECRETS_DIR": "secrets"}, "KRUNTIME_SECRETS_DIR must be an absolute"),
-    ({"KRUNTIME_ARTIFACT_MAX_BYTES": "0"}, "positive number of bytes"),
-    ({"KRUNTIME_RUN_ARTIFACT_MAX_BYTES": "1GiB"}, "positive number of bytes"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"KRUNTIME_WORKSPACE": "relative/ws"}, "absolute"),
+        ({"KRUNTIMES_BROKER_DIR": None}, "KRUNTIMES_BROKER_DIR"),
+        ({"KRUNTIMES_BROKER_DIR": "rel"}, "absolute"),
+        ({"KRUNTIME_CAPACITY": "[1]"}, "JSON object"),
+        ({"KRUNTIME_CAPACITY": "{"}, "not JSON"),
+        ({"KRUNTIME_CAPACITY": '{"runs": -1}'}, "non-negative integer"),
+        ({"KRUNTIME_HEARTBEAT_SECONDS": "0"}, "positive"),
+        ({"KRUNTIME_TERMINATION_GRACE_SECONDS": "-1"}, "positive"),
+        ({"KRUNTIME_HEARTBEAT_SECONDS": "soon"}, "number"),
+        ({"KRUNTIME_ARTIFACT_VOLUMES": "rel/volumes"}, "KRUNTIME_ARTIFACT_VOLUMES must be an abs"),
+        ({"KRUNTIME_SECRETS_DIR": "secrets"}, "KRUNTIME_SECRETS_DIR must be an absolute"),
+        ({"KRUNTIME_ARTIFACT_MAX_BYTES": "0"}, "positive number of bytes"),
+        ({"KRUNTIME_RUN_ARTIFACT_MAX_BYTES": "1GiB"}, "positive number of bytes"),
+    ],
+)
 def test_bad_values_are_clear_errors(tmp_path, overrides, match):
     with pytest.raises(ConfigError, match=match):
         PodConfig.from_env(pod_env(tmp_path, **overrides))
@@ -96,8 +115,11 @@ def test_app_consumes_only_its_queue_and_never_acks_late(tmp_path):
     assert conf.worker_prefetch_multiplier == 1
     assert conf.task_serializer == "json" and conf.accept_content == ["json"]
     # every task the control plane sends a pod (runtimed.protocol)
-    assert {protocol.EXECUTE_RUN_TASK, protocol.CANCEL_RUN_TASK,
-            protocol.CONFIRM_REPORTS_TASK} <= set(app.tasks)
+    assert {
+        protocol.EXECUTE_RUN_TASK,
+        protocol.CANCEL_RUN_TASK,
+        protocol.CONFIRM_REPORTS_TASK,
+    } <= set(app.tasks)
     assert conf.broker_transport == "runtimed.fstransport:Transport"  # atomic messages
 
 

@@ -35,18 +35,33 @@ def require_redis() -> None:
 
 
 def start_runtimed(pod: str, pod_uid: str, workspace: Path, log: Path) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CELERY_", "KRUNTIME_", "KRUNTIMES_", "DJANGO_"))}
-    env.update({
-        "CELERY_BROKER_URL": REDIS_URL, "PYTHONPATH": str(ROOT),
-        "KRUNTIME_POD_NAME": pod, "KRUNTIME_POD_UID": pod_uid,
-        "KRUNTIME_POD_NAMESPACE": "ci", "KRUNTIME_RUNTIME": "bash",
-        "KRUNTIME_WORKSPACE": str(workspace), "KRUNTIME_CAPACITY": '{"runs": 1}',
-        "KRUNTIME_HEARTBEAT_SECONDS": "0.5",
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CELERY_", "KRUNTIME_", "KRUNTIMES_", "DJANGO_"))
+    }
+    env.update(
+        {
+            "CELERY_BROKER_URL": REDIS_URL,
+            "PYTHONPATH": str(ROOT),
+            "KRUNTIME_POD_NAME": pod,
+            "KRUNTIME_POD_UID": pod_uid,
+            "KRUNTIME_POD_NAMESPACE": "ci",
+            "KRUNTIME_RUNTIME": "bash",
+            "KRUNTIME_WORKSPACE": str(workspace),
+            "KRUNTIME_CAPACITY": '{"runs": 1}',
+            "KRUNTIME_HEARTBEAT_SECONDS": "0.5",
+        }
+    )
     with open(log, "wb") as out:
-        return subprocess.Popen([sys.executable, "-m", "runtimed"], cwd=ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "runtimed"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -63,8 +78,9 @@ def forget_queue(name: str) -> None:
     """Drop this test pod's queue and its binding from Redis (control stays: it is shared)."""
     import redis
 
-    redis.Redis.from_url(REDIS_URL).delete(name, f"_kombu.binding.{name}",
-                                          f"_kombu.binding_permanent.{name}")
+    redis.Redis.from_url(REDIS_URL).delete(
+        name, f"_kombu.binding.{name}", f"_kombu.binding_permanent.{name}"
+    )
 
 
 class ControlQueue:
@@ -108,17 +124,29 @@ def test_a_run_through_real_redis(tmp_path):
             deadline = time.monotonic() + WAIT
             beat = control.next_for_pod("scheduling.runtime_pod_heartbeat", deadline)
             assert (beat["podUID"], beat["runtime"], beat["capacity"]) == (
-                pod_uid, "bash", {"runs": 1})
+                pod_uid,
+                "bash",
+                {"runs": 1},
+            )
             assert beat["workspacePath"] == str(workspace.resolve())
             assert beat["pid"] == process.pid
 
             run_uid = str(uuid.uuid4())
-            payload = make_payload('echo "hello $WHO" > out.txt', uid=run_uid, pod=(pod, pod_uid),
-                                   env=[{"name": "WHO", "value": "redis"}], timeoutSeconds=20)
+            payload = make_payload(
+                'echo "hello $WHO" > out.txt',
+                uid=run_uid,
+                pod=(pod, pod_uid),
+                env=[{"name": "WHO", "value": "redis"}],
+                timeoutSeconds=20,
+            )
             sender = Celery("e2e-control", set_as_current=False)
             with sender.connection_for_write(REDIS_URL) as conn:
-                sender.send_task("runtimed.execute_run", kwargs={"payload": payload},
-                                 queue=f"runtimed.{pod}", connection=conn)
+                sender.send_task(
+                    "runtimed.execute_run",
+                    kwargs={"payload": payload},
+                    queue=f"runtimed.{pod}",
+                    connection=conn,
+                )
 
             running = control.next_for_pod("scheduling.report_run", deadline)
             done = control.next_for_pod("scheduling.report_run", deadline)

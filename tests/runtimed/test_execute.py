@@ -19,8 +19,14 @@ def script(tmp_path: Path, text: str) -> Path:
 
 
 def step(tmp_path, text, *, args=(), env=None, cwd=None, timeout=None) -> Step:
-    return Step(script(tmp_path, text), tuple(args), cwd or tmp_path, env or {},
-                tmp_path / "attempt-1.log", timeout)
+    return Step(
+        script(tmp_path, text),
+        tuple(args),
+        cwd or tmp_path,
+        env or {},
+        tmp_path / "attempt-1.log",
+        timeout,
+    )
 
 
 def gone(pid: int, within: float = 5.0) -> bool:
@@ -64,10 +70,18 @@ def test_step_killed_by_a_signal_reports_it(tmp_path, clock):
 
 def test_environment_is_only_the_run_env_and_kruntime_vars(tmp_path, clock, monkeypatch):
     monkeypatch.setenv("RUNTIMED_TEST_SECRET", "leaked")
-    identity = identity_env(run_name="build", run_namespace="ci", run_uid="u1", attempt=2,
-                            pod_name="pod-a", workspace=tmp_path, run_dir=tmp_path / "run")
-    env = step_env([("GREETING", "hello world"), ("EMPTY", ""),
-                    ("KRUNTIME_RUN_UID", "spoofed")], identity)
+    identity = identity_env(
+        run_name="build",
+        run_namespace="ci",
+        run_uid="u1",
+        attempt=2,
+        pod_name="pod-a",
+        workspace=tmp_path,
+        run_dir=tmp_path / "run",
+    )
+    env = step_env(
+        [("GREETING", "hello world"), ("EMPTY", ""), ("KRUNTIME_RUN_UID", "spoofed")], identity
+    )
     dump = tmp_path / "env.txt"
     result = run_step(step(tmp_path, f"declare -px > {dump}\n", env=env), clock=clock)
     assert result.phase == "Succeeded"
@@ -101,17 +115,18 @@ def exported(text: str) -> dict[str, str]:
 def test_path_is_not_inherited_but_bash_finds_commands(tmp_path, clock, monkeypatch):
     monkeypatch.setenv("PATH", "/runtimed-sentinel:" + os.environ.get("PATH", ""))
     out = tmp_path / "path.txt"
-    result = run_step(step(tmp_path, f'printf %s "$PATH" > {out}; ls / >/dev/null\n'),
-                      clock=clock)
+    result = run_step(step(tmp_path, f'printf %s "$PATH" > {out}; ls / >/dev/null\n'), clock=clock)
     assert result.phase == "Succeeded"  # ls was found through bash's default PATH
     assert "runtimed-sentinel" not in out.read_text()
 
 
 def test_args_are_passed_verbatim(tmp_path, clock):
-    args = ["plain", "with space", "it's \"quoted\"", "$HOME", "*", "", "-x"]
+    args = ["plain", "with space", 'it\'s "quoted"', "$HOME", "*", "", "-x"]
     out = tmp_path / "args.txt"
-    result = run_step(step(tmp_path, f'for a in "$@"; do printf "%s\\0" "$a"; done > {out}\n',
-                           args=args), clock=clock)
+    result = run_step(
+        step(tmp_path, f'for a in "$@"; do printf "%s\\0" "$a"; done > {out}\n', args=args),
+        clock=clock,
+    )
     assert result.phase == "Succeeded"
     assert out.read_text().split("\0")[:-1] == args
 
@@ -148,8 +163,7 @@ def test_timeout_kills_the_whole_group_and_leaves_no_orphan(tmp_path, clock):
 
 def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path, clock):
     pidfile = tmp_path / "child.pid"
-    text = (f"(trap '' TERM; sleep 1000) & echo $! > {pidfile}\n"
-            "trap '' TERM\nsleep 1000\n")
+    text = f"(trap '' TERM; sleep 1000) & echo $! > {pidfile}\ntrap '' TERM\nsleep 1000\n"
     result = run_step(step(tmp_path, text, timeout=0.5), clock=clock, grace=0.5)
     assert result.phase == "Timeout"
     pid = int(wait_for_file(pidfile))
@@ -176,8 +190,13 @@ def test_steps_still_running_are_killed_when_runtimed_exits(tmp_path, clock):
 
     results = []
     pidfile = tmp_path / "child.pid"
-    worker = threading.Thread(target=lambda: results.append(run_step(
-        step(tmp_path, f"sleep 1000 & echo $! > {pidfile}\nwait\n"), clock=clock, grace=0.5)))
+    worker = threading.Thread(
+        target=lambda: results.append(
+            run_step(
+                step(tmp_path, f"sleep 1000 & echo $! > {pidfile}\nwait\n"), clock=clock, grace=0.5
+            )
+        )
+    )
     worker.start()
     pid = int(wait_for_file(pidfile))
     procgroup.kill_live_groups()  # what runtimed's atexit hook does
@@ -210,8 +229,7 @@ ESCAPES = {
     "setsid-20": ("for i in $(seq 20); do setsid sleep 1000 & echo $! >> {pids}; done\n", 20),
     # a double-forked daemon in a new session, re-parented to runtimed when its parent exits
     "double-fork": ("setsid bash -c 'sleep 1000 & echo $! >> {pids}' &\nwait\n", 1),
-    "nohup-disown": ("nohup setsid sleep 1000 >/dev/null 2>&1 & echo $! >> {pids}\n"
-                     "disown\n", 1),
+    "nohup-disown": ("nohup setsid sleep 1000 >/dev/null 2>&1 & echo $! >> {pids}\ndisown\n", 1),
     # a process that also drops the environment: the watcher saw it in the step's tree
     "env-cleared": ("setsid env -i sleep 1000 & echo $! >> {pids}\nsleep 0.3\n", 1),
 }
@@ -224,10 +242,12 @@ def test_processes_that_left_the_group_die_with_the_step(tmp_path, clock, name, 
     text, count = ESCAPES[name]
     text = text.format(pids=pidfile)
     text += {"success": "exit 0\n", "failure": "exit 3\n", "timeout": "sleep 1000\n"}[ending]
-    result = run_step(step(tmp_path, text, timeout=2.0 if ending == "timeout" else None),
-                      clock=clock, grace=0.5)
-    assert result.phase == {"success": "Succeeded", "failure": "Failed",
-                            "timeout": "Timeout"}[ending]
+    result = run_step(
+        step(tmp_path, text, timeout=2.0 if ending == "timeout" else None), clock=clock, grace=0.5
+    )
+    assert (
+        result.phase == {"success": "Succeeded", "failure": "Failed", "timeout": "Timeout"}[ending]
+    )
     pids = _pids(pidfile, count)
     survivors = [pid for pid in pids if _alive(pid)]
     assert survivors == [], f"{len(survivors)} of {len(pids)} processes outlived the step"
@@ -241,11 +261,13 @@ def test_a_cancelled_step_leaves_no_escaped_process(tmp_path, clock):
     pidfile = tmp_path / "pids"
     control = StepControl()
     text = f"for i in $(seq 5); do setsid sleep 1000 & echo $! >> {pidfile}; done\nsleep 1000\n"
-    the_step = Step(script(tmp_path, text), (), tmp_path, {}, tmp_path / "a.log", None,
-                    control=control)
+    the_step = Step(
+        script(tmp_path, text), (), tmp_path, {}, tmp_path / "a.log", None, control=control
+    )
     results = []
-    worker = threading.Thread(target=lambda: results.append(run_step(the_step, clock=clock,
-                                                                     grace=0.5)))
+    worker = threading.Thread(
+        target=lambda: results.append(run_step(the_step, clock=clock, grace=0.5))
+    )
     worker.start()
     pids = _pids(pidfile, 5)
     control.cancel(0.5)
@@ -262,13 +284,20 @@ def test_one_step_ending_leaves_another_steps_processes_alone(tmp_path, clock):
     second.mkdir()
     long_pids, short_pids = first / "pids", second / "pids"
     results = []
-    worker = threading.Thread(target=lambda: results.append(run_step(step(
-        first, f"setsid sleep 1000 & echo $! >> {long_pids}\nsleep 3\n"), clock=clock,
-        grace=0.5)))
+    worker = threading.Thread(
+        target=lambda: results.append(
+            run_step(
+                step(first, f"setsid sleep 1000 & echo $! >> {long_pids}\nsleep 3\n"),
+                clock=clock,
+                grace=0.5,
+            )
+        )
+    )
     worker.start()
     (long_pid,) = _pids(long_pids, 1)
-    done = run_step(step(second, f"setsid sleep 1000 & echo $! >> {short_pids}\n"),
-                    clock=clock, grace=0.5)
+    done = run_step(
+        step(second, f"setsid sleep 1000 & echo $! >> {short_pids}\n"), clock=clock, grace=0.5
+    )
     (short_pid,) = _pids(short_pids, 1)
     assert done.phase == "Succeeded" and not _alive(short_pid)
     assert _alive(long_pid)  # still the first step's, which is still running
@@ -282,9 +311,13 @@ def test_runtimed_exit_kills_what_any_step_left_outside_its_group(tmp_path, cloc
     from runtimed import procgroup
 
     pidfile = tmp_path / "pids"
-    worker = threading.Thread(target=lambda: run_step(step(
-        tmp_path, f"setsid sleep 1000 & echo $! >> {pidfile}\nsleep 1000\n"), clock=clock,
-        grace=0.5))
+    worker = threading.Thread(
+        target=lambda: run_step(
+            step(tmp_path, f"setsid sleep 1000 & echo $! >> {pidfile}\nsleep 1000\n"),
+            clock=clock,
+            grace=0.5,
+        )
+    )
     worker.start()
     (pid,) = _pids(pidfile, 1)
     procgroup.kill_live_groups()

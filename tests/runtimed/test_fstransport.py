@@ -16,11 +16,18 @@ from runtimed.fstransport import TRANSPORT
 
 
 def connection(folder) -> Connection:
-    return Connection("filesystem://", transport=TRANSPORT, transport_options={
-        "data_folder_in": str(folder / "queue"), "data_folder_out": str(folder / "queue"),
-        "processed_folder": str(folder / "processed"), "store_processed": False,
-        "control_folder": str(folder / "control"),
-        "polling_interval": 0.001})
+    return Connection(
+        "filesystem://",
+        transport=TRANSPORT,
+        transport_options={
+            "data_folder_in": str(folder / "queue"),
+            "data_folder_out": str(folder / "queue"),
+            "processed_folder": str(folder / "processed"),
+            "store_processed": False,
+            "control_folder": str(folder / "control"),
+            "polling_interval": 0.001,
+        },
+    )
 
 
 @pytest.fixture

@@ -34,8 +34,9 @@ def ref(data: bytes, kind: str = "directory", **extra) -> dict:
 
 
 def stage(base: Path, data: bytes, path: str, kind: str = "directory", **extra) -> Path:
-    return stage_input(io.BytesIO(data), ref(data, kind, **extra), base / "root", path,
-                       spool_dir=base / "spool")
+    return stage_input(
+        io.BytesIO(data), ref(data, kind, **extra), base / "root", path, spool_dir=base / "spool"
+    )
 
 
 def snapshot(top: Path) -> list[tuple[str, int, bytes | str | None]]:
@@ -45,17 +46,28 @@ def snapshot(top: Path) -> list[tuple[str, int, bytes | str | None]]:
         for name in dirs + files:
             path = Path(directory, name)
             mode = path.lstat().st_mode
-            content = (os.readlink(path) if stat.S_ISLNK(mode)
-                       else path.read_bytes() if stat.S_ISREG(mode) else None)
+            content = (
+                os.readlink(path)
+                if stat.S_ISLNK(mode)
+                else path.read_bytes()
+                if stat.S_ISREG(mode)
+                else None
+            )
             seen.append((str(path.relative_to(top)), stat.S_IFMT(mode), content))
     return sorted(seen)
 
 
 def make_tar(*entries: tuple[str, str, bytes | str | None], gzip: bool = True) -> bytes:
     """A tar of (name, kind, content or link target) with kind in file/dir/sym/hard/chr/fifo."""
-    types = {"file": tarfile.REGTYPE, "dir": tarfile.DIRTYPE, "sym": tarfile.SYMTYPE,
-             "hard": tarfile.LNKTYPE, "chr": tarfile.CHRTYPE, "blk": tarfile.BLKTYPE,
-             "fifo": tarfile.FIFOTYPE}
+    types = {
+        "file": tarfile.REGTYPE,
+        "dir": tarfile.DIRTYPE,
+        "sym": tarfile.SYMTYPE,
+        "hard": tarfile.LNKTYPE,
+        "chr": tarfile.CHRTYPE,
+        "blk": tarfile.BLKTYPE,
+        "fifo": tarfile.FIFOTYPE,
+    }
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz" if gzip else "w") as archive:
         for name, kind, payload in entries:
@@ -70,8 +82,9 @@ def make_tar(*entries: tuple[str, str, bytes | str | None], gzip: bool = True) -
     return buffer.getvalue()
 
 
-def rejected(base: Path, data: bytes, path: str = "in/tree", *words: str,
-             kind: str = "directory", **extra) -> StagingError:
+def rejected(
+    base: Path, data: bytes, path: str = "in/tree", *words: str, kind: str = "directory", **extra
+) -> StagingError:
     """Staging fails with ``words`` in the message and nothing changes anywhere."""
     before = snapshot(base)
     with pytest.raises(StagingError) as caught:
@@ -85,8 +98,9 @@ def rejected(base: Path, data: bytes, path: str = "in/tree", *words: str,
 # --- the input path ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["", "/abs", "a//b", "a/./b", "a/../b", "..", ".", "a/",
-                                  "a\0b", "../escape"])
+@pytest.mark.parametrize(
+    "path", ["", "/abs", "a//b", "a/./b", "a/../b", "..", ".", "a/", "a\0b", "../escape"]
+)
 def test_a_bad_input_path_is_refused(base, path):
     rejected(base, b"data", path, kind="file")
 
@@ -103,8 +117,13 @@ def test_a_file_is_copied_and_its_parents_created(base):
 
 
 def test_a_blob_is_a_file_and_size_and_digest_are_optional(base):
-    stage_input(io.BytesIO(b"blob"), {"name": "b", "type": "blob"}, base / "root", "b.bin",
-                spool_dir=base / "spool")
+    stage_input(
+        io.BytesIO(b"blob"),
+        {"name": "b", "type": "blob"},
+        base / "root",
+        "b.bin",
+        spool_dir=base / "spool",
+    )
     assert (base / "root" / "b.bin").read_bytes() == b"blob"
 
 
@@ -165,10 +184,16 @@ def test_an_unknown_type_is_refused(base):
 
 
 def test_a_directory_is_extracted_with_links_kept_inside(base):
-    data = make_tar(("./", "dir", None), ("./data/a.txt", "file", b"alpha"),
-                    ("data/run.sh", "file", b"#!/bin/sh\n"), ("data/empty", "dir", None),
-                    ("link", "sym", "data/a.txt"), ("dirlink", "sym", "data"),
-                    ("hard", "hard", "data/a.txt"), ("up/within", "sym", "../data"))
+    data = make_tar(
+        ("./", "dir", None),
+        ("./data/a.txt", "file", b"alpha"),
+        ("data/run.sh", "file", b"#!/bin/sh\n"),
+        ("data/empty", "dir", None),
+        ("link", "sym", "data/a.txt"),
+        ("dirlink", "sym", "data"),
+        ("hard", "hard", "data/a.txt"),
+        ("up/within", "sym", "../data"),
+    )
     destination = stage(base, data, "in/tree")
     assert (destination / "data" / "a.txt").read_bytes() == b"alpha"
     assert os.readlink(destination / "link") == "data/a.txt"
@@ -223,8 +248,10 @@ HOSTILE = {
     "symlink up and through": ([("a", "sym", ".."), ("a/x", "file", b"x")], "'a'"),
     "symlink up": ([("a", "sym", "..")], "outside"),
     "symlink far up": ([("d/l", "sym", "../../outside")], "outside"),
-    "member through an inner symlink": ([("sub/", "dir", None), ("a", "sym", "sub"),
-                                         ("a/x", "file", b"x")], "symlink"),
+    "member through an inner symlink": (
+        [("sub/", "dir", None), ("a", "sym", "sub"), ("a/x", "file", b"x")],
+        "symlink",
+    ),
     "symlink chain escape": ([("a/up", "sym", ".."), ("t", "sym", "a/up/..")], "outside"),
     "symlink loop": ([("a", "sym", "b"), ("b", "sym", "a")], "loop"),
     "hard link to /etc/passwd": ([("h", "hard", "/etc/passwd")], "absolute"),
@@ -278,9 +305,14 @@ def tree_of(top: Path) -> list[tuple[str, str, bytes | None, bool]]:
         for name in dirs + files:
             path = Path(directory, name)
             is_dir = path.is_dir()
-            found.append((str(path.relative_to(top)), "dir" if is_dir else "file",
-                          None if is_dir else path.read_bytes(),
-                          bool(path.stat().st_mode & 0o111)))
+            found.append(
+                (
+                    str(path.relative_to(top)),
+                    "dir" if is_dir else "file",
+                    None if is_dir else path.read_bytes(),
+                    bool(path.stat().st_mode & 0o111),
+                )
+            )
     return sorted(found)
 
 
@@ -294,10 +326,15 @@ def test_a_collected_directory_stages_back_to_the_same_tree(base):
     (source / "sub" / "deeper" / "ünïcode.bin").write_bytes(os.urandom(300_000))
     [packed] = collect(base / "artifacts", base / "scratch")
     with open(packed.path, "rb") as stream:
-        artifact_ref = {"name": packed.name, "type": packed.type, "sizeBytes": packed.size,
-                        "digest": packed.digest}
-        destination = stage_input(stream, artifact_ref, base / "root", "restored/tree",
-                                  spool_dir=base / "spool")
+        artifact_ref = {
+            "name": packed.name,
+            "type": packed.type,
+            "sizeBytes": packed.size,
+            "digest": packed.digest,
+        }
+        destination = stage_input(
+            stream, artifact_ref, base / "root", "restored/tree", spool_dir=base / "spool"
+        )
     assert tree_of(destination) == tree_of(source)
 
 
@@ -306,8 +343,13 @@ def test_a_collected_file_stages_back_to_the_same_bytes(base):
     (base / "artifacts" / "report.txt").write_bytes(b"report\n" * 1000)
     [packed] = collect(base / "artifacts", base / "scratch")
     with open(packed.path, "rb") as stream:
-        artifact_ref = {"name": packed.name, "type": packed.type, "sizeBytes": packed.size,
-                        "digest": packed.digest}
-        destination = stage_input(stream, artifact_ref, base / "root", "report.txt",
-                                  spool_dir=base / "spool")
+        artifact_ref = {
+            "name": packed.name,
+            "type": packed.type,
+            "sizeBytes": packed.size,
+            "digest": packed.digest,
+        }
+        destination = stage_input(
+            stream, artifact_ref, base / "root", "report.txt", spool_dir=base / "spool"
+        )
     assert destination.read_bytes() == b"report\n" * 1000

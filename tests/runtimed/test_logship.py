@@ -7,8 +7,7 @@ import threading
 
 from runtimed.logship import APPEND_LOG_TASK, LogShipper
 
-IDENTITY = {"namespace": "default", "name": "build", "uid": "u-1", "attempt": 2,
-            "pod_uid": "p-1"}
+IDENTITY = {"namespace": "default", "name": "build", "uid": "u-1", "attempt": 2, "pod_uid": "p-1"}
 
 
 class FakeClock:
@@ -56,9 +55,23 @@ def test_nothing_is_sent_before_the_size_or_the_interval_is_reached():
 
     clock.now += 0.05
     assert ship.ship_due() == 1
-    assert send.calls == [(APPEND_LOG_TASK, {"chunk": {
-        "namespace": "default", "name": "build", "uid": "u-1", "attempt": 2, "podUID": "p-1",
-        "offset": 0, "size": 5, "text": "hello"}})]
+    assert send.calls == [
+        (
+            APPEND_LOG_TASK,
+            {
+                "chunk": {
+                    "namespace": "default",
+                    "name": "build",
+                    "uid": "u-1",
+                    "attempt": 2,
+                    "podUID": "p-1",
+                    "offset": 0,
+                    "size": 5,
+                    "text": "hello",
+                }
+            },
+        )
+    ]
 
 
 def test_a_full_buffer_is_due_at_once_in_chunks_of_flush_bytes():
@@ -67,7 +80,9 @@ def test_a_full_buffer_is_due_at_once_in_chunks_of_flush_bytes():
     ship.write(b"abcdefghij")
     assert ship.ship_due() == 2  # two full chunks; the last 2 bytes wait for time or more
     assert [(c["offset"], c["size"], c["text"]) for c in send.chunks] == [
-        (0, 4, "abcd"), (4, 4, "efgh")]
+        (0, 4, "abcd"),
+        (4, 4, "efgh"),
+    ]
 
 
 def test_the_interval_counts_from_the_first_unsent_byte():
@@ -121,8 +136,7 @@ def test_a_chunk_boundary_inside_a_character_moves_it_to_the_next_chunk():
     ship = shipper(send, flush_bytes=2, flush_interval=60)
     ship.write("aé".encode() + b"b")  # a, 0xC3 | 0xA9, b
     ship.close()
-    assert [(c["offset"], c["size"], c["text"]) for c in send.chunks] == [
-        (0, 2, "a"), (2, 2, "éb")]
+    assert [(c["offset"], c["size"], c["text"]) for c in send.chunks] == [(0, 2, "a"), (2, 2, "éb")]
 
 
 def test_invalid_utf8_is_replaced_not_fatal():
@@ -145,7 +159,10 @@ def test_a_backlog_over_the_bound_drops_the_oldest_unsent_bytes(caplog):
     assert ship.dropped_bytes == 4
     ship.close()
     assert [(c["offset"], c["size"], c["text"]) for c in send.chunks] == [
-        (0, 4, "0123"), (8, 4, "89ab"), (12, 4, "cdef")]  # the gap: 4..8
+        (0, 4, "0123"),
+        (8, 4, "89ab"),
+        (12, 4, "cdef"),
+    ]  # the gap: 4..8
     assert ship.total_bytes == 16
 
 

@@ -33,7 +33,11 @@ def fails(path, reason: str) -> OutputsError:
 
 def test_the_limits_are_exported():
     assert (MAX_OUTPUT_KEYS, MAX_KEY_BYTES, MAX_VALUE_BYTES, MAX_TOTAL_BYTES) == (
-        64, 128, 8192, 65536)
+        64,
+        128,
+        8192,
+        65536,
+    )
 
 
 def test_a_missing_file_means_no_outputs(tmp_path):
@@ -56,7 +60,11 @@ def test_the_last_repeated_key_wins(tmp_path):
 def test_the_value_is_everything_after_the_first_equals(tmp_path):
     text = "query=a=b&c==d\nempty=\nspaced=x  y\nunicode=héllo wörld\n"
     assert parse_outputs(write(tmp_path, text)) == {
-        "query": "a=b&c==d", "empty": "", "spaced": "x  y", "unicode": "héllo wörld"}
+        "query": "a=b&c==d",
+        "empty": "",
+        "spaced": "x  y",
+        "unicode": "héllo wörld",
+    }
 
 
 def test_a_last_line_without_newline_counts(tmp_path):
@@ -67,14 +75,18 @@ def test_keys_may_use_dashes_dots_underscores_and_digits(tmp_path):
     assert parse_outputs(write(tmp_path, "A-b_c.9=x\n")) == {"A-b_c.9": "x"}
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("  a  =  spaced value  \n", {"a": "spaced value"}),
-    ("key3 = val3\n", {"key3": "val3"}),
-    ("k\t=\tv\n", {"k": "v"}),
-    ("k =\n", {"k": ""}),
-    ("k= inner  spaces  kept \n", {"k": "inner  spaces  kept"}),
-    ("k = a = b\n", {"k": "a = b"}),
-], ids=["around-both", "around-equals", "tabs", "empty-value", "inner-kept", "later-equals"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("  a  =  spaced value  \n", {"a": "spaced value"}),
+        ("key3 = val3\n", {"key3": "val3"}),
+        ("k\t=\tv\n", {"k": "v"}),
+        ("k =\n", {"k": ""}),
+        ("k= inner  spaces  kept \n", {"k": "inner  spaces  kept"}),
+        ("k = a = b\n", {"k": "a = b"}),
+    ],
+    ids=["around-both", "around-equals", "tabs", "empty-value", "inner-kept", "later-equals"],
+)
 def test_keys_and_values_are_trimmed(tmp_path, text, expected):
     assert parse_outputs(write(tmp_path, text)) == expected
 
@@ -84,8 +96,9 @@ def test_limits_count_the_trimmed_key_and_value(tmp_path):
     assert parse_outputs(write(tmp_path, text)) == {"k" * MAX_KEY_BYTES: "v" * MAX_VALUE_BYTES}
 
 
-@pytest.mark.parametrize("line", ["=value", " =value", "\t = value", "has space=x", "bad/key=x",
-                                  "clé=x", "a b"])
+@pytest.mark.parametrize(
+    "line", ["=value", " =value", "\t = value", "has space=x", "bad/key=x", "clé=x", "a b"]
+)
 def test_an_invalid_line_names_its_number(tmp_path, line):
     error = fails(write(tmp_path, f"# header\nok=1\n{line}\n"), "OutputsInvalid")
     assert "line 3" in error.message

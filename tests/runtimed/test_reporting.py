@@ -28,9 +28,10 @@ def test_reports_are_sent_by_name_to_control():
     reporter = Reporter(broker.send_task)
     assert reporter.report_run({"uid": "u"})
     assert reporter.heartbeat({"podName": "p"})
-    assert broker.sent == [("scheduling.report_run", {"report": {"uid": "u"}}, "control"),
-                           ("scheduling.runtime_pod_heartbeat", {"heartbeat": {"podName": "p"}},
-                            "control")]
+    assert broker.sent == [
+        ("scheduling.report_run", {"report": {"uid": "u"}}, "control"),
+        ("scheduling.runtime_pod_heartbeat", {"heartbeat": {"podName": "p"}}, "control"),
+    ]
 
 
 def test_broker_errors_are_retried_with_backoff_then_given_up():
@@ -55,12 +56,34 @@ def test_rfc3339_is_utc_seconds():
 
 
 def test_run_report_shape():
-    report = run_report(namespace="ci", name="b", uid="u", attempt=0, pod_name="p",
-                        pod_uid="pu", phase="Failed", reason="RuntimeExecute",
-                        message="m" * 5000, exit_code=2,
-                        start=datetime(2026, 1, 1, tzinfo=UTC), end=None)
-    assert set(report) == {"namespace", "name", "uid", "attempt", "podName", "podUID", "phase",
-                           "reason", "message", "exitCode", "startTime", "completionTime"}
+    report = run_report(
+        namespace="ci",
+        name="b",
+        uid="u",
+        attempt=0,
+        pod_name="p",
+        pod_uid="pu",
+        phase="Failed",
+        reason="RuntimeExecute",
+        message="m" * 5000,
+        exit_code=2,
+        start=datetime(2026, 1, 1, tzinfo=UTC),
+        end=None,
+    )
+    assert set(report) == {
+        "namespace",
+        "name",
+        "uid",
+        "attempt",
+        "podName",
+        "podUID",
+        "phase",
+        "reason",
+        "message",
+        "exitCode",
+        "startTime",
+        "completionTime",
+    }
     assert len(report["message"]) == 4096
     assert report["startTime"] == "2026-01-01T00:00:00Z" and report["completionTime"] is None
 
@@ -87,7 +110,8 @@ def test_heartbeats_repeat_final_reports_until_they_are_confirmed(config, clock)
     assert [r["uid"] for r in beat] == ["run-1", "run-2", "run-3"]  # bounded: the oldest went
     assert active.confirm([("run-1", 1), ("run-3", 1), ("unknown", 1)]) == 2
     assert [r["uid"] for r in heartbeat_message(config, active, clock)["recentReports"]] == [
-        "run-2"]
+        "run-2"
+    ]
 
 
 def test_a_heartbeat_carries_at_most_32_reports_oldest_first(config, clock):
@@ -105,8 +129,7 @@ def test_the_outbox_survives_a_restart_on_the_same_disk(tmp_path):
     first.put({"uid": "a", "attempt": 1, "phase": "Succeeded", "message": "again"})
     first.confirm([("b", 2)])
     again = Outbox(tmp_path / "outbox")
-    assert again.pending() == [{"uid": "a", "attempt": 1, "phase": "Succeeded",
-                                "message": "again"}]
+    assert again.pending() == [{"uid": "a", "attempt": 1, "phase": "Succeeded", "message": "again"}]
     assert sorted(p.name for p in (tmp_path / "outbox").iterdir()) == ["a.1.json"]
 
 

@@ -46,8 +46,9 @@ def produce(service, store_spec, uid="producer-uid") -> dict:
 
 def consume(service, store_spec, refs, script, uid="consumer-uid") -> dict:
     inputs = [{"ref": ref, "path": path} for ref, path in refs]
-    return service.execute_run(make_payload(script, uid=uid, artifactStore=store_spec,
-                                            artifactInputs=inputs))
+    return service.execute_run(
+        make_payload(script, uid=uid, artifactStore=store_spec, artifactInputs=inputs)
+    )
 
 
 def by_name(final: dict) -> dict[str, dict]:
@@ -65,7 +66,9 @@ def test_outputs_and_artifacts_land_in_the_final_report(service, volumes):
     path = volumes / "artifacts" / report["location"]["filesystem"]["path"]
     assert path.read_bytes() == b"<ok/>"
     assert report["location"]["filesystem"] == {
-        "path": "namespaces/ci/runs/producer-uid/report.xml", "volumeClaimName": "artifacts"}
+        "path": "namespaces/ci/runs/producer-uid/report.xml",
+        "volumeClaimName": "artifacts",
+    }
     assert report["digest"] == "sha256:" + hashlib.sha256(b"<ok/>").hexdigest()
     assert (report["type"], report["sizeBytes"], report["driver"]) == ("file", 5, "filesystem")
     assert refs["dist"]["type"] == "directory"
@@ -80,13 +83,17 @@ def test_the_running_report_carries_the_store_snapshot(service, reporter):
 
 def test_a_second_run_reads_the_same_bytes_through_artifact_inputs(service):
     refs = by_name(produce(service, FS_STORE))
-    final = consume(service, FS_STORE, [(refs["dist"], "in/dist"),
-                                        (refs["report.xml"], "report.xml")], """
+    final = consume(
+        service,
+        FS_STORE,
+        [(refs["dist"], "in/dist"), (refs["report.xml"], "report.xml")],
+        """
 set -e
 test "$(cat in/dist/app.txt)" = hello
 test -x in/dist/bin/run.sh
 test "$(cat report.xml)" = '<ok/>'
-""")
+""",
+    )
     assert (final["phase"], final["message"]) == ("Succeeded", "")
 
 
@@ -116,18 +123,21 @@ def test_inputs_without_a_store_fail_prepare_source(service):
 def test_invalid_outputs_fail_the_run_naming_the_key(service):
     final = service.execute_run(make_payload('echo "bad key=1" >> "$KRUNTIME_OUTPUTS"'))
     assert (final["phase"], final["reason"]) == ("Failed", "OutputsInvalid")
-    too_big = service.execute_run(make_payload(
-        'printf "big=%09000d\\n" 0 >> "$KRUNTIME_OUTPUTS"', uid="other-uid"))
+    too_big = service.execute_run(
+        make_payload('printf "big=%09000d\\n" 0 >> "$KRUNTIME_OUTPUTS"', uid="other-uid")
+    )
     assert (too_big["phase"], too_big["reason"]) == ("Failed", "OutputsTooLarge")
     assert "big" in too_big["message"]
 
 
 def test_a_symlinked_artifact_fails_the_run_artifact_invalid(service, volumes):
-    final = service.execute_run(make_payload(
-        'ln -s /etc/passwd "$KRUNTIME_ARTIFACTS_DIR/passwd"', artifactStore=FS_STORE))
+    final = service.execute_run(
+        make_payload('ln -s /etc/passwd "$KRUNTIME_ARTIFACTS_DIR/passwd"', artifactStore=FS_STORE)
+    )
     assert (final["phase"], final["reason"]) == ("Failed", "ArtifactInvalid")
     assert not (volumes / "artifacts" / "namespaces").exists() or not any(
-        (volumes / "artifacts").rglob("passwd"))
+        (volumes / "artifacts").rglob("passwd")
+    )
 
 
 def test_artifacts_without_a_store_fail_the_run_instead_of_vanishing(service):
@@ -137,9 +147,12 @@ def test_artifacts_without_a_store_fail_the_run_instead_of_vanishing(service):
 
 
 def test_a_failed_step_uploads_nothing(service, volumes):
-    final = service.execute_run(make_payload(
-        'echo a=1 >> "$KRUNTIME_OUTPUTS"; echo x > "$KRUNTIME_ARTIFACTS_DIR/o"; exit 4',
-        artifactStore=FS_STORE))
+    final = service.execute_run(
+        make_payload(
+            'echo a=1 >> "$KRUNTIME_OUTPUTS"; echo x > "$KRUNTIME_ARTIFACTS_DIR/o"; exit 4',
+            artifactStore=FS_STORE,
+        )
+    )
     assert (final["phase"], final["exitCode"]) == ("Failed", 4)
     assert "outputs" not in final and "artifactRefs" not in final
     assert not any(volumes.rglob("o"))
@@ -231,12 +244,25 @@ def s3_store(s3_endpoint, tmp_path, config):
     secrets.mkdir(parents=True)
     (secrets / "accessKeyID").write_text("test-key\n")
     (secrets / "secretAccessKey").write_text("test-secret\n")
-    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="test-key", aws_secret_access_key="test-secret")
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test-key",
+        aws_secret_access_key="test-secret",
+    )
     client.create_bucket(Bucket="artifacts")
-    spec = {"driver": "s3", "s3": {"bucket": "artifacts", "prefix": "ci", "region": "us-east-1",
-                                   "endpoint": s3_endpoint, "forcePathStyle": True,
-                                   "credentialsSecretName": "s3-creds"}}
+    spec = {
+        "driver": "s3",
+        "s3": {
+            "bucket": "artifacts",
+            "prefix": "ci",
+            "region": "us-east-1",
+            "endpoint": s3_endpoint,
+            "forcePathStyle": True,
+            "credentialsSecretName": "s3-creds",
+        },
+    }
     return spec, client, tmp_path / "secrets"
 
 
@@ -246,10 +272,16 @@ def test_the_same_round_trip_through_s3(config, reporter, clock, s3_store):
     refs = by_name(produce(service, spec))
     assert refs["dist"]["driver"] == "s3"
     assert refs["dist"]["location"] == {
-        "s3": {"bucket": "artifacts", "key": "ci/namespaces/ci/runs/producer-uid/dist"}}
-    body = client.get_object(Bucket="artifacts", Key="ci/namespaces/ci/runs/producer-uid/"
-                             "report.xml")["Body"].read()
+        "s3": {"bucket": "artifacts", "key": "ci/namespaces/ci/runs/producer-uid/dist"}
+    }
+    body = client.get_object(
+        Bucket="artifacts", Key="ci/namespaces/ci/runs/producer-uid/report.xml"
+    )["Body"].read()
     assert body == b"<ok/>"
-    final = consume(service, spec, [(refs["dist"], "in/dist")],
-                    'set -e; test "$(cat in/dist/app.txt)" = hello; test -x in/dist/bin/run.sh')
+    final = consume(
+        service,
+        spec,
+        [(refs["dist"], "in/dist")],
+        'set -e; test "$(cat in/dist/app.txt)" = hello; test -x in/dist/bin/run.sh',
+    )
     assert (final["phase"], final["message"]) == ("Succeeded", "")

@@ -14,9 +14,22 @@ from runtimed.staging import PrepareError, ensure_run_dir, resolve_entrypoint, s
 
 
 def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=test@example.com",
-                           "-c", "init.defaultBranch=main", *args], cwd=repo, check=True,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return done.stdout.strip()
 
 
@@ -99,13 +112,16 @@ def test_repo_source_needs_an_entrypoint(workspace, repo):
         stage(Source(repo_url=str(repo[0])), None, ensure_run_dir(workspace, "uid-7"))
 
 
-@pytest.mark.parametrize(("entrypoint", "match"), [
-    ("../outside.sh", "must not contain '..'"),
-    ("ci/../../outside.sh", "must not contain '..'"),
-    ("/etc/passwd", "relative"),
-    ("ci/missing.sh", "does not exist"),
-    ("ci", "does not exist"),
-])
+@pytest.mark.parametrize(
+    ("entrypoint", "match"),
+    [
+        ("../outside.sh", "must not contain '..'"),
+        ("ci/../../outside.sh", "must not contain '..'"),
+        ("/etc/passwd", "relative"),
+        ("ci/missing.sh", "does not exist"),
+        ("ci", "does not exist"),
+    ],
+)
 def test_entrypoint_must_stay_inside_and_exist(tmp_path, entrypoint, match):
     checkout = tmp_path / "src"
     (checkout / "ci").mkdir(parents=True)

@@ -19,9 +19,13 @@ SECRET_KEY = "factory-secret-value-xyz"
 @pytest.fixture
 def bucket(s3_endpoint):
     name = f"factory-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
-                 aws_access_key_id="setup", aws_secret_access_key="setup").create_bucket(
-        Bucket=name)
+    boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="setup",
+        aws_secret_access_key="setup",
+    ).create_bucket(Bucket=name)
     return name
 
 
@@ -37,15 +41,26 @@ def write_secret(secrets_dir, name: str, data: dict[str, str]) -> None:
 
 
 def s3_spec(endpoint: str, bucket: str, **extra) -> dict:
-    return {"driver": "s3", "s3": {"bucket": bucket, "region": "us-east-1", "endpoint": endpoint,
-                                   "forcePathStyle": True, **extra}}
+    return {
+        "driver": "s3",
+        "s3": {
+            "bucket": bucket,
+            "region": "us-east-1",
+            "endpoint": endpoint,
+            "forcePathStyle": True,
+            **extra,
+        },
+    }
 
 
 def test_filesystem_store_roots_at_the_claim_directory(tmp_path):
     volumes = tmp_path / "volumes"
 
-    store = build_store({"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}},
-                        volumes_root=volumes, secrets_dir=None)
+    store = build_store(
+        {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}},
+        volumes_root=volumes,
+        secrets_dir=None,
+    )
 
     assert isinstance(store, FilesystemStore)
     assert store.root == volumes / "artifacts"
@@ -57,15 +72,21 @@ def test_filesystem_store_roots_at_the_claim_directory(tmp_path):
 
 def test_filesystem_store_needs_mounted_volumes():
     with pytest.raises(StoreError, match="no artifact volumes are mounted on this pod"):
-        build_store({"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}},
-                    volumes_root=None, secrets_dir=None)
+        build_store(
+            {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}},
+            volumes_root=None,
+            secrets_dir=None,
+        )
 
 
 @pytest.mark.parametrize("claim", ["../escape", "a/b", "..", "", None])
 def test_filesystem_claim_must_be_one_directory_name(tmp_path, claim):
     with pytest.raises(StoreError):
-        build_store({"driver": "filesystem", "filesystem": {"volumeClaimName": claim}},
-                    volumes_root=tmp_path, secrets_dir=None)
+        build_store(
+            {"driver": "filesystem", "filesystem": {"volumeClaimName": claim}},
+            volumes_root=tmp_path,
+            secrets_dir=None,
+        )
 
 
 @pytest.mark.parametrize("spec", [{"driver": "gcs"}, {}, {"driver": None}])
@@ -75,10 +96,19 @@ def test_unknown_driver_is_a_store_error(tmp_path, spec):
 
 
 def test_s3_store_uses_credentials_from_the_secret_volume(s3_endpoint, bucket, tmp_path):
-    write_secret(tmp_path, "s3-creds", {"accessKeyID": ACCESS_KEY + "\n",
-                                        "secretAccessKey": SECRET_KEY + "\n"})
-    spec = s3_spec(s3_endpoint, bucket, prefix="/ci/x/", credentialsSecretName="s3-creds",
-                   uploadPartSize=5 * 1024 * 1024, uploadConcurrency=2)
+    write_secret(
+        tmp_path,
+        "s3-creds",
+        {"accessKeyID": ACCESS_KEY + "\n", "secretAccessKey": SECRET_KEY + "\n"},
+    )
+    spec = s3_spec(
+        s3_endpoint,
+        bucket,
+        prefix="/ci/x/",
+        credentialsSecretName="s3-creds",
+        uploadPartSize=5 * 1024 * 1024,
+        uploadConcurrency=2,
+    )
 
     store = build_store(spec, volumes_root=None, secrets_dir=tmp_path)
 
@@ -94,22 +124,40 @@ def test_s3_store_uses_credentials_from_the_secret_volume(s3_endpoint, bucket, t
 
 
 def test_s3_credentials_accept_the_aws_key_names_and_a_session_token(tmp_path):
-    write_secret(tmp_path, "aws", {"AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                                   "AWS_SECRET_ACCESS_KEY": SECRET_KEY + "\r\n",
-                                   "AWS_SESSION_TOKEN": "token\n"})
+    write_secret(
+        tmp_path,
+        "aws",
+        {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY + "\r\n",
+            "AWS_SESSION_TOKEN": "token\n",
+        },
+    )
 
     assert read_s3_credentials(tmp_path, "aws") == {
-        "aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY,
-        "aws_session_token": "token"}
+        "aws_access_key_id": ACCESS_KEY,
+        "aws_secret_access_key": SECRET_KEY,
+        "aws_session_token": "token",
+    }
 
 
 def test_s3_credentials_prefer_our_key_names(tmp_path):
-    write_secret(tmp_path, "both", {"accessKeyID": "ours", "AWS_ACCESS_KEY_ID": "aws",
-                                    "secretAccessKey": "ours-secret", "sessionToken": "t"})
+    write_secret(
+        tmp_path,
+        "both",
+        {
+            "accessKeyID": "ours",
+            "AWS_ACCESS_KEY_ID": "aws",
+            "secretAccessKey": "ours-secret",
+            "sessionToken": "t",
+        },
+    )
 
     assert read_s3_credentials(tmp_path, "both") == {
-        "aws_access_key_id": "ours", "aws_secret_access_key": "ours-secret",
-        "aws_session_token": "t"}
+        "aws_access_key_id": "ours",
+        "aws_secret_access_key": "ours-secret",
+        "aws_session_token": "t",
+    }
 
 
 def test_a_missing_secret_key_names_the_keys_not_the_values(tmp_path):
@@ -151,8 +199,9 @@ def test_a_secret_name_must_be_one_directory_name(tmp_path):
         build_store(spec, volumes_root=None, secrets_dir=tmp_path / "secrets")
 
 
-def test_without_a_secret_s3_uses_the_default_credential_chain(s3_endpoint, bucket, tmp_path,
-                                                               monkeypatch):
+def test_without_a_secret_s3_uses_the_default_credential_chain(
+    s3_endpoint, bucket, tmp_path, monkeypatch
+):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDFROMENV")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
@@ -166,8 +215,9 @@ def test_without_a_secret_s3_uses_the_default_credential_chain(s3_endpoint, buck
 
 
 def test_s3_options_default_when_absent():
-    store = build_store({"driver": "s3", "s3": {"bucket": "only-a-bucket"}}, volumes_root=None,
-                        secrets_dir=None)
+    store = build_store(
+        {"driver": "s3", "s3": {"bucket": "only-a-bucket"}}, volumes_root=None, secrets_dir=None
+    )
 
     assert store.bucket == "only-a-bucket"
     assert store.prefix == ""

@@ -61,8 +61,9 @@ def test_put_writes_the_layout_and_open_reads_the_exact_bytes(store, root):
 
     ref = put(store, data)
 
-    assert ref["location"] == {"filesystem": {"path": f"{RUN_DIR}/out.tar",
-                                              "volumeClaimName": "artifacts"}}
+    assert ref["location"] == {
+        "filesystem": {"path": f"{RUN_DIR}/out.tar", "volumeClaimName": "artifacts"}
+    }
     assert (root / RUN_DIR / "out.tar").read_bytes() == data
     with store.open(ref) as stream:
         assert stream.read() == data
@@ -111,8 +112,7 @@ def test_put_rejects_a_name_that_is_not_one_component(store, root):
     assert tree(root) == {}
 
 
-@pytest.mark.parametrize("level", ["namespaces", "namespaces/ci", "namespaces/ci/runs",
-                                   RUN_DIR])
+@pytest.mark.parametrize("level", ["namespaces", "namespaces/ci", "namespaces/ci/runs", RUN_DIR])
 def test_a_symlink_at_any_layout_level_makes_put_fail(store, root, outside, level):
     parent = (root / level).parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -192,8 +192,10 @@ def test_open_of_a_missing_object_says_so(store):
 
 
 def test_open_of_a_run_never_stored_says_so(store):
-    ref = {"driver": "filesystem",
-           "location": {"filesystem": {"path": "namespaces/ci/runs/never/out.tar"}}}
+    ref = {
+        "driver": "filesystem",
+        "location": {"filesystem": {"path": "namespaces/ci/runs/never/out.tar"}},
+    }
 
     with pytest.raises(StoreError, match="does not exist"):
         store.open(ref)
@@ -207,24 +209,27 @@ def test_open_refuses_a_directory(store, root):
         store.open(ref)
 
 
-@pytest.mark.parametrize("path", [
-    "../outside/secret",
-    "/etc/passwd",
-    f"{RUN_DIR}/../../../../../outside/secret",
-    f"{RUN_DIR}/..",
-    f"{RUN_DIR}/.",
-    "namespaces/ci/runs/../secret",
-    "namespaces/ci/runs//secret",
-    f"{RUN_DIR}/",
-    f"{RUN_DIR}/a/b",
-    f"/{RUN_DIR}/out.tar",
-    "namespaces/ci/other/uid-1/out.tar",
-    "volumes/ci/runs/uid-1/out.tar",
-    RUN_DIR,
-    "",
-    None,
-    42,
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside/secret",
+        "/etc/passwd",
+        f"{RUN_DIR}/../../../../../outside/secret",
+        f"{RUN_DIR}/..",
+        f"{RUN_DIR}/.",
+        "namespaces/ci/runs/../secret",
+        "namespaces/ci/runs//secret",
+        f"{RUN_DIR}/",
+        f"{RUN_DIR}/a/b",
+        f"/{RUN_DIR}/out.tar",
+        "namespaces/ci/other/uid-1/out.tar",
+        "volumes/ci/runs/uid-1/out.tar",
+        RUN_DIR,
+        "",
+        None,
+        42,
+    ],
+)
 def test_open_refuses_a_path_outside_the_layout(store, path):
     put(store, b"payload")
     ref = {"driver": "filesystem", "location": {"filesystem": {"path": path}}}
@@ -246,8 +251,10 @@ def test_open_refuses_another_driver_or_no_location(store):
 
 def test_open_refuses_another_volume_claim(store):
     location = put(store, b"payload")["location"]["filesystem"]
-    elsewhere = {"driver": "filesystem",
-                 "location": {"filesystem": {**location, "volumeClaimName": "other-claim"}}}
+    elsewhere = {
+        "driver": "filesystem",
+        "location": {"filesystem": {**location, "volumeClaimName": "other-claim"}},
+    }
     unnamed = {"driver": "filesystem", "location": {"filesystem": {"path": location["path"]}}}
 
     with pytest.raises(RefOutOfScope, match="other-claim"):

@@ -33,8 +33,7 @@ def bucket(s3):
 
 def make_store(endpoint: str, bucket: str, **options) -> S3Store:
     options.setdefault("credentials", DUMMY)
-    return S3Store(bucket, region="us-east-1", endpoint=endpoint, force_path_style=True,
-                   **options)
+    return S3Store(bucket, region="us-east-1", endpoint=endpoint, force_path_style=True, **options)
 
 
 @pytest.fixture
@@ -42,8 +41,13 @@ def store(s3_endpoint, bucket):
     return make_store(s3_endpoint, bucket, prefix="ci/x")
 
 
-def put(store, data: bytes, name: str = "out.tar", scope: RunScope = SCOPE,
-        content_type: str = "application/x-tar") -> dict:
+def put(
+    store,
+    data: bytes,
+    name: str = "out.tar",
+    scope: RunScope = SCOPE,
+    content_type: str = "application/x-tar",
+) -> dict:
     location = store.put(scope, name, io.BytesIO(data), len(data), content_type)
     return {"name": name, "driver": "s3", "type": "archive", "location": location}
 
@@ -93,13 +97,15 @@ def test_a_short_source_aborts_a_multipart_upload(s3_endpoint, s3, bucket):
     assert not s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
 
 
-@pytest.mark.parametrize("prefix, key", [
-    ("", f"{RUN_KEY}/out.tar"),
-    ("/ci//x/", f"ci/x/{RUN_KEY}/out.tar"),
-    ("ci", f"ci/{RUN_KEY}/out.tar"),
-])
-def test_the_key_is_the_layout_below_the_normalised_prefix(s3_endpoint, s3, bucket, prefix,
-                                                           key):
+@pytest.mark.parametrize(
+    "prefix, key",
+    [
+        ("", f"{RUN_KEY}/out.tar"),
+        ("/ci//x/", f"ci/x/{RUN_KEY}/out.tar"),
+        ("ci", f"ci/{RUN_KEY}/out.tar"),
+    ],
+)
+def test_the_key_is_the_layout_below_the_normalised_prefix(s3_endpoint, s3, bucket, prefix, key):
     store = make_store(s3_endpoint, bucket, prefix=prefix)
 
     ref = put(store, b"payload")
@@ -164,13 +170,24 @@ def out_of_scope_refs(bucket: str) -> list[dict]:
         {"driver": "s3", "location": {"filesystem": {"path": f"{RUN_KEY}/out.tar"}}},
         {"driver": "s3"},
     ]
-    for key in (f"{RUN_KEY}/out.tar", f"other/{RUN_KEY}/out.tar", f"ci/xy/{RUN_KEY}/out.tar",
-                f"ci/y/{RUN_KEY}/out.tar",
-                f"ci/x/{RUN_KEY}/../../uid-2/out.tar", f"ci/x/{RUN_KEY}/..",
-                f"ci/x/{RUN_KEY}/./out.tar", "ci/x/namespaces/ci/runs/../out.tar",
-                f"ci/x/{RUN_KEY}//out.tar", f"ci/x/{RUN_KEY}/a/b", f"ci/x/{RUN_KEY}",
-                "ci/x/namespaces/ci/jobs/uid-1/out.tar", f"ci/x//{RUN_KEY}/out.tar",
-                "ci/x/", "", None):
+    for key in (
+        f"{RUN_KEY}/out.tar",
+        f"other/{RUN_KEY}/out.tar",
+        f"ci/xy/{RUN_KEY}/out.tar",
+        f"ci/y/{RUN_KEY}/out.tar",
+        f"ci/x/{RUN_KEY}/../../uid-2/out.tar",
+        f"ci/x/{RUN_KEY}/..",
+        f"ci/x/{RUN_KEY}/./out.tar",
+        "ci/x/namespaces/ci/runs/../out.tar",
+        f"ci/x/{RUN_KEY}//out.tar",
+        f"ci/x/{RUN_KEY}/a/b",
+        f"ci/x/{RUN_KEY}",
+        "ci/x/namespaces/ci/jobs/uid-1/out.tar",
+        f"ci/x//{RUN_KEY}/out.tar",
+        "ci/x/",
+        "",
+        None,
+    ):
         refs.append({"driver": "s3", "location": {"s3": {"bucket": bucket, "key": key}}})
     return refs
 
@@ -188,8 +205,10 @@ def test_refs_outside_the_store_are_refused(store, s3, bucket, index):
 
 
 def test_a_missing_object_is_a_clear_store_error(store, bucket):
-    ref = {"driver": "s3",
-           "location": {"s3": {"bucket": bucket, "key": f"ci/x/{RUN_KEY}/gone.tar"}}}
+    ref = {
+        "driver": "s3",
+        "location": {"s3": {"bucket": bucket, "key": f"ci/x/{RUN_KEY}/gone.tar"}},
+    }
 
     with pytest.raises(StoreError, match="does not exist") as raised:
         store.open(ref)
@@ -199,8 +218,10 @@ def test_a_missing_object_is_a_clear_store_error(store, bucket):
 
 def test_a_missing_bucket_is_a_clear_store_error(s3_endpoint):
     store = make_store(s3_endpoint, "no-such-bucket-here")
-    ref = {"driver": "s3",
-           "location": {"s3": {"bucket": "no-such-bucket-here", "key": f"{RUN_KEY}/out.tar"}}}
+    ref = {
+        "driver": "s3",
+        "location": {"s3": {"bucket": "no-such-bucket-here", "key": f"{RUN_KEY}/out.tar"}},
+    }
 
     with pytest.raises(StoreError, match='S3 bucket "no-such-bucket-here" does not exist'):
         put(store, b"payload")
@@ -218,9 +239,15 @@ def test_a_missing_bucket_fails_a_multipart_upload_clearly(s3_endpoint):
 
 
 def test_no_credentials_is_a_clear_store_error(s3_endpoint, bucket, monkeypatch, tmp_path):
-    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                     "AWS_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                     "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+    for variable in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
@@ -242,19 +269,24 @@ def test_an_unreachable_endpoint_is_a_clear_store_error(bucket):
     assert DUMMY["aws_secret_access_key"] not in str(raised.value)
 
 
-@pytest.mark.parametrize("code, status, expected", [
-    ("AccessDenied", 403, "access denied to S3 bucket"),
-    ("InvalidAccessKeyId", 403, "rejected the artifact store's credentials"),
-    ("SlowDown", 503, "S3 error SlowDown"),
-])
-def test_service_errors_become_store_errors_without_secrets(s3_endpoint, bucket, code, status,
-                                                            expected):
+@pytest.mark.parametrize(
+    "code, status, expected",
+    [
+        ("AccessDenied", 403, "access denied to S3 bucket"),
+        ("InvalidAccessKeyId", 403, "rejected the artifact store's credentials"),
+        ("SlowDown", 503, "S3 error SlowDown"),
+    ],
+)
+def test_service_errors_become_store_errors_without_secrets(
+    s3_endpoint, bucket, code, status, expected
+):
     store = make_store(s3_endpoint, bucket)
     ref = {"driver": "s3", "location": {"s3": {"bucket": bucket, "key": f"{RUN_KEY}/out.tar"}}}
 
     with Stubber(store.client) as stubber:
-        stubber.add_client_error("get_object", service_error_code=code,
-                                 service_message="nope", http_status_code=status)
+        stubber.add_client_error(
+            "get_object", service_error_code=code, service_message="nope", http_status_code=status
+        )
         with pytest.raises(StoreError, match=expected) as raised:
             store.open(ref)
     assert DUMMY["aws_secret_access_key"] not in str(raised.value)
@@ -279,15 +311,18 @@ def test_delete_run_in_batches_removes_all_and_only_that_run(s3_endpoint, s3, bu
     put(store, b"keep", scope=RunScope("other", "uid-1"))
     s3.put_object(Bucket=bucket, Key=f"{RUN_KEY}/outside-prefix", Body=b"keep")
     calls = []
-    store.client.meta.events.register("before-call.s3.DeleteObjects",
-                                      lambda **kwargs: calls.append(kwargs))
+    store.client.meta.events.register(
+        "before-call.s3.DeleteObjects", lambda **kwargs: calls.append(kwargs)
+    )
 
     assert store.delete_run(SCOPE) == 5
 
     assert len(calls) == 3
-    assert keys(s3, bucket) == {"ci/x/namespaces/ci/runs/uid-10/out.tar",
-                                "ci/x/namespaces/other/runs/uid-1/out.tar",
-                                f"{RUN_KEY}/outside-prefix"}
+    assert keys(s3, bucket) == {
+        "ci/x/namespaces/ci/runs/uid-10/out.tar",
+        "ci/x/namespaces/other/runs/uid-1/out.tar",
+        f"{RUN_KEY}/outside-prefix",
+    }
     assert store.delete_run(SCOPE) == 0
 
 
@@ -297,9 +332,12 @@ def test_delete_run_reports_per_key_errors(s3_endpoint, bucket):
     key = f"{RUN_KEY}/a"
 
     with Stubber(store.client) as stubber:
-        stubber.add_response("list_objects_v2", {"Contents": [{"Key": key}], "KeyCount": 1,
-                                                 "IsTruncated": False})
-        stubber.add_response("delete_objects", {"Errors": [
-            {"Key": key, "Code": "AccessDenied", "Message": "Access Denied"}]})
+        stubber.add_response(
+            "list_objects_v2", {"Contents": [{"Key": key}], "KeyCount": 1, "IsTruncated": False}
+        )
+        stubber.add_response(
+            "delete_objects",
+            {"Errors": [{"Key": key, "Code": "AccessDenied", "Message": "Access Denied"}]},
+        )
         with pytest.raises(StoreError, match=f"refused to delete {key} \\(AccessDenied\\)"):
             store.delete_run(SCOPE)

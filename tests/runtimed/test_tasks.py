@@ -26,15 +26,27 @@ def run_dir(config, uid="run-uid-1"):
 
 def test_running_then_succeeded(service, reporter, config):
     counter = config.workspace / "count"
-    payload = make_payload(f'echo "$GREETING $1" >> {counter}', env=[
-        {"name": "GREETING", "value": "hello"}], mode={"task": {"args": ["world"]}},
-        futureField=[{"ignored": True}], workspace={"name": "later"})
+    payload = make_payload(
+        f'echo "$GREETING $1" >> {counter}',
+        env=[{"name": "GREETING", "value": "hello"}],
+        mode={"task": {"args": ["world"]}},
+        futureField=[{"ignored": True}],
+        workspace={"name": "later"},
+    )
     final = service.execute_run(payload)
     running, done = reporter.reports
     assert running == {
-        "namespace": "ci", "name": "build", "uid": "run-uid-1", "attempt": 1,
-        "podName": "pod-a", "podUID": "uid-pod-a", "phase": "Running", "reason": "",
-        "message": "", "exitCode": None, "startTime": "2026-01-02T03:04:05Z",
+        "namespace": "ci",
+        "name": "build",
+        "uid": "run-uid-1",
+        "attempt": 1,
+        "podName": "pod-a",
+        "podUID": "uid-pod-a",
+        "phase": "Running",
+        "reason": "",
+        "message": "",
+        "exitCode": None,
+        "startTime": "2026-01-02T03:04:05Z",
         "completionTime": None,
     }
     assert done == final
@@ -99,8 +111,10 @@ def test_started_but_never_finished_is_not_run_again(service, reporter, config):
 
 
 def test_staging_failure_is_prepare_source(service, reporter, config):
-    payload = make_payload(source={"repoURL": str(config.workspace / "missing-repo")},
-                           mode={"task": {"entrypoint": "run.sh", "args": []}})
+    payload = make_payload(
+        source={"repoURL": str(config.workspace / "missing-repo")},
+        mode={"task": {"entrypoint": "run.sh", "args": []}},
+    )
     final = service.execute_run(payload)
     assert [r["phase"] for r in reporter.reports] == ["Running", "Failed"]
     assert final["reason"] == "PrepareSource" and "git clone failed" in final["message"]
@@ -143,16 +157,19 @@ def test_a_spec_runtimed_cannot_execute_is_prepare_source(service):
 def test_a_run_without_source_is_prepare_source_in_one_line(service):
     final = service.execute_run(make_payload(source={}))  # what a Run without one sends
     assert (final["phase"], final["reason"]) == ("Failed", "PrepareSource")
-    assert final["message"] == ("the Run cannot be executed: source needs exactly one of "
-                                "inline or repoURL")
+    assert final["message"] == (
+        "the Run cannot be executed: source needs exactly one of inline or repoURL"
+    )
 
 
-@pytest.mark.parametrize("repo", ["missing-repo", "file:///nonexistent/repo.git",
-                                  "https://127.0.0.1:1/unreachable.git"])
+@pytest.mark.parametrize(
+    "repo", ["missing-repo", "file:///nonexistent/repo.git", "https://127.0.0.1:1/unreachable.git"]
+)
 def test_a_source_that_cannot_be_fetched_is_prepare_source_in_one_line(service, config, repo):
     url = str(config.workspace / repo) if "/" not in repo else repo
-    final = service.execute_run(make_payload(
-        source={"repoURL": url}, mode={"task": {"entrypoint": "run.sh", "args": []}}))
+    final = service.execute_run(
+        make_payload(source={"repoURL": url}, mode={"task": {"entrypoint": "run.sh", "args": []}})
+    )
     assert (final["phase"], final["reason"]) == ("Failed", "PrepareSource")
     assert final["message"].startswith("git clone failed")
     assert "\n" not in final["message"] and "Traceback" not in final["message"]
@@ -161,13 +178,30 @@ def test_a_source_that_cannot_be_fetched_is_prepare_source_in_one_line(service, 
 def test_a_missing_entrypoint_is_prepare_source(service, config, tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    for args in (["init", "-q"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
-                                  "--allow-empty", "-m", "empty"]):
+    for args in (
+        ["init", "-q"],
+        [
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "empty",
+        ],
+    ):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    final = service.execute_run(make_payload(
-        source={"repoURL": str(repo)}, mode={"task": {"entrypoint": "ci/run.sh", "args": []}}))
+    final = service.execute_run(
+        make_payload(
+            source={"repoURL": str(repo)}, mode={"task": {"entrypoint": "ci/run.sh", "args": []}}
+        )
+    )
     assert (final["reason"], final["message"]) == (
-        "PrepareSource", "entrypoint 'ci/run.sh' does not exist in the checkout")
+        "PrepareSource",
+        "entrypoint 'ci/run.sh' does not exist in the checkout",
+    )
 
 
 def test_an_unexpected_failure_is_one_line_without_a_traceback(service, monkeypatch, caplog):
@@ -177,8 +211,9 @@ def test_an_unexpected_failure_is_one_line_without_a_traceback(service, monkeypa
     monkeypatch.setattr(runtimed.execute, "run_step", explode)
     final = service.execute_run(make_payload())
     assert final["reason"] == "RuntimeError"
-    assert final["message"] == ("runtimed failed: OSError: first line; Traceback (most recent "
-                                "call last):; File x; second")
+    assert final["message"] == (
+        "runtimed failed: OSError: first line; Traceback (most recent call last):; File x; second"
+    )
     assert "\n" not in final["message"]
     # the real traceback is in runtimed's own log
     assert any(record.exc_info for record in caplog.records)
@@ -191,8 +226,9 @@ def test_function_mode_is_not_executed(service):
 
 def test_long_messages_are_truncated(service, monkeypatch):
     def long_failure(step, **kwargs):
-        return runtimed.execute.Result("Failed", "RuntimeExecute", "x" * 10000, 1,
-                                       kwargs["clock"](), kwargs["clock"]())
+        return runtimed.execute.Result(
+            "Failed", "RuntimeExecute", "x" * 10000, 1, kwargs["clock"](), kwargs["clock"]()
+        )
 
     monkeypatch.setattr(runtimed.execute, "run_step", long_failure)
     final = service.execute_run(make_payload())
@@ -204,8 +240,9 @@ def test_dispatch_for_another_pod_incarnation_is_ignored(service, reporter):
     assert reporter.reports == []
 
 
-@pytest.mark.parametrize("payload", [None, {}, {"run": {"namespace": "ci", "name": "b",
-                                                       "uid": "../x", "attempt": 1}}])
+@pytest.mark.parametrize(
+    "payload", [None, {}, {"run": {"namespace": "ci", "name": "b", "uid": "../x", "attempt": 1}}]
+)
 def test_payload_without_a_valid_run_is_dropped(service, reporter, payload):
     assert service.execute_run(payload) is None
     assert reporter.reports == []
@@ -222,8 +259,9 @@ def test_active_runs_snapshot_is_sorted_and_thread_safe():
 
 def test_a_step_stopped_by_the_pods_shutdown_ends_pod_terminating(service, reporter):
     results = []
-    worker = threading.Thread(target=lambda: results.append(
-        service.execute_run(make_payload("sleep 30"))))
+    worker = threading.Thread(
+        target=lambda: results.append(service.execute_run(make_payload("sleep 30")))
+    )
     worker.start()
     deadline = time.monotonic() + 5
     while not service._controls and time.monotonic() < deadline:
@@ -246,19 +284,21 @@ def test_sigterm_gives_running_steps_the_grace_then_stops_them(config, reporter,
 
     service = RunService(config, reporter, clock=clock, grace=0.5)
     beats = []
-    drain.connect(Celery(set_as_current=False), service, Heartbeat(lambda: beats.append(1), 60),
-                  grace=1.0)
+    drain.connect(
+        Celery(set_as_current=False), service, Heartbeat(lambda: beats.append(1), 60), grace=1.0
+    )
     results = []
-    quick = threading.Thread(target=lambda: results.append(
-        service.execute_run(make_payload("sleep 0.3", uid="quick"))))
-    slow = threading.Thread(target=lambda: results.append(
-        service.execute_run(make_payload("sleep 30", uid="slow"))))
+    quick = threading.Thread(
+        target=lambda: results.append(service.execute_run(make_payload("sleep 0.3", uid="quick")))
+    )
+    slow = threading.Thread(
+        target=lambda: results.append(service.execute_run(make_payload("sleep 30", uid="slow")))
+    )
     quick.start()
     slow.start()
     time.sleep(0.1)
     started = time.monotonic()
-    signals.worker_shutting_down.send(sender="pod-a@host", sig="SIGTERM", how="Warm",
-                                      exitcode=0)
+    signals.worker_shutting_down.send(sender="pod-a@host", sig="SIGTERM", how="Warm", exitcode=0)
     quick.join(10)
     slow.join(10)
     by_uid = {r["uid"]: r for r in results}

@@ -16,27 +16,68 @@ RUNTIMES = registry.get("kruntimes.io", "v1alpha1", "runtimes")
 
 
 def make_runtime(name: str = "bash", namespace: str = "default", **spec) -> None:
-    store.create(RUNTIMES, {
-        "apiVersion": "kruntimes.io/v1alpha1", "kind": "Runtime", "metadata": {"name": name},
-        "spec": {"template": {"spec": {"containers": [{"name": "runtime", "image": "bash:5"}]}},
-                 **spec}}, namespace=namespace)
+    store.create(
+        RUNTIMES,
+        {
+            "apiVersion": "kruntimes.io/v1alpha1",
+            "kind": "Runtime",
+            "metadata": {"name": name},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "runtime", "image": "bash:5"}]}},
+                **spec,
+            },
+        },
+        namespace=namespace,
+    )
 
 
-def make_pod(name: str, *, runtime: str = "bash", namespace: str = "default", runs: int = 2,
-             ready: bool = True, heartbeat_age: float = 1.0, **capacity) -> RuntimePod:
+def make_pod(
+    name: str,
+    *,
+    runtime: str = "bash",
+    namespace: str = "default",
+    runs: int = 2,
+    ready: bool = True,
+    heartbeat_age: float = 1.0,
+    **capacity,
+) -> RuntimePod:
     return RuntimePod.objects.create(
-        namespace=namespace, runtime=runtime, name=name, uid=uuid.uuid4(), ready=ready,
-        phase="Running", capacity={"runs": runs, **capacity},
-        last_heartbeat=timezone.now() - timedelta(seconds=heartbeat_age))
+        namespace=namespace,
+        runtime=runtime,
+        name=name,
+        uid=uuid.uuid4(),
+        ready=ready,
+        phase="Running",
+        capacity={"runs": runs, **capacity},
+        last_heartbeat=timezone.now() - timedelta(seconds=heartbeat_age),
+    )
 
 
-def make_run(name: str, *, runtime: str = "bash", namespace: str = "default",
-             labels: dict | None = None, annotations: dict | None = None, **spec) -> Run:
+def make_run(
+    name: str,
+    *,
+    runtime: str = "bash",
+    namespace: str = "default",
+    labels: dict | None = None,
+    annotations: dict | None = None,
+    **spec,
+) -> Run:
     metadata = {"name": name, "labels": labels or {}, "annotations": annotations or {}}
-    return store.create(RUNS, {
-        "apiVersion": "kruntimes.io/v1alpha1", "kind": "Run", "metadata": metadata,
-        "spec": {"runtime": runtime, "source": {"inline": "echo hi"}, "mode": {"task": {}},
-                 **spec}}, namespace=namespace)
+    return store.create(
+        RUNS,
+        {
+            "apiVersion": "kruntimes.io/v1alpha1",
+            "kind": "Run",
+            "metadata": metadata,
+            "spec": {
+                "runtime": runtime,
+                "source": {"inline": "echo hi"},
+                "mode": {"task": {}},
+                **spec,
+            },
+        },
+        namespace=namespace,
+    )
 
 
 def fresh(run: Run) -> Run:
@@ -55,7 +96,16 @@ def append_log(run: Run, offset: int, text: str, attempt: int | None = None) -> 
     """Store one log chunk of the Run as runtimed would have shipped it."""
     from scheduling import logs
 
-    assert logs.append_chunk({
-        "namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-        "attempt": attempt or run.attempt, "podUID": "p", "offset": offset,
-        "size": len(text.encode()), "text": text}, timezone.now())
+    assert logs.append_chunk(
+        {
+            "namespace": run.namespace,
+            "name": run.name,
+            "uid": str(run.uid),
+            "attempt": attempt or run.attempt,
+            "podUID": "p",
+            "offset": offset,
+            "size": len(text.encode()),
+            "text": text,
+        },
+        timezone.now(),
+    )

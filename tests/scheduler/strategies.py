@@ -30,9 +30,15 @@ def requirements(draw) -> Requirement:
     if operator in (EXISTS, DOES_NOT_EXIST):
         return Requirement(key, operator)
     count = 1 if operator in (EQUALS, NOT_EQUALS) else draw(st.integers(1, 3))
-    return Requirement(key, operator, frozenset(draw(st.lists(
-        st.sampled_from(VALUES), min_size=count, max_size=count, unique=True))))
+    return Requirement(
+        key,
+        operator,
+        frozenset(
+            draw(st.lists(st.sampled_from(VALUES), min_size=count, max_size=count, unique=True))
+        ),
+    )
 
 
-selectors = st.one_of(st.just(NOTHING), st.lists(requirements(), max_size=3).map(
-    lambda reqs: Selector(tuple(reqs))))
+selectors = st.one_of(
+    st.just(NOTHING), st.lists(requirements(), max_size=3).map(lambda reqs: Selector(tuple(reqs)))
+)

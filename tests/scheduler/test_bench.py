@@ -15,15 +15,35 @@ from scheduling.models import Run, Runtime, RuntimePod
 
 pytestmark = pytest.mark.django_db
 
-KEYS = {"runs", "pods", "affinity", "bound_per_s", "total_s", "pass_p50_ms", "pass_p99_ms",
-        "queries_per_bind", "floor_s"}
+KEYS = {
+    "runs",
+    "pods",
+    "affinity",
+    "bound_per_s",
+    "total_s",
+    "pass_p50_ms",
+    "pass_p99_ms",
+    "queries_per_bind",
+    "floor_s",
+}
 MODES = ("none", "required", "preferred", "anti")
 
 
 def bench(*args: str) -> tuple[dict, str]:
     out, err = StringIO(), StringIO()
-    call_command("bench", "scheduler", "--runs", "40", "--pods", "4", "--probes", "5", *args,
-                 stdout=out, stderr=err)
+    call_command(
+        "bench",
+        "scheduler",
+        "--runs",
+        "40",
+        "--pods",
+        "4",
+        "--probes",
+        "5",
+        *args,
+        stdout=out,
+        stderr=err,
+    )
     lines = out.getvalue().splitlines()
     assert len(lines) == 1, out.getvalue()
     return json.loads(lines[0]), err.getvalue()
@@ -31,8 +51,7 @@ def bench(*args: str) -> tuple[dict, str]:
 
 def pods_by_label(key: str) -> dict[str, list[str]]:
     placed = defaultdict(list)
-    for labels, pod in Run.objects.filter(namespace="bench").values_list("labels",
-                                                                         "assigned_pod"):
+    for labels, pod in Run.objects.filter(namespace="bench").values_list("labels", "assigned_pod"):
         placed[labels[key]].append(pod)
     return placed
 
@@ -58,8 +77,9 @@ def test_every_run_is_bound_and_the_line_has_the_keys(mode):
         assert run.status["assignedPodUID"] == run.assigned_pod_uid
         per_pod[run.assigned_pod] += 1
     assert max(per_pod.values()) <= capacity["resources"]["runs"]
-    assert set(per_pod) <= set(RuntimePod.objects.filter(namespace="bench")
-                               .values_list("name", flat=True))
+    assert set(per_pod) <= set(
+        RuntimePod.objects.filter(namespace="bench").values_list("name", flat=True)
+    )
     if mode == "required":
         assert all(len(set(pods)) == 1 for pods in pods_by_label("cohort").values())
     if mode == "anti":
@@ -79,5 +99,15 @@ def test_the_namespace_is_deleted_afterwards_and_leftovers_are_replaced():
 
 def test_a_bad_shape_is_a_command_error():
     with pytest.raises(CommandError, match="at least 2 pods"):
-        call_command("bench", "scheduler", "--runs", "4", "--pods", "1", "--affinity", "anti",
-                     stdout=StringIO(), stderr=StringIO())
+        call_command(
+            "bench",
+            "scheduler",
+            "--runs",
+            "4",
+            "--pods",
+            "1",
+            "--affinity",
+            "anti",
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )

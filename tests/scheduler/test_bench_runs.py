@@ -26,8 +26,15 @@ from scheduling.bench.runs import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUIRED = {"count", "concurrency", "p50_ms", "p99_ms", "runs_per_s", "celery_p50_ms",
-            "celery_p99_ms"}
+REQUIRED = {
+    "count",
+    "concurrency",
+    "p50_ms",
+    "p99_ms",
+    "runs_per_s",
+    "celery_p50_ms",
+    "celery_p99_ms",
+}
 
 
 # --- end to end -------------------------------------------------------------------------
@@ -38,14 +45,38 @@ REQUIRED = {"count", "concurrency", "p50_ms", "p99_ms", "runs_per_s", "celery_p5
 def test_bench_runs_prints_one_json_line_of_positive_numbers(tmp_path):
     """The real thing on the filesystem broker in a tmp data dir and the test database:
     ``manage.py bench runs`` starts the control worker, beat, the echo worker and a pod."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "KRUNTIMES_TEST_EAGER": "0", "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
-           "KRUNTIMES_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(ROOT),
-           "CELERY_BROKER_URL": "filesystem://localhost/"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "KRUNTIMES_TEST_EAGER": "0",
+        "KRUNTIMES_TEST_DB_NAME": connection.settings_dict["NAME"],
+        "KRUNTIMES_DATA_DIR": str(tmp_path / "data"),
+        "PYTHONPATH": str(ROOT),
+        "CELERY_BROKER_URL": "filesystem://localhost/",
+    }
     done = subprocess.run(
-        [sys.executable, "manage.py", "bench", "runs", "--count", "3", "--concurrency", "1",
-         "--warmup", "1", "--startup-timeout", "60", "--timeout", "20"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "manage.py",
+            "bench",
+            "runs",
+            "--count",
+            "3",
+            "--concurrency",
+            "1",
+            "--warmup",
+            "1",
+            "--startup-timeout",
+            "60",
+            "--timeout",
+            "20",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     lines = done.stdout.splitlines()
     assert len(lines) == 1, done.stdout  # progress goes to stderr, children to log files
@@ -73,15 +104,25 @@ def test_bench_runs_prints_one_json_line_of_positive_numbers(tmp_path):
 
 @pytest.mark.processes
 def test_an_unreachable_broker_is_a_one_line_error(tmp_path):
-    env = {**os.environ, "KRUNTIMES_DATA_DIR": str(tmp_path / "data"),
-           "CELERY_BROKER_URL": "redis://127.0.0.1:1/0", "PYTHONPATH": str(ROOT),
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    env = {
+        **os.environ,
+        "KRUNTIMES_DATA_DIR": str(tmp_path / "data"),
+        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
+        "PYTHONPATH": str(ROOT),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
-                   check=True, timeout=120)
-    done = subprocess.run([sys.executable, "manage.py", "bench", "runs", "--count", "1",
-                           "--concurrency", "1"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=120
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench", "runs", "--count", "1", "--concurrency", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and done.stdout == ""
     error = done.stderr.strip().splitlines()[-1]
     assert error.startswith("CommandError: the Celery broker") and "CELERY_BROKER_URL" in error
@@ -90,8 +131,10 @@ def test_an_unreachable_broker_is_a_one_line_error(tmp_path):
 # --- the pure parts ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("concurrency", "replicas", "capacity"),
-                         [(1, 1, 1), (4, 1, 4), (5, 2, 3), (8, 2, 4), (9, 3, 3), (16, 4, 4)])
+@pytest.mark.parametrize(
+    ("concurrency", "replicas", "capacity"),
+    [(1, 1, 1), (4, 1, 4), (5, 2, 3), (8, 2, 4), (9, 3, 3), (16, 4, 4)],
+)
 def test_the_runtime_holds_the_concurrency_at_once(concurrency, replicas, capacity):
     assert runtime_shape(concurrency) == (replicas, capacity)
     assert replicas * capacity >= concurrency
@@ -102,8 +145,11 @@ def test_the_runtime_holds_the_concurrency_at_once(concurrency, replicas, capaci
 def test_the_run_manifest_is_an_echo_task():
     manifest = run_manifest("run-00001")
     assert manifest["metadata"]["name"] == "run-00001"
-    assert manifest["spec"] == {"runtime": "bench", "source": {"inline": "echo hi"},
-                                "mode": {"task": {}}}
+    assert manifest["spec"] == {
+        "runtime": "bench",
+        "source": {"inline": "echo hi"},
+        "mode": {"task": {}},
+    }
 
 
 def test_percentiles_are_nearest_rank():
@@ -124,10 +170,24 @@ def _series(ms: list[float], wall: float, errors: int = 0, lost: int = 0) -> Ser
 def test_the_json_line_has_the_keys_in_order_and_the_overhead():
     runs = _series([100.0, 120.0, 140.0, 400.0], wall=0.5)
     celery = _series([40.0, 50.0, 60.0, 70.0], wall=0.1, lost=1)
-    result = result_line(count=4, concurrency=2, runs=runs, celery=celery, broker="redis",
-                         database="postgresql", pods=1)
-    assert list(result)[:7] == ["count", "concurrency", "p50_ms", "p99_ms", "runs_per_s",
-                                "celery_p50_ms", "celery_p99_ms"]
+    result = result_line(
+        count=4,
+        concurrency=2,
+        runs=runs,
+        celery=celery,
+        broker="redis",
+        database="postgresql",
+        pods=1,
+    )
+    assert list(result)[:7] == [
+        "count",
+        "concurrency",
+        "p50_ms",
+        "p99_ms",
+        "runs_per_s",
+        "celery_p50_ms",
+        "celery_p99_ms",
+    ]
     assert result["p50_ms"] == 120.0 and result["p99_ms"] == 400.0
     assert result["celery_p50_ms"] == 50.0 and result["celery_p99_ms"] == 70.0
     assert result["runs_per_s"] == 8.0  # 4 Runs in 0.5 s

@@ -45,13 +45,20 @@ def test_stale_changed_and_deleted_runs_are_run_conflicts(batch):
     for name in ("r1", "r5"):
         bound = fresh(runs[name])
         assert (bound.phase, bound.assigned_pod, bound.assigned_pod_uid, bound.attempt) == (
-            "Scheduled", "bash-a", pod.uid, 1)
+            "Scheduled",
+            "bash-a",
+            pod.uid,
+            1,
+        )
         assert bound.resource_version == runs[name].resource_version + 1
         assert bound.dispatched_at is None
         assert bound.status["assignedPodUID"] == pod.uid and bound.status["phase"] == "Scheduled"
         scheduled = next(c for c in bound.status["conditions"] if c["type"] == "Scheduled")
         assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
-            "True", "Assigned", "assigned to Runtime Pod bash-a")
+            "True",
+            "Assigned",
+            "assigned to Runtime Pod bash-a",
+        )
     assert fresh(runs["r2"]).resource_version == 99 and fresh(runs["r2"]).phase == "Pending"
     assert fresh(runs["r3"]).phase == "Cancelled"
     assert fresh(runs["r4"]).phase == "Pending"
@@ -83,7 +90,7 @@ def test_a_lost_run_does_not_take_capacity_from_the_next(batch):
 
 def test_status_values_travel_as_parameters(batch):
     runs, assignments, now = batch
-    odd = {"note": "it's \"quoted\" \\ ; -- $1 %s ?"}
+    odd = {"note": 'it\'s "quoted" \\ ; -- $1 %s ?'}
     Run.objects.filter(pk=runs["r1"].pk).update(status=odd)
     pod = assignments[0][1]
     result = binding.bind([(run, pod) for run in pending_runs(100) if run.name == "r1"], now)

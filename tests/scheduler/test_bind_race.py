@@ -82,6 +82,7 @@ def test_racing_schedulers_never_double_bind_or_overfill(bind_batch, monkeypatch
     assert set(bound.values_list("assigned_pod_uid", flat=True)) <= uids
     # liveness: a released assumption is placed by the next pass; every slot used once
     run_pass(default_framework(), timezone.now())
-    assert Counter(Run.objects.filter(phase="Scheduled").values_list(
-        "assigned_pod", flat=True)) == {f"bash-{i}": 10 for i in range(4)}
+    assert Counter(
+        Run.objects.filter(phase="Scheduled").values_list("assigned_pod", flat=True)
+    ) == {f"bash-{i}": 10 for i in range(4)}
     assert Run.objects.filter(phase="Pending").count() == 60

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.django_db
 
 def silent_for(pod: RuntimePod, seconds: float) -> None:
     RuntimePod.objects.filter(pk=pod.pk).update(
-        last_heartbeat=timezone.now() - timedelta(seconds=seconds))
+        last_heartbeat=timezone.now() - timedelta(seconds=seconds)
+    )
 
 
 def bind_on(count: int):
@@ -78,11 +79,14 @@ def test_after_a_gap_in_its_own_passes_the_control_plane_gives_pods_a_fresh_grac
     assert resumed == start
     assert ControlPlaneMark.objects.get(name="resumed").at == start
     silent_for(pod_rows[0], 30)  # silent since before the gap
-    assert lifecycle.reconcile_runs(start + timedelta(seconds=5), resumed=resumed)[
-        "PodUnhealthy"] == 0
+    assert (
+        lifecycle.reconcile_runs(start + timedelta(seconds=5), resumed=resumed)["PodUnhealthy"] == 0
+    )
     # still silent 21 s after the control plane resumed: now it counts
-    assert lifecycle.reconcile_runs(start + timedelta(seconds=21), resumed=resumed)[
-        "PodUnhealthy"] == 1
+    assert (
+        lifecycle.reconcile_runs(start + timedelta(seconds=21), resumed=resumed)["PodUnhealthy"]
+        == 1
+    )
 
 
 def test_passes_on_time_are_no_gap():
@@ -95,8 +99,7 @@ def test_passes_on_time_are_no_gap():
 def test_the_beat_pass_uses_the_gap_rule(monkeypatch):
     monkeypatch.setattr(dispatch, "dispatch", lambda pks, now, app=None: 0)
     pod_rows, runs = bind_on(1)
-    ControlPlaneMark.objects.create(name="reconcile",
-                                    at=timezone.now() - timedelta(seconds=60))
+    ControlPlaneMark.objects.create(name="reconcile", at=timezone.now() - timedelta(seconds=60))
     silent_for(pod_rows[0], 30)
     assert tasks.reconcile()["PodUnhealthy"] == 0
     assert fresh(runs[0]).phase == "Scheduled"
@@ -127,12 +130,14 @@ def test_a_late_success_after_pod_gone_is_recorded_and_changes_nothing():
     failed = fresh(run)
     assert (failed.phase, failed.status["reason"]) == ("Failed", "PodGone")
     before = _late("Succeeded", "PodGone")
-    assert not lifecycle.apply_report(report(run, pod, "Succeeded", exitCode=0),
-                                      timezone.now())
+    assert not lifecycle.apply_report(report(run, pod, "Succeeded", exitCode=0), timezone.now())
     assert _late("Succeeded", "PodGone") == before + 1
     after = fresh(failed)
     assert (after.phase, after.attempt, after.resource_version) == (
-        "Failed", 1, failed.resource_version)
+        "Failed",
+        1,
+        failed.resource_version,
+    )
 
 
 def test_a_late_success_of_a_retried_attempt_is_recorded_and_starts_nothing():
@@ -146,8 +151,7 @@ def test_a_late_success_of_a_retried_attempt_is_recorded_and_starts_nothing():
     retried = fresh(run)
     assert (retried.phase, retried.attempt) == ("Pending", 2)
     before = _late("Succeeded", "superseded")
-    assert not lifecycle.apply_report(report(run, pod, "Succeeded", exitCode=0),
-                                      timezone.now())
+    assert not lifecycle.apply_report(report(run, pod, "Succeeded", exitCode=0), timezone.now())
     assert _late("Succeeded", "superseded") == before + 1
     assert fresh(retried).attempt == 2
 
@@ -168,35 +172,60 @@ def test_a_heartbeat_applies_the_reports_it_repeats_before_its_active_runs(monke
     pod_rows, runs = bind_on(1)
     run, pod = runs[0], pod_rows[0]
     now = timezone.now()
-    lifecycle.apply_report(report(run, pod, "Running", startTime=(
-        now - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")), now)
+    lifecycle.apply_report(
+        report(
+            run,
+            pod,
+            "Running",
+            startTime=(now - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        ),
+        now,
+    )
     # the Run finished; its report was lost; the next beat lists no active Run but repeats it
-    beat = {"namespace": "default", "podName": pod.name, "podUID": str(pod.uid),
-            "runtime": "bash", "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "activeRuns": [],
-            "recentReports": [report(run, pod, "Succeeded", exitCode=0)]}
+    beat = {
+        "namespace": "default",
+        "podName": pod.name,
+        "podUID": str(pod.uid),
+        "runtime": "bash",
+        "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "activeRuns": [],
+        "recentReports": [report(run, pod, "Succeeded", exitCode=0)],
+    }
     tasks.runtime_pod_heartbeat(beat)
     assert lifecycle.reconcile_runs(timezone.now())["ExecutionLost"] == 0
     assert fresh(run).phase == "Succeeded"
-    assert sent.sent == [("runtimed.confirm_reports", {"payload": {
-        "pod": {"name": pod.name, "uid": str(pod.uid)},
-        "reports": [{"uid": str(run.uid), "attempt": 1}]}}, f"runtimed.{pod.name}")]
+    assert sent.sent == [
+        (
+            "runtimed.confirm_reports",
+            {
+                "payload": {
+                    "pod": {"name": pod.name, "uid": str(pod.uid)},
+                    "reports": [{"uid": str(run.uid), "attempt": 1}],
+                }
+            },
+            f"runtimed.{pod.name}",
+        )
+    ]
 
 
 def test_only_reports_the_control_plane_no_longer_waits_for_are_confirmed():
     pod_rows, runs = bind_on(2)
     (done_run, waiting_run), pod = runs, pod_rows[0]
-    lifecycle.apply_report(report(done_run, pod_rows[0], "Succeeded", exitCode=0),
-                           timezone.now())
+    lifecycle.apply_report(report(done_run, pod_rows[0], "Succeeded", exitCode=0), timezone.now())
     app = RecordingApp()
     beat = {"podName": pod.name, "podUID": str(pod.uid)}
-    reports = [report(done_run, pod_rows[0], "Succeeded"),
-               report(waiting_run, pod_rows[1], "Succeeded"),  # not applied (yet)
-               {"uid": "00000000-0000-0000-0000-000000000000", "attempt": 1},  # Run gone
-               {"uid": "garbage"}]
+    reports = [
+        report(done_run, pod_rows[0], "Succeeded"),
+        report(waiting_run, pod_rows[1], "Succeeded"),  # not applied (yet)
+        {"uid": "00000000-0000-0000-0000-000000000000", "attempt": 1},  # Run gone
+        {"uid": "garbage"},
+    ]
     assert dispatch.confirm_reports(beat, reports, app=app) == 2
     confirmed = app.sent[0][1]["payload"]["reports"]
-    assert confirmed == [{"uid": str(done_run.uid), "attempt": 1},
-                         {"uid": "00000000-0000-0000-0000-000000000000", "attempt": 1}]
+    assert confirmed == [
+        {"uid": str(done_run.uid), "attempt": 1},
+        {"uid": "00000000-0000-0000-0000-000000000000", "attempt": 1},
+    ]
     assert dispatch.confirm_reports(beat, [], app=app) == 0
     assert dispatch.confirm_reports(beat, reports[1:2], app=RecordingApp(fail=True)) == 0
 
@@ -208,7 +237,9 @@ def test_a_late_report_a_heartbeat_repeats_is_recorded_too(monkeypatch):
     RuntimePod.objects.filter(pk=pod.pk).delete()
     lifecycle.reconcile_runs(timezone.now())
     before = _late("Succeeded", "PodGone")
-    assert lifecycle.apply_missed_reports([report(run, pod, "Succeeded", exitCode=0)],
-                                          timezone.now()) == 0
+    assert (
+        lifecycle.apply_missed_reports([report(run, pod, "Succeeded", exitCode=0)], timezone.now())
+        == 0
+    )
     assert _late("Succeeded", "PodGone") == before + 1
     assert fresh(run).phase == "Failed"

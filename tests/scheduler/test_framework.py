@@ -28,8 +28,9 @@ class Recording(Plugin):
 
 def test_a_scorer_with_nothing_to_say_is_not_asked():
     quiet, loud = Recording("Quiet", False, prefers="c"), Recording("Loud", True, prefers="b")
-    decision = Framework([quiet, loud]).schedule_one(run(), snapshot([pod("a"), pod("b"),
-                                                                      pod("c")]))
+    decision = Framework([quiet, loud]).schedule_one(
+        run(), snapshot([pod("a"), pod("b"), pod("c")])
+    )
     assert decision.pod.name == "b"
     assert quiet.scored == [] and loud.scored == ["a", "b", "c"]
 

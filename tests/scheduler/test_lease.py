@@ -56,4 +56,3 @@ def test_only_the_holder_releases():
     assert not lease.acquire("b", now, TTL)
     lease.release("a")
     assert lease.acquire("b", now, TTL)
-

@@ -27,10 +27,21 @@ def bound():
 
 
 def report(run, pod, phase, **extra):
-    return {"namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-            "attempt": run.attempt, "podName": pod.name, "podUID": str(pod.uid),
-            "phase": phase, "reason": "", "message": "", "exitCode": None,
-            "startTime": None, "completionTime": None, **extra}
+    return {
+        "namespace": run.namespace,
+        "name": run.name,
+        "uid": str(run.uid),
+        "attempt": run.attempt,
+        "podName": pod.name,
+        "podUID": str(pod.uid),
+        "phase": phase,
+        "reason": "",
+        "message": "",
+        "exitCode": None,
+        "startTime": None,
+        "completionTime": None,
+        **extra,
+    }
 
 
 def test_running_then_succeeded(bound):
@@ -39,24 +50,45 @@ def test_running_then_succeeded(bound):
     assert lifecycle.apply_report(report(run, pod, "Running", startTime=format_time(now)), now)
     running = fresh(run)
     assert running.phase == "Running" and running.status["startTime"] == format_time(now)
-    done = report(run, pod, "Succeeded", exitCode=0, startTime=format_time(now),
-                  completionTime=format_time(now))
+    done = report(
+        run,
+        pod,
+        "Succeeded",
+        exitCode=0,
+        startTime=format_time(now),
+        completionTime=format_time(now),
+    )
     assert lifecycle.apply_report(done, now)
     finished = fresh(run)
     assert finished.phase == "Succeeded" and finished.status["exitCode"] == 0
     completed = next(c for c in finished.status["conditions"] if c["type"] == "Completed")
     assert (completed["status"], completed["reason"]) == ("True", "Succeeded")
     assert {c["type"] for c in finished.status["conditions"]} == {
-        "Scheduled", "Running", "Completed"}
+        "Scheduled",
+        "Running",
+        "Completed",
+    }
 
 
 def test_failed_report_keeps_reason_and_exit_code(bound):
     run, pod = bound
-    lifecycle.apply_report(report(run, pod, "Failed", reason="RuntimeExecute", exitCode=3,
-                                  message="the step exited with exit code 3"), timezone.now())
+    lifecycle.apply_report(
+        report(
+            run,
+            pod,
+            "Failed",
+            reason="RuntimeExecute",
+            exitCode=3,
+            message="the step exited with exit code 3",
+        ),
+        timezone.now(),
+    )
     failed = fresh(run)
     assert (failed.phase, failed.status["reason"], failed.status["exitCode"]) == (
-        "Failed", "RuntimeExecute", 3)
+        "Failed",
+        "RuntimeExecute",
+        3,
+    )
 
 
 def test_duplicate_and_late_reports_change_nothing(bound):
@@ -82,10 +114,18 @@ def test_reports_about_another_attempt_or_pod_are_ignored(bound):
 
 def test_heartbeat_creates_a_ready_pod_and_reads_capacity_from_the_runtime():
     make_runtime(capacity={"resources": {"runs": 5}})
-    beat = {"namespace": "default", "runtime": "bash", "podName": "bash-x",
-            "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "capacity": {"runs": 2},
-            "activeRuns": [], "time": format_time(timezone.now()), "workspacePath": "/w",
-            "host": "h", "pid": 1}
+    beat = {
+        "namespace": "default",
+        "runtime": "bash",
+        "podName": "bash-x",
+        "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+        "capacity": {"runs": 2},
+        "activeRuns": [],
+        "time": format_time(timezone.now()),
+        "workspacePath": "/w",
+        "host": "h",
+        "pid": 1,
+    }
     pod, became_ready = pods.record_heartbeat(beat, timezone.now())
     assert became_ready and pod.ready and pod.capacity == {"runs": 5}
     _, again = pods.record_heartbeat(beat, timezone.now())
@@ -95,8 +135,14 @@ def test_heartbeat_creates_a_ready_pod_and_reads_capacity_from_the_runtime():
 def test_a_stale_heartbeat_neither_creates_nor_revives_a_pod():
     make_runtime()
     old = format_time(timezone.now() - timedelta(seconds=16))
-    beat = {"namespace": "default", "runtime": "bash", "podName": "bash-ghost",
-            "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "activeRuns": [], "time": old}
+    beat = {
+        "namespace": "default",
+        "runtime": "bash",
+        "podName": "bash-ghost",
+        "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+        "activeRuns": [],
+        "time": old,
+    }
     assert pods.record_heartbeat(beat, timezone.now()) == (None, False)
     assert not RuntimePod.objects.filter(name="bash-ghost").exists()
     fresh_beat = {**beat, "time": format_time(timezone.now() - timedelta(seconds=14))}
@@ -112,9 +158,15 @@ def test_a_lost_final_report_is_applied_from_the_next_heartbeat(bound, monkeypat
     now = timezone.now()
     lifecycle.apply_report(report(run, pod, "Running"), now)
     final = report(run, pod, "Succeeded", exitCode=0)  # its own message never arrived
-    beat = {"namespace": "default", "runtime": "bash", "podName": pod.name,
-            "podUID": str(pod.uid), "activeRuns": [], "time": format_time(now),
-            "recentReports": [final, {"uid": "not-a-uuid"}, "junk"]}
+    beat = {
+        "namespace": "default",
+        "runtime": "bash",
+        "podName": pod.name,
+        "podUID": str(pod.uid),
+        "activeRuns": [],
+        "time": format_time(now),
+        "recentReports": [final, {"uid": "not-a-uuid"}, "junk"],
+    }
     runtime_pod_heartbeat(beat)
     assert (fresh(run).phase, fresh(run).status["exitCode"]) == ("Succeeded", 0)
     version = fresh(run).resource_version
@@ -125,8 +177,13 @@ def test_a_lost_final_report_is_applied_from_the_next_heartbeat(bound, monkeypat
 def test_a_new_incarnation_under_an_old_name_replaces_the_row():
     make_runtime()
     old = make_pod("bash-a")
-    beat = {"namespace": "default", "runtime": "bash", "podName": "bash-a",
-            "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "activeRuns": []}
+    beat = {
+        "namespace": "default",
+        "runtime": "bash",
+        "podName": "bash-a",
+        "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+        "activeRuns": [],
+    }
     pod, became_ready = pods.record_heartbeat(beat, timezone.now())
     assert became_ready and str(pod.uid) != str(old.uid)
     assert RuntimePod.objects.filter(name="bash-a").count() == 1
@@ -154,10 +211,12 @@ def test_a_run_on_a_pod_that_is_gone_fails_pod_gone(bound):
 def test_a_run_on_a_silent_pod_fails_pod_unhealthy(bound):
     run, pod = bound
     RuntimePod.objects.filter(pk=pod.pk).update(
-        last_heartbeat=timezone.now() - timedelta(seconds=19))
+        last_heartbeat=timezone.now() - timedelta(seconds=19)
+    )
     assert lifecycle.reconcile_runs(timezone.now())["PodUnhealthy"] == 0  # not silent enough
     RuntimePod.objects.filter(pk=pod.pk).update(
-        last_heartbeat=timezone.now() - timedelta(seconds=21))
+        last_heartbeat=timezone.now() - timedelta(seconds=21)
+    )
     assert lifecycle.reconcile_runs(timezone.now())["PodUnhealthy"] == 1
     assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodUnhealthy")
 
@@ -167,8 +226,11 @@ def test_a_terminating_pod_lets_its_runs_finish_then_fails_them_pod_terminating(
     start = timezone.now() - timedelta(seconds=30)
     lifecycle.apply_report(report(run, pod, "Running", startTime=format_time(start)), start)
     RuntimePod.objects.filter(pk=pod.pk).update(
-        phase="Terminating", ready=False, last_heartbeat=timezone.now(),
-        active_runs=[{"uid": str(run.uid), "attempt": 1}])
+        phase="Terminating",
+        ready=False,
+        last_heartbeat=timezone.now(),
+        active_runs=[{"uid": str(run.uid), "attempt": 1}],
+    )
     assert lifecycle.reconcile_runs(timezone.now())["PodTerminating"] == 0  # still running it
     RuntimePod.objects.filter(pk=pod.pk).update(active_runs=[])
     assert lifecycle.reconcile_runs(timezone.now())["PodTerminating"] == 1
@@ -178,18 +240,24 @@ def test_a_terminating_pod_lets_its_runs_finish_then_fails_them_pod_terminating(
 def test_a_terminating_pod_that_went_silent_fails_pod_terminating(bound):
     run, pod = bound
     RuntimePod.objects.filter(pk=pod.pk).update(
-        phase="Terminating", last_heartbeat=timezone.now() - timedelta(seconds=21))
+        phase="Terminating", last_heartbeat=timezone.now() - timedelta(seconds=21)
+    )
     assert lifecycle.reconcile_runs(timezone.now())["PodTerminating"] == 1
 
 
 def test_a_provider_ending_a_pod_fails_its_runs_at_once(bound):
     run, pod = bound
-    failed = lifecycle.fail_runs_on_pod("default", pod.name, str(pod.uid), "PodTerminating",
-                                        "stopped", timezone.now())
+    failed = lifecycle.fail_runs_on_pod(
+        "default", pod.name, str(pod.uid), "PodTerminating", "stopped", timezone.now()
+    )
     assert failed == 1
     assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodTerminating")
-    assert lifecycle.fail_runs_on_pod("default", pod.name, str(pod.uid), "PodGone", "x",
-                                      timezone.now()) == 0
+    assert (
+        lifecycle.fail_runs_on_pod(
+            "default", pod.name, str(pod.uid), "PodGone", "x", timezone.now()
+        )
+        == 0
+    )
 
 
 def test_a_run_the_pod_no_longer_executes_fails_execution_lost(bound):
@@ -199,7 +267,11 @@ def test_a_run_the_pod_no_longer_executes_fails_execution_lost(bound):
     active = [{"uid": str(run.uid), "attempt": 1}]
     RuntimePod.objects.filter(pk=pod.pk).update(active_runs=active, last_heartbeat=timezone.now())
     assert lifecycle.reconcile_runs(timezone.now()) == {
-        "PodGone": 0, "PodTerminating": 0, "PodUnhealthy": 0, "ExecutionLost": 0}
+        "PodGone": 0,
+        "PodTerminating": 0,
+        "PodUnhealthy": 0,
+        "ExecutionLost": 0,
+    }
     RuntimePod.objects.filter(pk=pod.pk).update(active_runs=[])  # runtimed restarted
     assert lifecycle.reconcile_runs(timezone.now())["ExecutionLost"] == 1
     assert fresh(run).status["reason"] == "ExecutionLost"
@@ -230,8 +302,12 @@ def test_dispatch_sends_a_self_contained_payload_to_the_pod_queue(bound):
     name, kwargs, queue = app.sent[0]
     assert (name, queue) == ("runtimed.execute_run", "runtimed.bash-a")
     payload = kwargs["payload"]
-    assert payload["run"] == {"namespace": "default", "name": "r1", "uid": str(run.uid),
-                              "attempt": 1}
+    assert payload["run"] == {
+        "namespace": "default",
+        "name": "r1",
+        "uid": str(run.uid),
+        "attempt": 1,
+    }
     assert payload["pod"] == {"name": "bash-a", "uid": str(pod.uid)}
     assert payload["source"] == {"inline": "echo hi"}
     assert payload["env"] == [{"name": "GREETING", "value": "hi"}]
@@ -263,8 +339,14 @@ def test_a_scheduled_run_that_never_starts_on_a_live_pod_fails_execution_lost(bo
 def test_a_terminal_report_overtaking_running_still_records_that_it_ran(bound):
     run, pod = bound
     now = timezone.now()
-    done = report(run, pod, "Succeeded", exitCode=0, startTime=format_time(now),
-                  completionTime=format_time(now))
+    done = report(
+        run,
+        pod,
+        "Succeeded",
+        exitCode=0,
+        startTime=format_time(now),
+        completionTime=format_time(now),
+    )
     assert lifecycle.apply_report(done, now)
     assert not lifecycle.apply_report(report(run, pod, "Running"), now)  # late: ignored
     finished = fresh(run)
@@ -285,7 +367,10 @@ def test_runtime_status_follows_its_ready_pods():
     assert runtime.status["readyReplicas"] == 1 and runtime.ready_replicas == 1
     available = runtime.status["conditions"][0]
     assert (available["type"], available["status"], available["message"]) == (
-        "Available", "True", "1/2 Runtime Pods ready")
+        "Available",
+        "True",
+        "1/2 Runtime Pods ready",
+    )
     assert runtimes.sync_runtime_status(timezone.now()) == 0  # unchanged: no write
     RuntimePod.objects.update(ready=False)
     runtimes.sync_runtime_status(timezone.now())

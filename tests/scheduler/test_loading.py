@@ -22,14 +22,26 @@ from .strategies import KEYS, VALUES, selectors
 pytestmark = pytest.mark.django_db
 
 
-def placed_run(name: str, pod: RuntimePod, *, labels: dict | None = None,
-               requests: dict | None = None, phase: str = "Running",
-               namespace: str = "default", pod_uid: str = "") -> Run:
+def placed_run(
+    name: str,
+    pod: RuntimePod,
+    *,
+    labels: dict | None = None,
+    requests: dict | None = None,
+    phase: str = "Running",
+    namespace: str = "default",
+    pod_uid: str = "",
+) -> Run:
     """A Run already bound to ``pod`` (or to another incarnation of it, by ``pod_uid``)."""
     status = run_status.scheduled({}, pod.name, pod_uid or str(pod.uid), timezone.now(), 1)
     status["phase"] = phase
-    run = Run(namespace=namespace, name=name, labels=labels or {}, status=status,
-              spec={"runtime": pod.runtime, "resources": {"requests": requests or {"runs": 1}}})
+    run = Run(
+        namespace=namespace,
+        name=name,
+        labels=labels or {},
+        status=status,
+        spec={"runtime": pod.runtime, "resources": {"requests": requests or {"runs": 1}}},
+    )
     run.sync_columns()
     run.save()
     return run
@@ -40,8 +52,14 @@ def cluster():
     """Active Runs with labels over a small alphabet on three pods, plus Runs that never count:
     pending, finished, and in another namespace."""
     pods = [make_pod(f"bash-{i}", runs=100) for i in range(3)]
-    other = RuntimePod.objects.create(namespace="other", runtime="bash", name="bash-0",
-                                      uid=uuid.uuid4(), ready=True, phase="Running")
+    other = RuntimePod.objects.create(
+        namespace="other",
+        runtime="bash",
+        name="bash-0",
+        uid=uuid.uuid4(),
+        ready=True,
+        phase="Running",
+    )
     expected = []
     for i in range(40):
         j = i // 2  # Runs come in pairs with the same pod and labels
@@ -55,8 +73,9 @@ def cluster():
     return expected
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(selector=selectors)
 def test_selectors_in_sql_match_like_the_selector(cluster, selector):
     found = DatabasePlacements(sql_selectors=1).targets("default", selector)
@@ -67,15 +86,22 @@ def test_placed_runs_are_grouped_by_pod_and_labels(cluster):
     placed = DatabasePlacements(sql_selectors=0).placed("default")
     assert sum(p.count for p in placed) == len(cluster)
     assert len(placed) < len(cluster)  # identical (pod, labels) share a row
-    assert Counter({(p.pod_name, tuple(sorted(p.labels.items()))): p.count for p in placed}) == \
-        Counter((pod, tuple(sorted(labels.items()))) for pod, labels in cluster)
+    assert Counter(
+        {(p.pod_name, tuple(sorted(p.labels.items()))): p.count for p in placed}
+    ) == Counter((pod, tuple(sorted(labels.items()))) for pod, labels in cluster)
 
 
 def test_pod_usage_is_summed_per_pod_and_incarnation():
     make_runtime()
-    a, b = make_pod("bash-a", runs=10, memory=8 * 1024 ** 3), make_pod("bash-b", runs=10)
-    elsewhere = RuntimePod.objects.create(namespace="other", runtime="bash", name="bash-a",
-                                          uid=uuid.uuid4(), ready=True, phase="Running")
+    a, b = make_pod("bash-a", runs=10, memory=8 * 1024**3), make_pod("bash-b", runs=10)
+    elsewhere = RuntimePod.objects.create(
+        namespace="other",
+        runtime="bash",
+        name="bash-a",
+        uid=uuid.uuid4(),
+        ready=True,
+        phase="Running",
+    )
     for i in range(3):
         placed_run(f"big{i}", a, requests={"runs": 2, "memory": "1Gi"})
     placed_run("small", a, phase="Scheduled")
@@ -84,7 +110,7 @@ def test_pod_usage_is_summed_per_pod_and_incarnation():
     placed_run("b", b)
     placed_run("same-name", elsewhere, namespace="other")
     pods = take_snapshot(timezone.now()).pods_by_key
-    assert pods["default", "bash-a"].used == {"runs": 7, "memory": 3 * 1024 ** 3}
+    assert pods["default", "bash-a"].used == {"runs": 7, "memory": 3 * 1024**3}
     assert pods["default", "bash-b"].used == {"runs": 1}
     assert pods["other", "bash-a"].used == {"runs": 1}
 

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 def provider(monkeypatch, settings, tmp_path):
     settings.DATA_DIR = tmp_path
     # a stand-in process: what matters here is the provider's bookkeeping around it
-    monkeypatch.setattr(local, "runtimed_argv",
-                        lambda: [sys.executable, "-c", "import time; time.sleep(60)"])
+    monkeypatch.setattr(
+        local, "runtimed_argv", lambda: [sys.executable, "-c", "import time; time.sleep(60)"]
+    )
     supervisor = Supervisor([], stop_timeout=5)
     provider = local.LocalProvider(supervisor)
     yield provider
@@ -35,8 +36,9 @@ def started_pod(provider) -> RuntimePod:
     make_runtime()
     provider.sync()
     pod = RuntimePod.objects.get()
-    RuntimePod.objects.filter(pk=pod.pk).update(ready=True, phase="Running",
-                                                last_heartbeat=timezone.now())
+    RuntimePod.objects.filter(pk=pod.pk).update(
+        ready=True, phase="Running", last_heartbeat=timezone.now()
+    )
     return RuntimePod.objects.get()
 
 
@@ -82,7 +84,9 @@ def test_pods_get_the_artifact_volumes_limits_and_secrets_of_the_portal(settings
     assert env["KRUNTIME_ARTIFACT_VOLUMES"] == str(tmp_path / "volumes")
     assert env["KRUNTIME_SECRETS_DIR"] == str(tmp_path / "secrets" / "ci")  # its namespace's
     assert (env["KRUNTIME_ARTIFACT_MAX_BYTES"], env["KRUNTIME_RUN_ARTIFACT_MAX_BYTES"]) == (
-        "1000", "5000")
+        "1000",
+        "5000",
+    )
     settings.KRUNTIMES_SECRETS_DIR = ""
     assert "KRUNTIME_SECRETS_DIR" not in local.pod_env(pod, {"runs": 2})
 
@@ -91,12 +95,25 @@ def _record(workspace, run, pod_uid, phase="Succeeded", where="runs", **extra):
     """What runtimed leaves on the pod's disk for a finished attempt."""
     import json
 
-    report = {"namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-              "attempt": run.attempt, "podName": run.assigned_pod, "podUID": str(pod_uid),
-              "phase": phase, "reason": "", "message": "", "exitCode": 0,
-              "startTime": None, "completionTime": None, **extra}
+    report = {
+        "namespace": run.namespace,
+        "name": run.name,
+        "uid": str(run.uid),
+        "attempt": run.attempt,
+        "podName": run.assigned_pod,
+        "podUID": str(pod_uid),
+        "phase": phase,
+        "reason": "",
+        "message": "",
+        "exitCode": 0,
+        "startTime": None,
+        "completionTime": None,
+        **extra,
+    }
     if where == "runs":
-        path = workspace / ".kruntimes" / "runs" / str(run.uid) / f"attempt-{run.attempt}.result.json"
+        path = (
+            workspace / ".kruntimes" / "runs" / str(run.uid) / f"attempt-{run.attempt}.result.json"
+        )
     else:
         path = workspace / ".kruntimes" / "outbox" / f"{run.uid}.{run.attempt}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,13 +17,19 @@ from scheduling.triggers import SOURCES
 from .fixtures import make_pod, make_run, make_runtime, required
 
 pytestmark = pytest.mark.django_db
-SERIES = ("kruntimes_scheduler_pass_duration_seconds", "kruntimes_scheduler_cycle_duration_seconds",
-          "kruntimes_scheduler_queue_wait_seconds", "kruntimes_scheduler_results_total",
-          "kruntimes_scheduler_filter_rejections_total",
-          "kruntimes_scheduler_reservation_conflicts_total",
-          "kruntimes_scheduler_pending_run_wakeups_total", "kruntimes_run_attempts_ended_total",
-          "kruntimes_run_artifact_cleanups_total", "kruntimes_run_ttl_deletions_total",
-          "kruntimes_run_log_bytes_total")
+SERIES = (
+    "kruntimes_scheduler_pass_duration_seconds",
+    "kruntimes_scheduler_cycle_duration_seconds",
+    "kruntimes_scheduler_queue_wait_seconds",
+    "kruntimes_scheduler_results_total",
+    "kruntimes_scheduler_filter_rejections_total",
+    "kruntimes_scheduler_reservation_conflicts_total",
+    "kruntimes_scheduler_pending_run_wakeups_total",
+    "kruntimes_run_attempts_ended_total",
+    "kruntimes_run_artifact_cleanups_total",
+    "kruntimes_run_ttl_deletions_total",
+    "kruntimes_run_log_bytes_total",
+)
 ALLOWED_LABELS = {
     "plugin": {"RuntimePodAvailability", "RunAffinity"},
     "reason": set(REASON_TEXT) | ATTEMPT_REASONS,
@@ -40,18 +46,28 @@ def test_metrics_expose_the_scheduler_series_with_bounded_labels(client):
     make_pod("secret-pod-name", runtime="secret-runtime-name", runs=1)
     group = {"secret-label": "secret-value"}
     for i in range(3):
-        make_run(f"secret-run-{i}", runtime="secret-runtime-name", labels=group,
-                 affinity=required("runAntiAffinity", group))
+        make_run(
+            f"secret-run-{i}",
+            runtime="secret-runtime-name",
+            labels=group,
+            affinity=required("runAntiAffinity", group),
+        )
     run_pass(default_framework(), timezone.now())
     ended = Run.objects.get(name="secret-run-0")
     lifecycle.fail(ended, "SecretMadeUpReason", "secret message", timezone.now())
     body = client.get("/metrics").content.decode()
-    assert re.search(r'kruntimes_run_attempts_ended_total\{phase="Failed",reason="Other",'
-                     r'retried="false"\} [1-9]', body)
+    assert re.search(
+        r'kruntimes_run_attempts_ended_total\{phase="Failed",reason="Other",'
+        r'retried="false"\} [1-9]',
+        body,
+    )
     for series in SERIES:
         assert series in body, series
-    assert re.search(r'kruntimes_scheduler_filter_rejections_total\{plugin="RuntimePodAvailability"'
-                     r',reason="AtCapacity"\} [1-9]', body)
+    assert re.search(
+        r'kruntimes_scheduler_filter_rejections_total\{plugin="RuntimePodAvailability"'
+        r',reason="AtCapacity"\} [1-9]',
+        body,
+    )
     assert "secret" not in body
     for name, value in re.findall(r'(\w+)="([^"]*)"', body):
         if name in ALLOWED_LABELS:

@@ -68,8 +68,10 @@ def test_not_ready_and_stale_pods_are_not_used():
     make_pod("bash-b", heartbeat_age=30)
     run = make_run("r1")
     schedule()
-    assert fresh(run).status["message"] == \
-        "0/2 pods: 1 has no recent runtimed heartbeat, 1 is not ready"
+    assert (
+        fresh(run).status["message"]
+        == "0/2 pods: 1 has no recent runtimed heartbeat, 1 is not ready"
+    )
 
 
 def test_fractional_request_fails_with_a_reason_instead_of_looping():
@@ -84,7 +86,7 @@ def test_fractional_request_fails_with_a_reason_instead_of_looping():
 
 
 def test_whole_quantities_with_suffixes_are_not_fractional():
-    make_pod("bash-a", runs=2, memory=2 * 1024 ** 3)
+    make_pod("bash-a", runs=2, memory=2 * 1024**3)
     run = make_run("r1", resources={"requests": {"runs": 1, "memory": "1Gi"}})
     assert schedule().bound == 1 and fresh(run).phase == "Scheduled"
 
@@ -101,8 +103,9 @@ def test_affinity_cohort_bootstraps_onto_one_pod():
     for name in ("bash-a", "bash-b", "bash-c"):
         make_pod(name, runs=5)
     cohort = {"cohort": "build"}
-    runs = [make_run(f"r{i}", labels=cohort, affinity=required("runAffinity", cohort))
-            for i in range(4)]
+    runs = [
+        make_run(f"r{i}", labels=cohort, affinity=required("runAffinity", cohort)) for i in range(4)
+    ]
     assert schedule().bound == 4
     assert {fresh(r).assigned_pod for r in runs} == {"bash-a"}
 
@@ -121,11 +124,15 @@ def test_anti_affinity_spreads_and_blocks_when_full():
     make_pod("bash-a", runs=5)
     make_pod("bash-b", runs=5)
     group = {"spread": "x"}
-    runs = [make_run(f"r{i}", labels=group, affinity=required("runAntiAffinity", group))
-            for i in range(3)]
+    runs = [
+        make_run(f"r{i}", labels=group, affinity=required("runAntiAffinity", group))
+        for i in range(3)
+    ]
     assert schedule().bound == 2
     assert sorted(fresh(r).assigned_pod for r in runs if fresh(r).assigned_pod) == [
-        "bash-a", "bash-b"]
+        "bash-a",
+        "bash-b",
+    ]
     blocked = next(fresh(r) for r in runs if fresh(r).phase == "Pending")
     assert blocked.status["message"] == "0/2 pods: 2 violate runAntiAffinity"
 

@@ -20,27 +20,45 @@ from .builders import placed, pod, preferred, required, run, snapshot
 AVAILABILITY = RuntimePodAvailability()
 
 
-@pytest.mark.parametrize(("candidate", "request_", "expected"), [
-    (pod("p"), {"runs": 1}, None),
-    (pod("p", runs=2, used=1), {"runs": 1}, None),
-    (pod("p", runs=2, used=2), {"runs": 1}, "AtCapacity"),
-    (pod("p", runs=2, used=1), {"runs": 2}, "AtCapacity"),
-    (pod("p", ready=False), {"runs": 1}, "NotReady"),
-    (pod("p", phase="Pending"), {"runs": 1}, "NotReady"),
-    (pod("p", heartbeat_age=15), {"runs": 1}, None),
-    (pod("p", heartbeat_age=15.5), {"runs": 1}, "HeartbeatStale"),
-    (pod("p", heartbeat_age=None), {"runs": 1}, "HeartbeatStale"),
-    (pod("p"), {"runs": 1, "gpu": 1}, "MissingResource"),
-    (pod("p", capacity={"runs": 4, "gpu": 1}), {"runs": 1, "gpu": 1}, None),
-    (pod("p", capacity={"runs": 4, "gpu": 0}), {"runs": 1, "gpu": 1}, "ExceedsCapacity"),
-    (pod("p"), {"runs": 0}, None),
-    (pod("p", runs=2), {"runs": 3}, "ExceedsCapacity"),
-    (pod("p", runs=2, used=2), {"runs": 3}, "ExceedsCapacity"),
-    (pod("p", runs=3, used=1), {"runs": 3}, "AtCapacity"),
-], ids=["fits", "fits-last-slot", "full", "vector-too-big", "not-ready", "not-running",
-        "heartbeat-at-15s", "heartbeat-stale", "never-heard", "missing-resource",
-        "extra-resource-fits", "extra-resource-none", "zero-request", "bigger-than-the-pod",
-        "bigger-than-a-busy-pod", "fits-once-free"])
+@pytest.mark.parametrize(
+    ("candidate", "request_", "expected"),
+    [
+        (pod("p"), {"runs": 1}, None),
+        (pod("p", runs=2, used=1), {"runs": 1}, None),
+        (pod("p", runs=2, used=2), {"runs": 1}, "AtCapacity"),
+        (pod("p", runs=2, used=1), {"runs": 2}, "AtCapacity"),
+        (pod("p", ready=False), {"runs": 1}, "NotReady"),
+        (pod("p", phase="Pending"), {"runs": 1}, "NotReady"),
+        (pod("p", heartbeat_age=15), {"runs": 1}, None),
+        (pod("p", heartbeat_age=15.5), {"runs": 1}, "HeartbeatStale"),
+        (pod("p", heartbeat_age=None), {"runs": 1}, "HeartbeatStale"),
+        (pod("p"), {"runs": 1, "gpu": 1}, "MissingResource"),
+        (pod("p", capacity={"runs": 4, "gpu": 1}), {"runs": 1, "gpu": 1}, None),
+        (pod("p", capacity={"runs": 4, "gpu": 0}), {"runs": 1, "gpu": 1}, "ExceedsCapacity"),
+        (pod("p"), {"runs": 0}, None),
+        (pod("p", runs=2), {"runs": 3}, "ExceedsCapacity"),
+        (pod("p", runs=2, used=2), {"runs": 3}, "ExceedsCapacity"),
+        (pod("p", runs=3, used=1), {"runs": 3}, "AtCapacity"),
+    ],
+    ids=[
+        "fits",
+        "fits-last-slot",
+        "full",
+        "vector-too-big",
+        "not-ready",
+        "not-running",
+        "heartbeat-at-15s",
+        "heartbeat-stale",
+        "never-heard",
+        "missing-resource",
+        "extra-resource-fits",
+        "extra-resource-none",
+        "zero-request",
+        "bigger-than-the-pod",
+        "bigger-than-a-busy-pod",
+        "fits-once-free",
+    ],
+)
 def test_availability_filter(candidate, request_, expected):
     the_run = run(requests=request_)
     assert AVAILABILITY.filter(the_run, candidate, snapshot([candidate]), {}) == expected
@@ -115,13 +133,19 @@ def test_anti_affinity_counts_assumed_runs():
     a = pod("a")
     snap = snapshot([a])
     snap.assume(run("first", labels=BUILD), a)
-    assert _affinity_filter(run(affinity=required("runAntiAffinity", BUILD)), a, snap) == \
-        "AntiAffinityViolation"
+    assert (
+        _affinity_filter(run(affinity=required("runAntiAffinity", BUILD)), a, snap)
+        == "AntiAffinityViolation"
+    )
 
 
 def test_every_required_term_must_hold():
-    snap = snapshot([pod("a"), pod("b")], placed("a", BUILD), placed("b", {"job": "lint"}),
-                    placed("b", BUILD, uid="x"))
+    snap = snapshot(
+        [pod("a"), pod("b")],
+        placed("a", BUILD),
+        placed("b", {"job": "lint"}),
+        placed("b", BUILD, uid="x"),
+    )
     the_run = run(affinity=required("runAffinity", BUILD, {"job": "lint"}))
     assert _affinity_filter(the_run, pod("a"), snap) == "AffinityMismatch"
     assert _affinity_filter(the_run, pod("b"), snap) is None
@@ -130,8 +154,12 @@ def test_every_required_term_must_hold():
 def test_preferred_affinity_scores_and_normalizes():
     snap = snapshot([pod("a"), pod("b"), pod("c")], placed("b", BUILD), placed("c", {"x": "1"}))
     plugin = PreferredRunAffinity()
-    the_run = run(affinity={**preferred("runAffinity", (80, BUILD)),
-                            **preferred("runAntiAffinity", (20, {"x": "1"}))})
+    the_run = run(
+        affinity={
+            **preferred("runAffinity", (80, BUILD)),
+            **preferred("runAntiAffinity", (20, {"x": "1"})),
+        }
+    )
     raw = {p: plugin.score(the_run, pod(p), snap, {}) for p in "abc"}
     # preferred weight where a target is, anti-affinity weight where none is
     assert raw == {"a": 20, "b": 100, "c": 0}
@@ -140,16 +168,22 @@ def test_preferred_affinity_scores_and_normalizes():
     assert plugin.normalize({"a": 0, "b": 0}) == {"a": 0, "b": 0}
 
 
-@pytest.mark.parametrize(("loads", "expected"), [
-    ({"a": (1, 1)}, {"a": 100}),
-    ({"a": (1, 1), "b": (2, 2)}, {"a": 100, "b": 0}),
-    ({"a": (1, 1), "b": (2, 2), "c": (3, 3)}, {"a": 100, "b": 50, "c": 0}),
-    ({"a": (1, 1), "b": (1, 1), "c": (3, 3)}, {"a": 100, "b": 100, "c": 0}),
-    ({"a": (1, 1), "b": (1, 2), "c": (3, 3)}, {"a": 100, "b": 50, "c": 0}),
-    ({"a": (1, 1), "b": (1, 1)}, {"a": 100, "b": 100}),
-    ({"a": (1, 1), "b": (2, 2), "c": (2, 2), "d": (3, 3)},
-     {"a": 100, "b": 66, "c": 66, "d": 0}),
-], ids=["one-pod", "two", "three", "tie-first", "sum-breaks-tie", "all-equal", "tie-middle"])
+@pytest.mark.parametrize(
+    ("loads", "expected"),
+    [
+        ({"a": (1, 1)}, {"a": 100}),
+        ({"a": (1, 1), "b": (2, 2)}, {"a": 100, "b": 0}),
+        ({"a": (1, 1), "b": (2, 2), "c": (3, 3)}, {"a": 100, "b": 50, "c": 0}),
+        ({"a": (1, 1), "b": (1, 1), "c": (3, 3)}, {"a": 100, "b": 100, "c": 0}),
+        ({"a": (1, 1), "b": (1, 2), "c": (3, 3)}, {"a": 100, "b": 50, "c": 0}),
+        ({"a": (1, 1), "b": (1, 1)}, {"a": 100, "b": 100}),
+        (
+            {"a": (1, 1), "b": (2, 2), "c": (2, 2), "d": (3, 3)},
+            {"a": 100, "b": 66, "c": 66, "d": 0},
+        ),
+    ],
+    ids=["one-pod", "two", "three", "tie-first", "sum-breaks-tie", "all-equal", "tie-middle"],
+)
 def test_least_loaded_normalizes_by_rank(loads, expected):
     assert LeastLoaded().normalize(loads) == expected
 
@@ -174,7 +208,9 @@ def test_least_loaded_load_is_the_highest_projected_ratio_then_the_sum():
     assert load(2, 1) > load(2, 0)
     # a resource the Run does not request does not count
     assert plugin.score(run(), pod("p", capacity=capacity), snapshot([]), {}) == (
-        Fraction(1, 4), Fraction(1, 4))
+        Fraction(1, 4),
+        Fraction(1, 4),
+    )
 
 
 def test_busiest_single_resource_decides_the_pod():
@@ -183,8 +219,9 @@ def test_busiest_single_resource_decides_the_pod():
     pods = [pod("a", capacity=capacity), pod("b", capacity=capacity)]
     pods[0].used = {"runs": 0, gpu: 3}  # gpu 4/4 after placing
     pods[1].used = {"runs": 2, gpu: 1}  # runs 3/4, gpu 2/4
-    chosen = Framework(default_plugins()).schedule_one(run(requests={"runs": 1, gpu: 1}),
-                                                       snapshot(pods))
+    chosen = Framework(default_plugins()).schedule_one(
+        run(requests={"runs": 1, gpu: 1}), snapshot(pods)
+    )
     assert chosen.pod.name == "b"  # more in use in all, but no resource as full as a's gpu
 
 
@@ -242,8 +279,9 @@ def test_pending_message_is_bounded_and_counts_per_reason():
 
 
 def test_no_pods_for_the_runtime():
-    decision = Framework(default_plugins()).schedule_one(run(runtime="python"),
-                                                         snapshot([pod("a")]))
+    decision = Framework(default_plugins()).schedule_one(
+        run(runtime="python"), snapshot([pod("a")])
+    )
     assert decision.pod is None and decision.message.startswith("0/0 pods")
 
 
@@ -252,14 +290,18 @@ def test_pending_message_agrees_in_number():
 
     from scheduling.scheduler.framework import pending_message
 
-    message = pending_message(3, Counter({("RuntimePodAvailability", "NotReady"): 1,
-                                          ("RunAffinity", "AffinityMismatch"): 2}))
+    message = pending_message(
+        3,
+        Counter(
+            {("RuntimePodAvailability", "NotReady"): 1, ("RunAffinity", "AffinityMismatch"): 2}
+        ),
+    )
     assert message == "0/3 pods: 2 do not match runAffinity, 1 is not ready"
 
 
 def test_a_request_no_pod_can_ever_hold_says_so():
     pods = [pod("a", runs=2), pod("b", runs=2, used=2), pod("c", runs=8, used=8)]
-    decision = Framework(default_plugins()).schedule_one(run(requests={"runs": 4}),
-                                                         snapshot(pods))
-    assert decision.message == ("0/3 pods: 2 have less capacity than the Run requests, "
-                                "1 at capacity")
+    decision = Framework(default_plugins()).schedule_one(run(requests={"runs": 4}), snapshot(pods))
+    assert decision.message == (
+        "0/3 pods: 2 have less capacity than the Run requests, 1 at capacity"
+    )

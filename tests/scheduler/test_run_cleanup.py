@@ -38,8 +38,7 @@ def finished(name: str, now, *, phase: str = "Succeeded", **spec) -> Run:
     run = fresh(run)
     pod = type("Pod", (), {"name": run.assigned_pod, "uid": run.assigned_pod_uid})
     lifecycle.apply_report(report(run, pod, "Running", artifactStore=STORE), now)
-    lifecycle.apply_report(report(run, pod, phase, artifactStore=STORE,
-                                  completionTime=None), now)
+    lifecycle.apply_report(report(run, pod, phase, artifactStore=STORE, completionTime=None), now)
     return fresh(run)
 
 
@@ -52,10 +51,16 @@ def runtime():
 def test_every_new_run_carries_the_artifact_cleanup_finalizer():
     run = make_run("r1")
     assert run.finalizers == [cleanup.ARTIFACT_CLEANUP]
-    other = store.create(RUNS, {"apiVersion": "kruntimes.io/v1alpha1", "kind": "Run",
-                                "metadata": {"name": "r2", "finalizers": ["example.com/x"]},
-                                "spec": {"runtime": "bash", "source": {"inline": "true"},
-                                         "mode": {"task": {}}}}, namespace="default")
+    other = store.create(
+        RUNS,
+        {
+            "apiVersion": "kruntimes.io/v1alpha1",
+            "kind": "Run",
+            "metadata": {"name": "r2", "finalizers": ["example.com/x"]},
+            "spec": {"runtime": "bash", "source": {"inline": "true"}, "mode": {"task": {}}},
+        },
+        namespace="default",
+    )
     assert other.finalizers == ["example.com/x", cleanup.ARTIFACT_CLEANUP]
 
 
@@ -99,8 +104,9 @@ def test_ttl_pass_is_batched_and_resumes(runtime, volumes):
 def put_artifact(volumes, run: Run, name: str = "dist.tgz", data: bytes = b"x") -> None:
     (volumes / "artifacts").mkdir(parents=True, exist_ok=True)
     fs = FilesystemStore(volumes / "artifacts", "artifacts")
-    fs.put(RunScope(run.namespace, str(run.uid)), name, io.BytesIO(data), len(data),
-           "application/gzip")
+    fs.put(
+        RunScope(run.namespace, str(run.uid)), name, io.BytesIO(data), len(data), "application/gzip"
+    )
 
 
 def test_deleting_a_run_removes_its_artifacts_before_the_row(runtime, volumes):
@@ -161,8 +167,12 @@ def test_a_store_failure_keeps_the_finalizer_for_the_next_pass(runtime, volumes)
 
 def test_other_finalizers_keep_the_run_after_artifact_cleanup(runtime, volumes):
     run = finished("r1", timezone.now())
-    store.patch(RUNS, "default", "r1", {"metadata": {
-        "finalizers": [cleanup.ARTIFACT_CLEANUP, "example.com/hold"]}})
+    store.patch(
+        RUNS,
+        "default",
+        "r1",
+        {"metadata": {"finalizers": [cleanup.ARTIFACT_CLEANUP, "example.com/hold"]}},
+    )
     store.delete(RUNS, "default", "r1")
     assert cleanup.release_deleted(100).cleaned == 1
     assert fresh(run).finalizers == ["example.com/hold"]
@@ -192,8 +202,7 @@ def test_the_collect_runs_task_reports_both_halves(runtime, volumes, settings):
     assert not Run.objects.filter(name="old").exists()
 
 
-def test_a_run_deleted_while_it_ran_is_cleaned_up_as_soon_as_it_ends(runtime, volumes,
-                                                                      monkeypatch):
+def test_a_run_deleted_while_it_ran_is_cleaned_up_as_soon_as_it_ends(runtime, volumes, monkeypatch):
     from scheduling import triggers
     from scheduling.scheduler import default_framework, run_pass
 

@@ -19,11 +19,18 @@ from .test_lifecycle import RecordingApp, report
 pytestmark = pytest.mark.django_db
 
 STORE = {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}}
-REF = {"name": "dist", "driver": "filesystem", "type": "directory",
-       "location": {"filesystem": {"path": "namespaces/default/runs/u/dist",
-                                   "volumeClaimName": "artifacts"}},
-       "sizeBytes": 10, "digest": "sha256:" + "a" * 64, "contentType": "application/gzip",
-       "createdAt": "2026-11-29T12:00:00Z"}
+REF = {
+    "name": "dist",
+    "driver": "filesystem",
+    "type": "directory",
+    "location": {
+        "filesystem": {"path": "namespaces/default/runs/u/dist", "volumeClaimName": "artifacts"}
+    },
+    "sizeBytes": 10,
+    "digest": "sha256:" + "a" * 64,
+    "contentType": "application/gzip",
+    "createdAt": "2026-11-29T12:00:00Z",
+}
 
 
 def bind(name="r1", **spec):
@@ -48,8 +55,15 @@ def test_running_report_keeps_the_store_snapshot_and_the_final_one_outputs_and_r
     now = timezone.now()
     assert lifecycle.apply_report(report(run, pod, "Running", artifactStore=STORE), now)
     assert fresh(run).status["artifactStore"] == STORE
-    done = report(run, pod, "Succeeded", exitCode=0, outputs={"tests": "passed"},
-                  artifactRefs=[REF], artifactStore=STORE)
+    done = report(
+        run,
+        pod,
+        "Succeeded",
+        exitCode=0,
+        outputs={"tests": "passed"},
+        artifactRefs=[REF],
+        artifactStore=STORE,
+    )
     assert lifecycle.apply_report(done, now)
     status = fresh(run).status
     assert status["outputs"] == {"tests": "passed"}
@@ -57,20 +71,27 @@ def test_running_report_keeps_the_store_snapshot_and_the_final_one_outputs_and_r
     assert status["artifactStore"] == STORE
 
 
-@pytest.mark.parametrize("reason", ["OutputsInvalid", "OutputsTooLarge", "ArtifactInvalid",
-                                    "PrepareSource"])
+@pytest.mark.parametrize(
+    "reason", ["OutputsInvalid", "OutputsTooLarge", "ArtifactInvalid", "PrepareSource"]
+)
 def test_outputs_artifact_and_prepare_failures_end_the_run_without_retry(reason):
     run, pod = bind(retryPolicy={"maxAttempts": 3, "retryableReasons": [reason]})
-    lifecycle.apply_report(report(run, pod, "Failed", reason=reason, exitCode=0,
-                                  message="key 'x' is over 128 bytes"), timezone.now())
+    lifecycle.apply_report(
+        report(run, pod, "Failed", reason=reason, exitCode=0, message="key 'x' is over 128 bytes"),
+        timezone.now(),
+    )
     ended = fresh(run)
     assert (ended.phase, ended.status["reason"], ended.attempt) == ("Failed", reason, 1)
 
 
 def test_a_prepare_source_failure_ends_at_once_even_with_a_retry_policy():
     run, pod = bind(retryPolicy={"maxAttempts": 3})
-    lifecycle.apply_report(report(run, pod, "Failed", reason="PrepareSource",
-                                  message="git clone failed (exit code 128)"), timezone.now())
+    lifecycle.apply_report(
+        report(
+            run, pod, "Failed", reason="PrepareSource", message="git clone failed (exit code 128)"
+        ),
+        timezone.now(),
+    )
     ended = fresh(run)
     assert (ended.phase, ended.status["reason"], ended.attempt) == ("Failed", "PrepareSource", 1)
     assert ended.not_before is None
@@ -78,9 +99,16 @@ def test_a_prepare_source_failure_ends_at_once_even_with_a_retry_policy():
 
 def test_a_multi_line_report_message_is_stored_on_one_line():
     run, pod = bind()
-    lifecycle.apply_report(report(run, pod, "Failed", reason="RuntimeError",
-                                  message="boom\nTraceback (most recent call last):\n  x\n"),
-                           timezone.now())
+    lifecycle.apply_report(
+        report(
+            run,
+            pod,
+            "Failed",
+            reason="RuntimeError",
+            message="boom\nTraceback (most recent call last):\n  x\n",
+        ),
+        timezone.now(),
+    )
     status = fresh(run).status
     assert status["message"] == "boom; Traceback (most recent call last):; x"
     completed = next(c for c in status["conditions"] if c["type"] == "Completed")
@@ -95,12 +123,22 @@ def test_a_cancelled_report_ends_the_run_cancelled():
 
 
 def test_a_retryable_failure_starts_the_next_attempt_after_its_backoff():
-    run, pod = bind(retryPolicy={"maxAttempts": 3, "backoff": "2s",
-                                 "retryableReasons": ["RuntimeExecute"]})
+    run, pod = bind(
+        retryPolicy={"maxAttempts": 3, "backoff": "2s", "retryableReasons": ["RuntimeExecute"]}
+    )
     now = timezone.now()
     lifecycle.apply_report(report(run, pod, "Running"), now)
-    lifecycle.apply_report(report(run, pod, "Failed", reason="RuntimeExecute", exitCode=3,
-                                  message="the step exited with exit code 3"), now)
+    lifecycle.apply_report(
+        report(
+            run,
+            pod,
+            "Failed",
+            reason="RuntimeExecute",
+            exitCode=3,
+            message="the step exited with exit code 3",
+        ),
+        now,
+    )
     retried = fresh(run)
     assert (retried.phase, retried.attempt, retried.assigned_pod) == ("Pending", 2, "")
     assert retried.not_before == now + timedelta(seconds=2)
@@ -182,9 +220,10 @@ def test_cancelling_a_bound_run_sends_a_cancel_to_its_pod(phase):
     assert dispatch.send_cancels([run.pk], now, app=app) == 1
     name, kwargs, queue = app.sent[0]
     assert (name, queue) == ("runtimed.cancel_run", "runtimed.bash-a")
-    assert kwargs["payload"] == {"run": {"namespace": "default", "name": "r1",
-                                         "uid": str(run.uid), "attempt": 1},
-                                 "pod": {"name": "bash-a", "uid": str(pod.uid)}}
+    assert kwargs["payload"] == {
+        "run": {"namespace": "default", "name": "r1", "uid": str(run.uid), "attempt": 1},
+        "pod": {"name": "bash-a", "uid": str(pod.uid)},
+    }
     assert fresh(run).cancel_sent_at == now
 
 
@@ -208,8 +247,9 @@ def test_runs_not_asked_to_stop_get_no_cancel():
 
 def test_a_report_with_an_invalid_reason_still_ends_the_run():
     run, pod = bind()
-    assert lifecycle.apply_report(report(run, pod, "Failed", reason="not a reason!",
-                                         message="boom"), timezone.now())
+    assert lifecycle.apply_report(
+        report(run, pod, "Failed", reason="not a reason!", message="boom"), timezone.now()
+    )
     ended = fresh(run)
     assert (ended.phase, ended.status["reason"]) == ("Failed", "RuntimeError")
     assert "invalid reason 'not a reason!'" in ended.status["message"]
@@ -220,8 +260,16 @@ def test_the_log_tail_on_a_final_report_is_stored_before_the_run_ends():
     from scheduling.tasks import report_run
 
     run, pod = bind()
-    tail = {"namespace": "default", "name": "r1", "uid": str(run.uid), "attempt": 1,
-            "podUID": str(pod.uid), "offset": 0, "size": 6, "text": "hello\n"}
+    tail = {
+        "namespace": "default",
+        "name": "r1",
+        "uid": str(run.uid),
+        "attempt": 1,
+        "podUID": str(pod.uid),
+        "offset": 0,
+        "size": 6,
+        "text": "hello\n",
+    }
     assert report_run(report(run, pod, "Succeeded", exitCode=0, log=tail))
     assert fresh(run).phase == "Succeeded"
     assert logs.read_log(fresh(run), 1).text == "hello\n"
@@ -241,7 +289,9 @@ def test_only_runs_found_unplaceable_or_due_after_backoff_wait_for_capacity():
     assert not lifecycle.runs_wait_for_capacity(now)
     backoff = make_run("retried")
     from scheduling.models import Run
+
     Run.objects.filter(pk=backoff.pk).update(
-        not_before=now + timedelta(seconds=30), status={"phase": "Pending", "message": "x"})
+        not_before=now + timedelta(seconds=30), status={"phase": "Pending", "message": "x"}
+    )
     assert not lifecycle.runs_wait_for_capacity(now)
     assert lifecycle.runs_wait_for_capacity(now + timedelta(seconds=31))

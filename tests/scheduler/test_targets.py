@@ -19,14 +19,18 @@ from .strategies import labels, selectors
 
 NAMESPACES = ["default", "other"]
 PODS = ["p0", "p1", "p2"]
-actual_runs = st.tuples(st.sampled_from(NAMESPACES), st.sampled_from(PODS), labels,
-                        st.integers(1, 3))
-operations = st.lists(st.one_of(
-    st.tuples(st.just("assume"), st.sampled_from(NAMESPACES), st.sampled_from(PODS), labels),
-    st.tuples(st.just("forget"), st.integers(0, 50)),
-    st.tuples(st.just("bind"), st.integers(0, 50)),
-    st.tuples(st.just("query"), st.sampled_from(NAMESPACES), st.integers(0, 3)),
-), max_size=40)
+actual_runs = st.tuples(
+    st.sampled_from(NAMESPACES), st.sampled_from(PODS), labels, st.integers(1, 3)
+)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("assume"), st.sampled_from(NAMESPACES), st.sampled_from(PODS), labels),
+        st.tuples(st.just("forget"), st.integers(0, 50)),
+        st.tuples(st.just("bind"), st.integers(0, 50)),
+        st.tuples(st.just("query"), st.sampled_from(NAMESPACES), st.integers(0, 3)),
+    ),
+    max_size=40,
+)
 
 
 class FakeDatabase:
@@ -37,8 +41,11 @@ class FakeDatabase:
         self.sql_selectors = sql_selectors
 
     def placed(self, namespace):
-        return [PlacedRun("", dict(run_labels), pod_name, count=count)
-                for ns, pod_name, run_labels, count in self.actual if ns == namespace]
+        return [
+            PlacedRun("", dict(run_labels), pod_name, count=count)
+            for ns, pod_name, run_labels, count in self.actual
+            if ns == namespace
+        ]
 
     def targets(self, namespace, selector):
         if self.sql_selectors <= 0:
@@ -55,10 +62,17 @@ def brute_force(placed: list[tuple], namespace: str, selector: Selector) -> Coun
     return found
 
 
-def check(snapshot: Snapshot, database: FakeDatabase | None, actual: list[tuple],
-          pool: list[Selector], ops: list[tuple], watch_all: bool) -> None:
-    queries = [("query", namespace, index) for namespace in NAMESPACES
-               for index in range(len(pool))]
+def check(
+    snapshot: Snapshot,
+    database: FakeDatabase | None,
+    actual: list[tuple],
+    pool: list[Selector],
+    ops: list[tuple],
+    watch_all: bool,
+) -> None:
+    queries = [
+        ("query", namespace, index) for namespace in NAMESPACES for index in range(len(pool))
+    ]
     ops = (queries if watch_all else []) + ops + queries  # every counter, checked last
     assumed: dict[str, tuple] = {}  # uid -> (PendingRun, pod, bound?)
     for number, op in enumerate(ops):
@@ -84,16 +98,22 @@ def check(snapshot: Snapshot, database: FakeDatabase | None, actual: list[tuple]
         elif op[0] == "query":
             _, namespace, index = op
             selector = pool[index % len(pool)]
-            expected = brute_force(actual + [(r.namespace, p.name, r.labels, 1)
-                                             for r, p, _ in assumed.values()],
-                                   namespace, selector)
+            expected = brute_force(
+                actual + [(r.namespace, p.name, r.labels, 1) for r, p, _ in assumed.values()],
+                namespace,
+                selector,
+            )
             # dicts, not Counters: a left-over zero would make "no target" look like one
             assert dict(snapshot.targets(namespace, selector)) == dict(expected)
 
 
 @settings(max_examples=300)
-@given(st.lists(actual_runs, max_size=12), st.lists(selectors, min_size=1, max_size=4),
-       operations, st.booleans())
+@given(
+    st.lists(actual_runs, max_size=12),
+    st.lists(selectors, min_size=1, max_size=4),
+    operations,
+    st.booleans(),
+)
 def test_hand_built_snapshot_counts_like_a_brute_force_scan(actual, pool, ops, watch_all):
     placed: dict[str, list[PlacedRun]] = {}
     for namespace, pod_name, run_labels, count in actual:
@@ -102,10 +122,16 @@ def test_hand_built_snapshot_counts_like_a_brute_force_scan(actual, pool, ops, w
 
 
 @settings(max_examples=300)
-@given(st.lists(actual_runs, max_size=12), st.lists(selectors, min_size=1, max_size=4),
-       operations, st.booleans(), st.integers(0, 3))
-def test_lazily_read_snapshot_counts_like_a_brute_force_scan(actual, pool, ops, watch_all,
-                                                             sql_selectors):
+@given(
+    st.lists(actual_runs, max_size=12),
+    st.lists(selectors, min_size=1, max_size=4),
+    operations,
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_lazily_read_snapshot_counts_like_a_brute_force_scan(
+    actual, pool, ops, watch_all, sql_selectors
+):
     database = FakeDatabase(actual, sql_selectors)
     check(Snapshot(NOW, [], {}, source=database), database, actual, pool, ops, watch_all)
 

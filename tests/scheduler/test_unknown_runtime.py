@@ -21,8 +21,7 @@ NOT_FOUND = 'Runtime "nope" not found in namespace "ci"'
 def test_the_pending_message_names_a_runtime_that_does_not_exist():
     snap = snapshot([pod("a", namespace="ci")])
     snap.runtimes = {("ci", "bash")}
-    decision = Framework(default_plugins()).schedule_one(
-        run(runtime="nope", namespace="ci"), snap)
+    decision = Framework(default_plugins()).schedule_one(run(runtime="nope", namespace="ci"), snap)
     assert (decision.pod, decision.message) == (None, NOT_FOUND)
 
 
@@ -36,8 +35,7 @@ def test_a_runtime_without_pods_still_counts_pods():
 def test_a_runtime_of_the_same_name_elsewhere_does_not_count():
     snap = snapshot([pod("a", runtime="nope", namespace="other")])
     snap.runtimes = {("other", "nope")}
-    decision = Framework(default_plugins()).schedule_one(
-        run(runtime="nope", namespace="ci"), snap)
+    decision = Framework(default_plugins()).schedule_one(run(runtime="nope", namespace="ci"), snap)
     assert decision.message == NOT_FOUND
 
 
@@ -52,12 +50,16 @@ def test_a_pass_writes_the_not_found_message():
     assert (waiting.phase, waiting.status["message"]) == ("Pending", NOT_FOUND)
     scheduled = next(c for c in waiting.status["conditions"] if c["type"] == "Scheduled")
     assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
-        "False", "Unschedulable", NOT_FOUND)
+        "False",
+        "Unschedulable",
+        NOT_FOUND,
+    )
 
 
 @pytest.mark.django_db
 def test_creating_the_runtime_schedules_its_waiting_runs_at_once(
-        django_capture_on_commit_callbacks, monkeypatch):
+    django_capture_on_commit_callbacks, monkeypatch
+):
     from scheduling import dispatch
 
     monkeypatch.setattr(dispatch, "dispatch", lambda pks, now, app=None: None)
@@ -71,10 +73,16 @@ def test_creating_the_runtime_schedules_its_waiting_runs_at_once(
     # its first pod's first heartbeat places the Run, still without a beat
     pod_row = make_pod("late-0", runtime="late", ready=False)
     with django_capture_on_commit_callbacks(execute=True):
-        tasks.runtime_pod_heartbeat({
-            "namespace": "default", "podName": "late-0", "podUID": str(pod_row.uid),
-            "runtime": "late", "time": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "activeRuns": []})
+        tasks.runtime_pod_heartbeat(
+            {
+                "namespace": "default",
+                "podName": "late-0",
+                "podUID": str(pod_row.uid),
+                "runtime": "late",
+                "time": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "activeRuns": [],
+            }
+        )
     bound = fresh(waiting)
     assert (bound.phase, bound.assigned_pod) == ("Scheduled", "late-0")
 

@@ -19,27 +19,48 @@ def runs_url(namespace: str = "default") -> str:
 
 def runtime_manifest(name: str = "bash", **spec) -> dict:
     base = {"template": {"spec": {"containers": [{"name": "runtime", "image": "bash:5.2"}]}}}
-    return {"apiVersion": API_VERSION, "kind": "Runtime", "metadata": {"name": name},
-            "spec": {**base, **spec}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Runtime",
+        "metadata": {"name": name},
+        "spec": {**base, **spec},
+    }
 
 
 def run_manifest(name: str = "r", metadata: dict | None = None, **spec) -> dict:
     base = {"runtime": "bash", "source": {"inline": "echo ok"}, "mode": {"task": {}}}
-    return {"apiVersion": API_VERSION, "kind": "Run",
-            "metadata": {"name": name, **(metadata or {})}, "spec": {**base, **spec}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Run",
+        "metadata": {"name": name, **(metadata or {})},
+        "spec": {**base, **spec},
+    }
 
 
 def artifact_ref(name: str = "report", driver: str = "filesystem", **extra) -> dict:
-    location = ({"filesystem": {"path": f"namespaces/default/runs/u/{name}"}}
-                if driver == "filesystem" else {"s3": {"bucket": "b", "key": f"k/{name}"}})
-    return {"name": name, "driver": driver, "type": "file", "location": location,
-            "sizeBytes": 10, "digest": DIGEST, "contentType": "text/plain",
-            "createdAt": "2025-01-02T03:04:05Z", **extra}
+    location = (
+        {"filesystem": {"path": f"namespaces/default/runs/u/{name}"}}
+        if driver == "filesystem"
+        else {"s3": {"bucket": "b", "key": f"k/{name}"}}
+    )
+    return {
+        "name": name,
+        "driver": driver,
+        "type": "file",
+        "location": location,
+        "sizeBytes": 10,
+        "digest": DIGEST,
+        "contentType": "text/plain",
+        "createdAt": "2025-01-02T03:04:05Z",
+        **extra,
+    }
 
 
 def term(**labels) -> dict:
-    return {"labelSelector": {"matchLabels": labels or {"app": "a"}},
-            "topologyKey": "kruntimes.io/runtime-pod"}
+    return {
+        "labelSelector": {"matchLabels": labels or {"app": "a"}},
+        "topologyKey": "kruntimes.io/runtime-pod",
+    }
 
 
 def weighted(weight: int = 1) -> dict:
@@ -60,6 +81,7 @@ def with_spec(manifest: dict, **spec) -> dict:
     manifest = copy.deepcopy(manifest)
     manifest["spec"].update(spec)
     return manifest
+
 
 # metav1 CauseTypes, short, for the validation tables
 REQ, INV, NSUP = "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported"

@@ -13,12 +13,26 @@ from tests.scheduler.fixtures import make_run
 pytestmark = pytest.mark.django_db
 
 
-def chunk(run: Run, offset: int, text: str, *, attempt: int | None = None,
-          size: int | None = None, **changes) -> dict:
-    return {"namespace": run.namespace, "name": run.name, "uid": str(run.uid),
-            "attempt": run.attempt if attempt is None else attempt, "podUID": "pod-uid",
-            "offset": offset, "size": len(text.encode()) if size is None else size,
-            "text": text, **changes}
+def chunk(
+    run: Run,
+    offset: int,
+    text: str,
+    *,
+    attempt: int | None = None,
+    size: int | None = None,
+    **changes,
+) -> dict:
+    return {
+        "namespace": run.namespace,
+        "name": run.name,
+        "uid": str(run.uid),
+        "attempt": run.attempt if attempt is None else attempt,
+        "podUID": "pod-uid",
+        "offset": offset,
+        "size": len(text.encode()) if size is None else size,
+        "text": text,
+        **changes,
+    }
 
 
 def append(run: Run, offset: int, text: str, **options) -> bool:
@@ -34,8 +48,11 @@ def append_lines(run: Run, *texts: str, attempt: int | None = None) -> int:
 
 
 def stored(run: Run, attempt: int = 1) -> list[tuple[int, str]]:
-    return list(RunLogChunk.objects.filter(run=run, attempt=attempt)
-                .order_by("offset").values_list("offset", "text"))
+    return list(
+        RunLogChunk.objects.filter(run=run, attempt=attempt)
+        .order_by("offset")
+        .values_list("offset", "text")
+    )
 
 
 @pytest.fixture
@@ -72,9 +89,16 @@ def test_chunks_of_unknown_runs_and_other_uids_are_dropped(run):
     assert RunLogChunk.objects.count() == 0
 
 
-@pytest.mark.parametrize("changes", [
-    {"offset": -1}, {"attempt": 0}, {"size": "big"}, {"text": None}, {"attempt": None},
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"offset": -1},
+        {"attempt": 0},
+        {"size": "big"},
+        {"text": None},
+        {"attempt": None},
+    ],
+)
 def test_malformed_chunks_are_dropped(run, changes):
     assert not logs.append_chunk({**chunk(run, 0, "x"), **changes}, timezone.now())
     assert not logs.append_chunk("not a dict", timezone.now())
@@ -185,9 +209,16 @@ def test_an_older_attempt_is_readable(run):
     assert logs.read_log(run, 1).text == "first\n"
 
 
-@pytest.mark.parametrize(("lines", "expected"), [
-    (0, ""), (1, "5\n"), (2, "4\n5\n"), (4, "2\n3\n4\n5\n"), (99, "1\n2\n3\n4\n5\n"),
-])
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (0, ""),
+        (1, "5\n"),
+        (2, "4\n5\n"),
+        (4, "2\n3\n4\n5\n"),
+        (99, "1\n2\n3\n4\n5\n"),
+    ],
+)
 def test_tail_lines(run, lines, expected):
     append_lines(run, "1\n2\n", "3\n", "4\n5\n")
     assert logs.read_log(run, tail_lines=lines).text == expected
@@ -238,9 +269,11 @@ class FakeTime:
 
 def test_follow_yields_new_text_until_the_run_ends_and_stays_quiet(run):
     append(run, 0, "one\n")
-    time = FakeTime(lambda: append(run, 4, "two\n"),
-                    lambda: set_attempt(run, 1, "Succeeded"),
-                    lambda: append(run, 8, "late\n"))  # after completion, within the grace
+    time = FakeTime(
+        lambda: append(run, 4, "two\n"),
+        lambda: set_attempt(run, 1, "Succeeded"),
+        lambda: append(run, 8, "late\n"),
+    )  # after completion, within the grace
     pieces = list(logs.follow_log(run, policy=time.policy(grace=1.0)))
     assert pieces == ["one\n", "two\n", "late\n"]
     assert time.now >= 1.0

@@ -9,8 +9,14 @@ from pathlib import Path
 from runtimed import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMES = [protocol.EXECUTE_RUN_TASK, protocol.CANCEL_RUN_TASK, protocol.CONFIRM_REPORTS_TASK,
-         protocol.REPORT_RUN_TASK, protocol.HEARTBEAT_TASK, protocol.APPEND_LOG_TASK]
+NAMES = [
+    protocol.EXECUTE_RUN_TASK,
+    protocol.CANCEL_RUN_TASK,
+    protocol.CONFIRM_REPORTS_TASK,
+    protocol.REPORT_RUN_TASK,
+    protocol.HEARTBEAT_TASK,
+    protocol.APPEND_LOG_TASK,
+]
 
 
 def test_the_control_plane_registers_every_task_runtimed_sends():
@@ -18,7 +24,8 @@ def test_the_control_plane_registers_every_task_runtimed_sends():
     from portal.celery import app
 
     assert {protocol.REPORT_RUN_TASK, protocol.HEARTBEAT_TASK, protocol.APPEND_LOG_TASK} <= set(
-        app.tasks)
+        app.tasks
+    )
 
 
 def test_no_source_file_but_the_protocol_spells_a_task_name():

@@ -36,25 +36,43 @@ def kind(model):
 def make_namespace(name):
     from portal.models import Namespace
 
-    store.create(kind(Namespace), {"apiVersion": "v1", "kind": "Namespace",
-                                   "metadata": {"name": name}})
+    store.create(
+        kind(Namespace), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
 
 
 def make_runtime(name="bash", namespace="default", *, image="bash:5", replicas=1, **spec):
-    store.create(kind(Runtime), {
-        "apiVersion": API, "kind": "Runtime",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"template": {"spec": {"containers": [{"name": "runtime", "image": image}]}},
-                 "replicas": replicas, **spec}})
+    store.create(
+        kind(Runtime),
+        {
+            "apiVersion": API,
+            "kind": "Runtime",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "runtime", "image": image}]}},
+                "replicas": replicas,
+                **spec,
+            },
+        },
+    )
     return Runtime.objects.get(namespace=namespace, name=name)
 
 
 def make_run(name, namespace="default", *, runtime="bash", labels=None, status=None, **spec):
-    store.create(kind(Run), {
-        "apiVersion": API, "kind": "Run",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-        "spec": {"runtime": runtime, "source": {"inline": "echo hi"}, "mode": {"task": {}},
-                 **spec}})
+    store.create(
+        kind(Run),
+        {
+            "apiVersion": API,
+            "kind": "Run",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "spec": {
+                "runtime": runtime,
+                "source": {"inline": "echo hi"},
+                "mode": {"task": {}},
+                **spec,
+            },
+        },
+    )
     if status is not None:
         set_status(name, status, namespace)
     return Run.objects.get(namespace=namespace, name=name)
@@ -64,13 +82,30 @@ def set_status(name, status, namespace="default"):
     store.patch(kind(Run), namespace, name, {"status": status}, subresource="status")
 
 
-def make_pod(name, runtime="bash", namespace="default", *, ready=True, heartbeat_age=2,
-             active_runs=(), capacity=None, provider="local"):
+def make_pod(
+    name,
+    runtime="bash",
+    namespace="default",
+    *,
+    ready=True,
+    heartbeat_age=2,
+    active_runs=(),
+    capacity=None,
+    provider="local",
+):
     return RuntimePod.objects.create(
-        namespace=namespace, runtime=runtime, name=name, ready=ready,
-        phase="Running" if ready else "Pending", provider=provider, host="node-1", pid=4242,
-        capacity=capacity or {"runs": 2}, active_runs=list(active_runs),
-        last_heartbeat=timezone.now() - timedelta(seconds=heartbeat_age))
+        namespace=namespace,
+        runtime=runtime,
+        name=name,
+        ready=ready,
+        phase="Running" if ready else "Pending",
+        provider=provider,
+        host="node-1",
+        pid=4242,
+        capacity=capacity or {"runs": 2},
+        active_runs=list(active_runs),
+        last_heartbeat=timezone.now() - timedelta(seconds=heartbeat_age),
+    )
 
 
 def now():
@@ -145,8 +180,7 @@ def test_runtime_change_page_shows_pod_table_and_capacity(client):
     busy = make_pod("bash-0", capacity={"runs": 3})
     make_pod("bash-1", ready=False, heartbeat_age=60, capacity={"runs": 3})
     run = make_run("r1", status=bound(busy))
-    RuntimePod.objects.filter(pk=busy.pk).update(
-        active_runs=[{"uid": str(run.uid), "attempt": 1}])
+    RuntimePod.objects.filter(pk=busy.pk).update(active_runs=[{"uid": str(run.uid), "attempt": 1}])
     make_run("r2", status=pending())
     response = client.get(url("runtime", "change", runtime.pk))
     assert response.status_code == 200
@@ -186,8 +220,7 @@ def test_run_changelist_shows_why_pending_why_failed_and_where_running(client):
     response = client.get(url("run", "changelist"))
     assert names(response) == ["broken", "busy", "fresh", "waiting"]
     html = response.content.decode()
-    for header in ("RUNTIME", "PHASE", "POD", "ATTEMPT", "DURATION", "REASON / MESSAGE",
-                   "AGE"):
+    for header in ("RUNTIME", "PHASE", "POD", "ATTEMPT", "DURATION", "REASON / MESSAGE", "AGE"):
         assert f">{header}<" in html
     assert PENDING_MESSAGE in html
     assert ">ExecutionLost<" in html and "runtimed is no longer executing this Run" in html
@@ -250,23 +283,44 @@ def test_run_change_page_shows_spec_timeline_conditions_and_pod_link(client):
     runtime = make_runtime()
     pod = make_pod("bash-0")
     run = make_run(
-        "r1", labels={"app": "web"},
-        source={"inline": "echo <hello>\nexit 0"}, mode={"task": {"args": ["-x", "y"]}},
+        "r1",
+        labels={"app": "web"},
+        source={"inline": "echo <hello>\nexit 0"},
+        mode={"task": {"args": ["-x", "y"]}},
         env=[{"name": "TOKEN", "value": "s3cret-value"}, {"name": "DEBUG", "value": "1"}],
-        timeout="10m", workspace={"name": "cache"},
+        timeout="10m",
+        workspace={"name": "cache"},
         resources={"requests": {"runs": 1, "gpu": 1}},
-        affinity={"runAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [{
-                "labelSelector": {"matchLabels": {"app": "web"},
-                                  "matchExpressions": [{"key": "tier", "operator": "In",
-                                                        "values": ["a", "b"]}]},
-                "topologyKey": "kruntimes.io/runtime-pod"}]},
-            "runAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-                "weight": 50, "runAffinityTerm": {
-                    "labelSelector": {"matchExpressions": [{"key": "cache",
-                                                            "operator": "Exists"}]},
-                    "topologyKey": "kruntimes.io/runtime-pod"}}]}},
-        status=bound(pod))
+        affinity={
+            "runAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {
+                            "matchLabels": {"app": "web"},
+                            "matchExpressions": [
+                                {"key": "tier", "operator": "In", "values": ["a", "b"]}
+                            ],
+                        },
+                        "topologyKey": "kruntimes.io/runtime-pod",
+                    }
+                ]
+            },
+            "runAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 50,
+                        "runAffinityTerm": {
+                            "labelSelector": {
+                                "matchExpressions": [{"key": "cache", "operator": "Exists"}]
+                            },
+                            "topologyKey": "kruntimes.io/runtime-pod",
+                        },
+                    }
+                ]
+            },
+        },
+        status=bound(pod),
+    )
     response = client.get(url("run", "change", run.pk))
     assert response.status_code == 200
     html = response.content.decode()
@@ -283,7 +337,7 @@ def test_run_change_page_shows_spec_timeline_conditions_and_pod_link(client):
     # progress: the pod's row on the Runtime's page, the timeline, the conditions table
     assert f'href="{url("runtime", "change", runtime.pk)}#pod-bash-0"' in html
     assert str(pod.uid) in html
-    timeline = html[html.index("<th>after creation</th>"):]
+    timeline = html[html.index("<th>after creation</th>") :]
     order = [timeline.index(f"<td>{event}</td>") for event in ("Created", "Scheduled", "started")]
     assert order == sorted(order)
     assert "<td>+0s</td>" in timeline
@@ -294,9 +348,18 @@ def test_run_change_page_of_a_failed_run_and_a_gone_pod(client):
     make_runtime()
     pod = make_pod("bash-0")
     run = make_run("r1", status=bound(pod))
-    set_status("r1", run_status.finished(Run.objects.get(pk=run.pk).status, RunPhase.FAILED,
-                                          "PodGone", "the Runtime Pod is gone", now(), 1,
-                                          exit_code=137))
+    set_status(
+        "r1",
+        run_status.finished(
+            Run.objects.get(pk=run.pk).status,
+            RunPhase.FAILED,
+            "PodGone",
+            "the Runtime Pod is gone",
+            now(),
+            1,
+            exit_code=137,
+        ),
+    )
     pod.delete()
     html = client.get(url("run", "change", run.pk)).content.decode()
     assert ">PodGone<" in html and "the Runtime Pod is gone" in html
@@ -314,8 +377,10 @@ def test_cancel_action_patches_pending_runs_and_skips_finished_ones(client):
     done = make_run("done", status=succeeded())
     html = client.get(url("run", "changelist")).content.decode()
     assert 'value="cancel_runs"' in html and 'value="delete_objects"' in html
-    response = client.post(url("run", "changelist"), {
-        "action": "cancel_runs", "_selected_action": [str(waiting.pk), str(done.pk)]})
+    response = client.post(
+        url("run", "changelist"),
+        {"action": "cancel_runs", "_selected_action": [str(waiting.pk), str(done.pk)]},
+    )
     assert response.status_code == 302
     waiting.refresh_from_db()
     done.refresh_from_db()
@@ -327,8 +392,9 @@ def test_cancel_action_patches_pending_runs_and_skips_finished_ones(client):
     html = client.get(url("run", "changelist")).content.decode()
     assert "cancel requested" in html
 
-    response = client.post(url("run", "changelist"), {
-        "action": "cancel_runs", "_selected_action": [str(waiting.pk)]})
+    response = client.post(
+        url("run", "changelist"), {"action": "cancel_runs", "_selected_action": [str(waiting.pk)]}
+    )
     assert "already requested" in " ".join(messages_of(response))
 
 
@@ -340,13 +406,26 @@ def test_runtimepod_changelist_shows_heartbeat_and_usage(client):
     fresh = make_pod("bash-0", heartbeat_age=3)
     make_pod("bash-1", ready=False, heartbeat_age=40)
     make_run("r1", status=bound(fresh))
-    RuntimePod.objects.filter(pk=fresh.pk).update(active_runs=[{"uid": str(uuid.uuid4()),
-                                                                "attempt": 1}])
+    RuntimePod.objects.filter(pk=fresh.pk).update(
+        active_runs=[{"uid": str(uuid.uuid4()), "attempt": 1}]
+    )
     response = client.get(url("runtimepod", "changelist"))
     assert names(response) == ["bash-0", "bash-1"]
     html = response.content.decode()
-    for header in ("NAMESPACE", "RUNTIME", "NAME", "UID", "READY", "PHASE", "HEARTBEAT",
-                   "CAPACITY", "USED RUNS", "ACTIVE RUNS", "PROVIDER", "HOST / PID"):
+    for header in (
+        "NAMESPACE",
+        "RUNTIME",
+        "NAME",
+        "UID",
+        "READY",
+        "PHASE",
+        "HEARTBEAT",
+        "CAPACITY",
+        "USED RUNS",
+        "ACTIVE RUNS",
+        "PROVIDER",
+        "HOST / PID",
+    ):
         assert f">{header}<" in html
     assert '<span title="last heartbeat' in html and "3s ago" in html  # fresh: plain
     assert 'class="k-badge k-bad"' in html and ">40s ago<" in html  # stale: red
@@ -389,8 +468,9 @@ def test_runtimepod_is_read_only(client):
     response = client.post(url("runtimepod", "change", pod.pk), {"name": "renamed"})
     assert response.status_code == 403
     assert RuntimePod.objects.get(pk=pod.pk).name == "bash-0"
-    assert url("runtimepod", "add") not in client.get(url("runtimepod", "changelist")
-                                                      ).content.decode()
+    assert (
+        url("runtimepod", "add") not in client.get(url("runtimepod", "changelist")).content.decode()
+    )
 
 
 def test_forget_pod_confirms_then_removes_only_the_row(client):
@@ -428,8 +508,14 @@ def test_pages_survive_odd_rows(client):
     run = make_run("r1")
     Run.objects.filter(pk=run.pk).update(
         status={"startTime": "garbage", "conditions": ["x", {"type": 3}]},
-        spec={"runtime": "bash", "source": "odd", "mode": [], "affinity": {"runAffinity": 1}})
-    for page in (url("runtime", "changelist"), url("runtime", "change", runtime.pk),
-                 url("run", "changelist"), url("run", "change", run.pk),
-                 url("runtimepod", "changelist"), url("runtimepod", "change", pod.pk)):
+        spec={"runtime": "bash", "source": "odd", "mode": [], "affinity": {"runAffinity": 1}},
+    )
+    for page in (
+        url("runtime", "changelist"),
+        url("runtime", "change", runtime.pk),
+        url("run", "changelist"),
+        url("run", "change", run.pk),
+        url("runtimepod", "changelist"),
+        url("runtimepod", "change", pod.pk),
+    ):
         assert client.get(page).status_code == 200, page

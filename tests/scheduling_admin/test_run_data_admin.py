@@ -14,10 +14,16 @@ from .test_admin import make_run, make_runtime
 
 pytestmark = pytest.mark.django_db
 
-REF = {"name": "dist", "driver": "s3", "type": "directory",
-       "location": {"s3": {"bucket": "ci-artifacts", "key": "ci/namespaces/default/runs/u/dist"}},
-       "sizeBytes": 2048, "digest": "sha256:" + "ab" * 32, "contentType": "application/gzip",
-       "createdAt": "2026-11-29T12:00:00Z"}
+REF = {
+    "name": "dist",
+    "driver": "s3",
+    "type": "directory",
+    "location": {"s3": {"bucket": "ci-artifacts", "key": "ci/namespaces/default/runs/u/dist"}},
+    "sizeBytes": 2048,
+    "digest": "sha256:" + "ab" * 32,
+    "contentType": "application/gzip",
+    "createdAt": "2026-11-29T12:00:00Z",
+}
 STORE = {"driver": "s3", "s3": {"bucket": "ci-artifacts", "prefix": "ci"}}
 
 
@@ -38,21 +44,39 @@ def test_outputs_artifacts_and_store_are_shown(client):
     run = make_run("r1", ttlSecondsAfterFinished=3600)
     now = timezone.now()
     Run.objects.filter(pk=run.pk).update(
-        phase="Succeeded", finished_at=now, ttl_after_finished=timedelta(hours=1),
-        status={"phase": "Succeeded", "outputs": {"tests": "passed", "version": "1.2.3"},
-                "artifactRefs": [REF], "artifactStore": STORE})
+        phase="Succeeded",
+        finished_at=now,
+        ttl_after_finished=timedelta(hours=1),
+        status={
+            "phase": "Succeeded",
+            "outputs": {"tests": "passed", "version": "1.2.3"},
+            "artifactRefs": [REF],
+            "artifactStore": STORE,
+        },
+    )
     html = page(client, Run.objects.get(pk=run.pk))
-    for text in ("tests", "passed", "1.2.3", "dist", "2.0\xa0KB",
-                 "s3://ci-artifacts/ci/namespaces/default/runs/u/dist", "sha256:abababababab",
-                 "application/gzip", "s3://ci-artifacts/ci", "deleted 3600s after it finished"):
+    for text in (
+        "tests",
+        "passed",
+        "1.2.3",
+        "dist",
+        "2.0\xa0KB",
+        "s3://ci-artifacts/ci/namespaces/default/runs/u/dist",
+        "sha256:abababababab",
+        "application/gzip",
+        "s3://ci-artifacts/ci",
+        "deleted 3600s after it finished",
+    ):
         assert text in html, text
 
 
 def test_artifact_inputs_and_retry_policy_are_shown(client):
     make_runtime()
-    run = make_run("r2", artifactInputs=[{"ref": REF, "path": "in/dist"}],
-                   retryPolicy={"maxAttempts": 3, "backoff": "5s",
-                                "retryableReasons": ["RuntimeExecute"]})
+    run = make_run(
+        "r2",
+        artifactInputs=[{"ref": REF, "path": "in/dist"}],
+        retryPolicy={"maxAttempts": 3, "backoff": "5s", "retryableReasons": ["RuntimeExecute"]},
+    )
     html = page(client, run)
     assert "in/dist" in html and "up to <strong>3</strong> attempts" in html
     assert "backoff 5s" in html and "RuntimeExecute" in html

@@ -82,8 +82,12 @@ def test_the_add_page_has_no_log_panel(admin_client):
 
 def test_the_json_view_returns_the_log_and_then_what_follows_an_offset(admin_client, build):
     first = admin_client.get(log_url(build)).json()
-    assert first == {"text": "compiling\nlinking\n", "next": 18, "truncatedBytes": 0,
-                     "finished": False}
+    assert first == {
+        "text": "compiling\nlinking\n",
+        "next": 18,
+        "truncatedBytes": 0,
+        "finished": False,
+    }
     assert admin_client.get(log_url(build), {"after": 18}).json()["text"] == ""
     append(build, 18, "done\n")
     later = admin_client.get(log_url(build), {"after": 18, "attempt": 1}).json()
@@ -96,7 +100,11 @@ def test_the_json_view_says_when_the_attempt_is_finished(admin_client, build):
     Run.objects.filter(pk=build.pk).update(phase="Running", attempt=2)
     assert admin_client.get(log_url(build), {"attempt": 1}).json()["finished"] is True
     assert admin_client.get(log_url(build), {"attempt": 2}).json() == {
-        "text": "", "next": 0, "truncatedBytes": 0, "finished": False}
+        "text": "",
+        "next": 0,
+        "truncatedBytes": 0,
+        "finished": False,
+    }
 
 
 def test_the_json_view_reports_truncation(admin_client, build, settings):
@@ -107,8 +115,9 @@ def test_the_json_view_reports_truncation(admin_client, build, settings):
     assert body["text"] == "[… 10 bytes truncated …]\nlinking\ndone\n"
 
 
-@pytest.mark.parametrize("query", [{"after": "-1"}, {"after": "x"}, {"attempt": "0"},
-                                   {"attempt": "2"}])
+@pytest.mark.parametrize(
+    "query", [{"after": "-1"}, {"after": "x"}, {"attempt": "0"}, {"attempt": "2"}]
+)
 def test_bad_queries_are_400(admin_client, build, query):
     response = admin_client.get(log_url(build), query)
     assert response.status_code == 400

@@ -35,14 +35,31 @@ def color_is_immutable(new, old):
 def register() -> None:
     from .models import Gadget, Widget
 
-    registry.register(ResourceKind(
-        group=GROUP, version="v1", kind="Widget", plural="widgets", model=Widget,
-        short_names=("wd",), body={"spec": WidgetSpecSerializer, "status": WidgetStatusSerializer},
-        validators=(color_is_immutable,),
-        columns=(Column("SIZE", lambda o: o.spec.get("size")), Column("PHASE", lambda o: o.phase),
-                 Column("COLOR", lambda o: o.spec.get("color"), wide=True)),
-    ))
-    registry.register(ResourceKind(
-        group=GROUP, version="v1", kind="Gadget", plural="gadgets", model=Gadget,
-        namespaced=False, body={"spec": WidgetSpecSerializer, "status": WidgetStatusSerializer},
-    ))
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version="v1",
+            kind="Widget",
+            plural="widgets",
+            model=Widget,
+            short_names=("wd",),
+            body={"spec": WidgetSpecSerializer, "status": WidgetStatusSerializer},
+            validators=(color_is_immutable,),
+            columns=(
+                Column("SIZE", lambda o: o.spec.get("size")),
+                Column("PHASE", lambda o: o.phase),
+                Column("COLOR", lambda o: o.spec.get("color"), wide=True),
+            ),
+        )
+    )
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version="v1",
+            kind="Gadget",
+            plural="gadgets",
+            model=Gadget,
+            namespaced=False,
+            body={"spec": WidgetSpecSerializer, "status": WidgetStatusSerializer},
+        )
+    )

@@ -43,6 +43,7 @@ def reasons(errs):
 
 # --- time helpers -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "dt, text",
     [
@@ -77,8 +78,17 @@ def test_parse_time(text, dt):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "2024-05-01", "2024-05-01T12:00:00", "2024-05-01 12:00:00Z", "20240501T120000Z",
-     "2024-13-01T12:00:00Z", "2024-05-01T12:00:00Z\n", "2024-05-01t12:00:00z", None],
+    [
+        "",
+        "2024-05-01",
+        "2024-05-01T12:00:00",
+        "2024-05-01 12:00:00Z",
+        "20240501T120000Z",
+        "2024-13-01T12:00:00Z",
+        "2024-05-01T12:00:00Z\n",
+        "2024-05-01t12:00:00z",
+        None,
+    ],
 )
 def test_parse_time_rejects(text):
     with pytest.raises(ValueError):
@@ -91,10 +101,18 @@ def test_time_round_trip():
 
 # --- set/get/remove -----------------------------------------------------------------------
 
+
 def test_set_condition_appends_new_type_at_end():
     existing = [cond(type="Scheduled")]
-    out = set_condition(existing, type="Ready", status="False", reason="Waiting",
-                        message="pods pending", observed_generation=3, now=T1)
+    out = set_condition(
+        existing,
+        type="Ready",
+        status="False",
+        reason="Waiting",
+        message="pods pending",
+        observed_generation=3,
+        now=T1,
+    )
     assert [c["type"] for c in out] == ["Scheduled", "Ready"]
     assert out[1] == {
         "type": "Ready",
@@ -115,11 +133,21 @@ def test_set_condition_from_none():
 def test_set_condition_keeps_transition_time_when_status_unchanged():
     before = [cond(type="Scheduled"), cond(), cond(type="Done", status="False")]
     snapshot = copy.deepcopy(before)
-    out = set_condition(before, type="Ready", status="True", reason="StillGood",
-                        message="new message", observed_generation=7, now=T1)
+    out = set_condition(
+        before,
+        type="Ready",
+        status="True",
+        reason="StillGood",
+        message="new message",
+        observed_generation=7,
+        now=T1,
+    )
     assert out[1]["lastTransitionTime"] == "2024-05-01T12:00:00Z"
     assert (out[1]["reason"], out[1]["message"], out[1]["observedGeneration"]) == (
-        "StillGood", "new message", 7)
+        "StillGood",
+        "new message",
+        7,
+    )
     assert [c["type"] for c in out] == ["Scheduled", "Ready", "Done"]  # replaced in place
     assert before == snapshot and out is not before
 
@@ -133,8 +161,9 @@ def test_set_condition_moves_transition_time_when_status_flips():
 
 
 def test_set_condition_fills_missing_transition_time():
-    out = set_condition([cond(lastTransitionTime=...)], type="Ready", status="True",
-                        reason="AllGood", now=T1)
+    out = set_condition(
+        [cond(lastTransitionTime=...)], type="Ready", status="True", reason="AllGood", now=T1
+    )
     assert out[0]["lastTransitionTime"] == "2024-05-01T12:05:00Z"
 
 
@@ -183,11 +212,24 @@ def test_get_is_true_remove():
 
 # --- regexes ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "reason, ok",
-    [("A", True), ("AllGood", True), ("a_b,c:d", True), ("Ends_", True), ("R2", True),
-     ("", False), ("1A", False), ("_A", False), ("A:", False), ("A,", False), ("A-B", False),
-     ("A B", False), ("A\n", False)],
+    [
+        ("A", True),
+        ("AllGood", True),
+        ("a_b,c:d", True),
+        ("Ends_", True),
+        ("R2", True),
+        ("", False),
+        ("1A", False),
+        ("_A", False),
+        ("A:", False),
+        ("A,", False),
+        ("A-B", False),
+        ("A B", False),
+        ("A\n", False),
+    ],
 )
 def test_condition_reason_re(reason, ok):
     assert bool(CONDITION_REASON_RE.match(reason)) is ok
@@ -195,8 +237,15 @@ def test_condition_reason_re(reason, ok):
 
 @pytest.mark.parametrize(
     "ctype, ok",
-    [("Ready", True), ("example.com/Ready", True), ("my.Type_1", True), ("-Ready", False),
-     ("Example.com/Ready", False), ("a/b/c", False), ("Ready\n", False)],
+    [
+        ("Ready", True),
+        ("example.com/Ready", True),
+        ("my.Type_1", True),
+        ("-Ready", False),
+        ("Example.com/Ready", False),
+        ("a/b/c", False),
+        ("Ready\n", False),
+    ],
 )
 def test_condition_type_re(ctype, ok):
     assert bool(CONDITION_TYPE_RE.match(ctype)) is ok
@@ -234,8 +283,7 @@ TYPE_317 = "a" * 253 + "/" + "b" * 63
         ([cond(reason="A" * 1024)], []),
         ([cond(reason="A" * 1025)], [(f"{P}[0].reason", errors.TOO_LONG)]),
         ([cond(lastTransitionTime=...)], [(f"{P}[0].lastTransitionTime", errors.REQUIRED)]),
-        ([cond(lastTransitionTime="yesterday")],
-         [(f"{P}[0].lastTransitionTime", errors.INVALID)]),
+        ([cond(lastTransitionTime="yesterday")], [(f"{P}[0].lastTransitionTime", errors.INVALID)]),
         ([cond(message="m" * 32768)], []),
         ([cond(message="m" * 32769)], [(f"{P}[0].message", errors.TOO_LONG)]),
         ([cond(message=["m"])], [(f"{P}[0].message", errors.TYPE_INVALID)]),
@@ -265,6 +313,13 @@ def test_validate_conditions_max_items(count, max_items, expected):
 
 def test_validate_conditions_accepts_set_condition_output():
     out = set_condition(None, type="Ready", status="True", reason="Ok", now=T0)
-    out = set_condition(out, type="example.com/Synced", status="False", reason="Pending",
-                        message="waiting", observed_generation=2, now=T1)
+    out = set_condition(
+        out,
+        type="example.com/Synced",
+        status="False",
+        reason="Pending",
+        message="waiting",
+        observed_generation=2,
+        now=T1,
+    )
     assert validate_conditions(out, P) == []

@@ -41,6 +41,7 @@ def expr(key="app", operator="In", values=("web",)):
 
 # --- validate_label_selector --------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "selector, expected",
     [
@@ -48,8 +49,17 @@ def expr(key="app", operator="In", values=("web",)):
         ({}, []),
         ({"matchLabels": {"app": "web"}}, []),
         ({"matchLabels": {}, "matchExpressions": []}, []),
-        ({"matchExpressions": [expr(), expr("tier", "NotIn", ["a", "b"]),
-                               expr("gpu", "Exists", None), expr("spot", "DoesNotExist", [])]}, []),
+        (
+            {
+                "matchExpressions": [
+                    expr(),
+                    expr("tier", "NotIn", ["a", "b"]),
+                    expr("gpu", "Exists", None),
+                    expr("spot", "DoesNotExist", []),
+                ]
+            },
+            [],
+        ),
         ("app=web", [(P, errors.TYPE_INVALID)]),
         ({"matchLabel": {}}, [(f"{P}.matchLabel", errors.FORBIDDEN)]),
         ({"matchLabels": {"-app": "web"}}, [(f"{P}.matchLabels", errors.INVALID)]),
@@ -58,35 +68,63 @@ def expr(key="app", operator="In", values=("web",)):
         ({"matchLabels": ["app"]}, [(f"{P}.matchLabels", errors.TYPE_INVALID)]),
         ({"matchExpressions": {}}, [(f"{P}.matchExpressions", errors.TYPE_INVALID)]),
         ({"matchExpressions": ["app"]}, [(f"{P}.matchExpressions[0]", errors.TYPE_INVALID)]),
-        ({"matchExpressions": [expr(), expr(operator="Gt", values=["1"])]},
-         [(f"{P}.matchExpressions[1].operator", errors.NOT_SUPPORTED)]),
-        ({"matchExpressions": [expr(operator="in")]},
-         [(f"{P}.matchExpressions[0].operator", errors.NOT_SUPPORTED)]),
-        ({"matchExpressions": [{"key": "app", "values": ["a"]}]},
-         [(f"{P}.matchExpressions[0].operator", errors.REQUIRED)]),
+        (
+            {"matchExpressions": [expr(), expr(operator="Gt", values=["1"])]},
+            [(f"{P}.matchExpressions[1].operator", errors.NOT_SUPPORTED)],
+        ),
+        (
+            {"matchExpressions": [expr(operator="in")]},
+            [(f"{P}.matchExpressions[0].operator", errors.NOT_SUPPORTED)],
+        ),
+        (
+            {"matchExpressions": [{"key": "app", "values": ["a"]}]},
+            [(f"{P}.matchExpressions[0].operator", errors.REQUIRED)],
+        ),
         ({"matchExpressions": [expr(key="")]}, [(f"{P}.matchExpressions[0].key", errors.REQUIRED)]),
-        ({"matchExpressions": [{"operator": "Exists"}]},
-         [(f"{P}.matchExpressions[0].key", errors.REQUIRED)]),
-        ({"matchExpressions": [expr(key="a/b/c")]},
-         [(f"{P}.matchExpressions[0].key", errors.INVALID)]),
-        ({"matchExpressions": [expr(key=3)]},
-         [(f"{P}.matchExpressions[0].key", errors.TYPE_INVALID)]),
-        ({"matchExpressions": [expr(values=[])]},
-         [(f"{P}.matchExpressions[0].values", errors.REQUIRED)]),
-        ({"matchExpressions": [expr(operator="NotIn", values=None)]},
-         [(f"{P}.matchExpressions[0].values", errors.REQUIRED)]),
-        ({"matchExpressions": [expr(operator="Exists", values=["x"])]},
-         [(f"{P}.matchExpressions[0].values", errors.FORBIDDEN)]),
-        ({"matchExpressions": [expr(operator="DoesNotExist", values=["x"])]},
-         [(f"{P}.matchExpressions[0].values", errors.FORBIDDEN)]),
-        ({"matchExpressions": [expr(), expr(values=["ok", "-bad"])]},
-         [(f"{P}.matchExpressions[1].values[1]", errors.INVALID)]),
-        ({"matchExpressions": [{**expr(), "values": "web"}]},
-         [(f"{P}.matchExpressions[0].values", errors.TYPE_INVALID)]),
-        ({"matchExpressions": [expr(values=[1])]},
-         [(f"{P}.matchExpressions[0].values", errors.TYPE_INVALID)]),
-        ({"matchExpressions": [{**expr(), "value": "x"}]},
-         [(f"{P}.matchExpressions[0].value", errors.FORBIDDEN)]),
+        (
+            {"matchExpressions": [{"operator": "Exists"}]},
+            [(f"{P}.matchExpressions[0].key", errors.REQUIRED)],
+        ),
+        (
+            {"matchExpressions": [expr(key="a/b/c")]},
+            [(f"{P}.matchExpressions[0].key", errors.INVALID)],
+        ),
+        (
+            {"matchExpressions": [expr(key=3)]},
+            [(f"{P}.matchExpressions[0].key", errors.TYPE_INVALID)],
+        ),
+        (
+            {"matchExpressions": [expr(values=[])]},
+            [(f"{P}.matchExpressions[0].values", errors.REQUIRED)],
+        ),
+        (
+            {"matchExpressions": [expr(operator="NotIn", values=None)]},
+            [(f"{P}.matchExpressions[0].values", errors.REQUIRED)],
+        ),
+        (
+            {"matchExpressions": [expr(operator="Exists", values=["x"])]},
+            [(f"{P}.matchExpressions[0].values", errors.FORBIDDEN)],
+        ),
+        (
+            {"matchExpressions": [expr(operator="DoesNotExist", values=["x"])]},
+            [(f"{P}.matchExpressions[0].values", errors.FORBIDDEN)],
+        ),
+        (
+            {"matchExpressions": [expr(), expr(values=["ok", "-bad"])]},
+            [(f"{P}.matchExpressions[1].values[1]", errors.INVALID)],
+        ),
+        (
+            {"matchExpressions": [{**expr(), "values": "web"}]},
+            [(f"{P}.matchExpressions[0].values", errors.TYPE_INVALID)],
+        ),
+        (
+            {"matchExpressions": [expr(values=[1])]},
+            [(f"{P}.matchExpressions[0].values", errors.TYPE_INVALID)],
+        ),
+        (
+            {"matchExpressions": [{**expr(), "value": "x"}]},
+            [(f"{P}.matchExpressions[0].value", errors.FORBIDDEN)],
+        ),
     ],
 )
 def test_validate_label_selector(selector, expected):
@@ -95,13 +133,15 @@ def test_validate_label_selector(selector, expected):
 
 def test_validate_messages():
     [err] = validate_label_selector({"matchExpressions": [expr(operator="Gt")]}, P)
-    assert err.message == ('Unsupported value: "Gt": supported values: '
-                           '"In", "NotIn", "Exists", "DoesNotExist"')
+    assert err.message == (
+        'Unsupported value: "Gt": supported values: "In", "NotIn", "Exists", "DoesNotExist"'
+    )
     [err] = validate_label_selector({"bogus": 1}, P)
     assert "unknown field" in err.message
 
 
 # --- compile_selector / matches -----------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "selector, labels, expected",
@@ -126,10 +166,16 @@ def test_validate_messages():
         ({"matchExpressions": [expr("gpu", "DoesNotExist", None)]}, {}, True),
         ({"matchExpressions": [expr("gpu", "DoesNotExist", None)]}, {"gpu": "a"}, False),
         # matchLabels AND matchExpressions
-        ({"matchLabels": {"app": "web"}, "matchExpressions": [expr("gpu", "Exists", None)]},
-         {"app": "web"}, False),
-        ({"matchLabels": {"app": "web"}, "matchExpressions": [expr("gpu", "Exists", None)]},
-         {"app": "web", "gpu": "1"}, True),
+        (
+            {"matchLabels": {"app": "web"}, "matchExpressions": [expr("gpu", "Exists", None)]},
+            {"app": "web"},
+            False,
+        ),
+        (
+            {"matchLabels": {"app": "web"}, "matchExpressions": [expr("gpu", "Exists", None)]},
+            {"app": "web", "gpu": "1"},
+            True,
+        ),
     ],
 )
 def test_compile_selector_matches(selector, labels, expected):
@@ -179,6 +225,7 @@ def test_requirement_guards_hand_built_values():
 
 # --- query-string syntax ------------------------------------------------------------------
 
+
 def R(key, op, *values):  # noqa: N802 - reads like a constructor in the tables
     return Requirement(key, op, frozenset(values))
 
@@ -203,10 +250,14 @@ def R(key, op, *values):  # noqa: N802 - reads like a constructor in the tables
         ("a in ()", (R("a", IN, ""),)),  # upstream reads "()" as the empty value
         ("a in (b,)", (R("a", IN, "b", ""),)),
         ("in in (in)", (R("in", IN, "in"),)),
-        ("app.kubernetes.io/name=portal,tier", (
-            R("app.kubernetes.io/name", EQUALS, "portal"), R("tier", EXISTS))),
-        ("b=1, a notin (x,y), !c", (
-            R("a", NOT_IN, "x", "y"), R("b", EQUALS, "1"), R("c", DOES_NOT_EXIST))),
+        (
+            "app.kubernetes.io/name=portal,tier",
+            (R("app.kubernetes.io/name", EQUALS, "portal"), R("tier", EXISTS)),
+        ),
+        (
+            "b=1, a notin (x,y), !c",
+            (R("a", NOT_IN, "x", "y"), R("b", EQUALS, "1"), R("c", DOES_NOT_EXIST)),
+        ),
     ],
 )
 def test_parse_selector_string(text, requirements):
@@ -215,9 +266,32 @@ def test_parse_selector_string(text, requirements):
 
 @pytest.mark.parametrize(
     "text",
-    ["a,", ",a", "a,,b", "a=b=c", "a b", "a=(b)", "a in b", "a in (b", "a in (b c)",
-     "a in (b))", "a notin", "!", "!a=b", "a!b", "a > 1", "a < 1", "a=b c", "-a=b", "a=-b",
-     "a/b/c", "a in (b,-c)", "a=" + "v" * 64, "k" * 64, "a=é"],
+    [
+        "a,",
+        ",a",
+        "a,,b",
+        "a=b=c",
+        "a b",
+        "a=(b)",
+        "a in b",
+        "a in (b",
+        "a in (b c)",
+        "a in (b))",
+        "a notin",
+        "!",
+        "!a=b",
+        "a!b",
+        "a > 1",
+        "a < 1",
+        "a=b c",
+        "-a=b",
+        "a=-b",
+        "a/b/c",
+        "a in (b,-c)",
+        "a=" + "v" * 64,
+        "k" * 64,
+        "a=é",
+    ],
 )
 def test_parse_selector_string_rejects(text):
     with pytest.raises(LabelSelectorError) as info:
@@ -243,11 +317,17 @@ def test_parsed_selector_matches(text, labels, expected):
 
 
 def test_to_string_is_stable():
-    sel = compile_selector({
-        "matchLabels": {"b": "1", "a": "2"},
-        "matchExpressions": [expr("a", "In", ["z", "y"]), expr("c", "DoesNotExist", None),
-                             expr("c", "NotIn", ["q"]), expr("d", "Exists", None)],
-    })
+    sel = compile_selector(
+        {
+            "matchLabels": {"b": "1", "a": "2"},
+            "matchExpressions": [
+                expr("a", "In", ["z", "y"]),
+                expr("c", "DoesNotExist", None),
+                expr("c", "NotIn", ["q"]),
+                expr("d", "Exists", None),
+            ],
+        }
+    )
     assert sel.to_string() == "a in (y,z),a=2,b=1,c notin (q),!c,d"
     assert parse_selector_string("a!=1").to_string() == "a!=1"
     assert EVERYTHING.to_string() == ""
@@ -279,8 +359,9 @@ def reference_matches(requirements, labels):
 label_sets = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=4)
 value_lists = st.lists(st.sampled_from(VALUES), min_size=1, max_size=3)
 set_exprs = st.tuples(st.sampled_from(KEYS), st.sampled_from(["In", "NotIn"]), value_lists)
-exist_exprs = st.tuples(st.sampled_from(KEYS), st.sampled_from(["Exists", "DoesNotExist"]),
-                        st.just([]))
+exist_exprs = st.tuples(
+    st.sampled_from(KEYS), st.sampled_from(["Exists", "DoesNotExist"]), st.just([])
+)
 expressions = st.lists(st.one_of(set_exprs, exist_exprs), max_size=4)
 selector_dicts = st.fixed_dictionaries(
     {},
@@ -309,8 +390,10 @@ api_selectors = selector_dicts.map(as_api)
 
 def dict_model(selector):
     model = [(k, "In", {v}) for k, v in (selector.get("matchLabels") or {}).items()]
-    model += [(e["key"], e["operator"], set(e.get("values", [])))
-              for e in selector.get("matchExpressions", [])]
+    model += [
+        (e["key"], e["operator"], set(e.get("values", [])))
+        for e in selector.get("matchExpressions", [])
+    ]
     return model
 
 
@@ -324,8 +407,15 @@ def test_compile_selector_agrees_with_reference(selector, label_list):
 
 
 # (rendered operator, reference operator, value count)
-STRING_OPS = [("=", "In", 1), ("==", "In", 1), ("!=", "NotIn", 1), ("in", "In", None),
-              ("notin", "NotIn", None), ("", "Exists", 0), ("!", "DoesNotExist", 0)]
+STRING_OPS = [
+    ("=", "In", 1),
+    ("==", "In", 1),
+    ("!=", "NotIn", 1),
+    ("in", "In", None),
+    ("notin", "NotIn", None),
+    ("", "Exists", 0),
+    ("!", "DoesNotExist", 0),
+]
 spaces = st.sampled_from(["", " ", "  "])
 
 
@@ -362,9 +452,13 @@ def test_parse_selector_string_agrees_with_reference(case, label_list):
 
 
 @settings(max_examples=300)
-@given(st.one_of(api_selectors.map(compile_selector),
-    selector_strings().map(lambda case: parse_selector_string(case[0]))),
-    st.lists(label_sets, min_size=1, max_size=8))
+@given(
+    st.one_of(
+        api_selectors.map(compile_selector),
+        selector_strings().map(lambda case: parse_selector_string(case[0])),
+    ),
+    st.lists(label_sets, min_size=1, max_size=8),
+)
 def test_to_string_round_trips(selector, label_list):
     again = parse_selector_string(selector.to_string())
     assert again == selector
@@ -375,7 +469,11 @@ def test_to_string_round_trips(selector, label_list):
 @pytest.mark.parametrize("outcome", [True, False])
 def test_generators_are_not_vacuous(outcome):
     # The small alphabets must yield non-trivial selectors that both match and miss.
-    find(st.tuples(api_selectors, label_sets),
-         lambda c: bool(dict_model(c[0])) and reference_matches(dict_model(c[0]), c[1]) is outcome)
-    find(st.tuples(selector_strings(), label_sets),
-         lambda c: bool(c[0][1]) and reference_matches(c[0][1], c[1]) is outcome)
+    find(
+        st.tuples(api_selectors, label_sets),
+        lambda c: bool(dict_model(c[0])) and reference_matches(dict_model(c[0]), c[1]) is outcome,
+    )
+    find(
+        st.tuples(selector_strings(), label_sets),
+        lambda c: bool(c[0][1]) and reference_matches(c[0][1], c[1]) is outcome,
+    )

@@ -43,6 +43,7 @@ NAME_PART_MSG = (
 
 # --- raw apimachinery checks --------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "value, expected",
     [
@@ -148,6 +149,7 @@ def test_qualified_name_with_two_slashes():
 
 # --- FieldError wrappers ------------------------------------------------------------------
 
+
 def reasons(errs):
     return [(e.field, e.reason) for e in errs]
 
@@ -224,7 +226,10 @@ def test_validate_labels_messages_name_the_key_and_value():
         ({"k": "v" * (TOTAL_ANNOTATION_SIZE_LIMIT - 1)}, []),  # at bound: key + value
         ({"k": "v" * TOTAL_ANNOTATION_SIZE_LIMIT}, [("metadata.annotations", errors.TOO_LONG)]),
         # The limit is on UTF-8 bytes, as Go's len().
-        ({"k": "é" * (TOTAL_ANNOTATION_SIZE_LIMIT // 2)}, [("metadata.annotations", errors.TOO_LONG)]),
+        (
+            {"k": "é" * (TOTAL_ANNOTATION_SIZE_LIMIT // 2)},
+            [("metadata.annotations", errors.TOO_LONG)],
+        ),
     ],
 )
 def test_validate_annotations(annotations, expected):
@@ -232,6 +237,7 @@ def test_validate_annotations(annotations, expected):
 
 
 # --- durations ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "text, seconds",
@@ -261,8 +267,25 @@ def test_parse_duration(text, seconds):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "s", "30", "1.5", ".s", "1d", "1hh", "1h 30m", " 1s", "1s ", "--1s", "1S", "١s",
-     "2562047h47m16.854775808s", "9999999999h", None, 30],
+    [
+        "",
+        "s",
+        "30",
+        "1.5",
+        ".s",
+        "1d",
+        "1hh",
+        "1h 30m",
+        " 1s",
+        "1s ",
+        "--1s",
+        "1S",
+        "١s",
+        "2562047h47m16.854775808s",
+        "9999999999h",
+        None,
+        30,
+    ],
 )
 def test_parse_duration_rejects(text):
     with pytest.raises(ValueError):

@@ -9,14 +9,30 @@ class Command(BaseCommand):
     help = "Create or update objects from manifests (YAML or JSON; files, directories or stdin)."
 
     def add_arguments(self, parser):
-        parser.add_argument("-f", "--filename", action="append", dest="filenames", required=True,
-                            metavar="FILE", help="a file, a directory of manifests, or - (stdin)")
-        parser.add_argument("-R", "--recursive", action="store_true",
-                            help="walk directories given with -f recursively")
+        parser.add_argument(
+            "-f",
+            "--filename",
+            action="append",
+            dest="filenames",
+            required=True,
+            metavar="FILE",
+            help="a file, a directory of manifests, or - (stdin)",
+        )
+        parser.add_argument(
+            "-R",
+            "--recursive",
+            action="store_true",
+            help="walk directories given with -f recursively",
+        )
         parser.add_argument("-n", "--namespace", help="the namespace of namespaced objects")
-        parser.add_argument("--dry-run", nargs="?", const="client", default="none",
-                            choices=("none", "client", "server"),
-                            help="validate and report, write nothing")
+        parser.add_argument(
+            "--dry-run",
+            nargs="?",
+            const="client",
+            default="none",
+            choices=("none", "client", "server"),
+            help="validate and report, write nothing",
+        )
 
     def handle(self, *args, filenames, recursive, namespace, dry_run, **options):
         try:
@@ -31,8 +47,7 @@ class Command(BaseCommand):
         suffix = cli.dry_run_suffix(dry_run)
         for document in cli.namespaces_first(documents):
             try:
-                line = cli.apply_document(document, namespace=namespace,
-                                          dry_run=dry_run != "none")
+                line = cli.apply_document(document, namespace=namespace, dry_run=dry_run != "none")
             except cli.CLIError as exc:
                 failed += 1
                 cli.report(self.stderr, exc)

@@ -17,9 +17,11 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-SCHEDULER_HELP = ("Benchmark the scheduler: bind N pending Runs onto P Runtime Pods in a fresh "
-                  "namespace and print one JSON line (bound_per_s, pass p50/p99, floor_s...). "
-                  "Uses only the database (settings DATABASE_URL).")
+SCHEDULER_HELP = (
+    "Benchmark the scheduler: bind N pending Runs onto P Runtime Pods in a fresh "
+    "namespace and print one JSON line (bound_per_s, pass p50/p99, floor_s...). "
+    "Uses only the database (settings DATABASE_URL)."
+)
 RUNS_HELP = (
     "End-to-end latency of `echo` Runs: C client threads each create a Run through the API "
     "code path (DRF APIClient in this process, no HTTP server; Bearer token of a superuser "
@@ -36,7 +38,8 @@ RUNS_HELP = (
     "ceil(C/4) local Runtime Pods (runtimed) of a Runtime `bench` in a fresh namespace "
     "(leftovers deleted first). Children log to <KRUNTIMES_DATA_DIR>/bench-runs/logs. Do not "
     "run it next to `manage.py up` on the same database: up would start pods for the bench "
-    "Runtime too. Exits non-zero if any Run or round trip fails.")
+    "Runtime too. Exits non-zero if any Run or round trip fails."
+)
 
 
 class Command(BaseCommand):
@@ -49,51 +52,93 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         # each target has its own options: ``bench <target> --help``
-        targets = parser.add_subparsers(dest="target", required=True,
-                                        metavar="{scheduler,runs}")
-        scheduler = targets.add_parser("scheduler", help=SCHEDULER_HELP,
-                                       description=SCHEDULER_HELP)
+        targets = parser.add_subparsers(dest="target", required=True, metavar="{scheduler,runs}")
+        scheduler = targets.add_parser("scheduler", help=SCHEDULER_HELP, description=SCHEDULER_HELP)
         scheduler.add_argument("--runs", type=int, required=True, help="pending Runs to bind")
         scheduler.add_argument("--pods", type=int, required=True, help="ready Runtime Pods")
-        scheduler.add_argument("--affinity", default="none",
-                               choices=["none", "required", "preferred", "anti"])
-        scheduler.add_argument("--namespace", default="bench",
-                               help="the namespace to (re)create; its leftovers are deleted "
-                                    "first")
-        scheduler.add_argument("--keep", action="store_true",
-                               help="keep the namespace and its objects afterwards")
-        scheduler.add_argument("--probes", type=int, default=200,
-                               help="passes with one new Run, for pass_p50_ms/pass_p99_ms")
-        scheduler.add_argument("--page-size", type=int, default=None,
-                               help="PassOptions.page_size")
-        scheduler.add_argument("--bind-batch", type=int, default=None,
-                               help="PassOptions.bind_batch")
+        scheduler.add_argument(
+            "--affinity", default="none", choices=["none", "required", "preferred", "anti"]
+        )
+        scheduler.add_argument(
+            "--namespace",
+            default="bench",
+            help="the namespace to (re)create; its leftovers are deleted first",
+        )
+        scheduler.add_argument(
+            "--keep", action="store_true", help="keep the namespace and its objects afterwards"
+        )
+        scheduler.add_argument(
+            "--probes",
+            type=int,
+            default=200,
+            help="passes with one new Run, for pass_p50_ms/pass_p99_ms",
+        )
+        scheduler.add_argument("--page-size", type=int, default=None, help="PassOptions.page_size")
+        scheduler.add_argument(
+            "--bind-batch", type=int, default=None, help="PassOptions.bind_batch"
+        )
 
-        runs = targets.add_parser("runs", help="end-to-end Run latency vs a bare Celery round "
-                                  "trip", description=RUNS_HELP)
-        runs.add_argument("--count", type=int, required=True, help="measured Runs (and echo "
-                          "round trips)")
-        runs.add_argument("--concurrency", type=int, required=True,
-                          help="client threads: Runs (round trips) in flight at once")
-        runs.add_argument("--namespace", default="bench-runs",
-                          help="the namespace to (re)create; its leftovers are deleted first")
-        runs.add_argument("--warmup", type=int, default=None,
-                          help="unmeasured Runs and round trips first (default max(5, 2*C))")
-        runs.add_argument("--poll-ms", type=float, default=3.0,
-                          help="how often each client polls its Run (and the reply queue on "
-                               "a polling broker), in ms")
-        runs.add_argument("--timeout", type=float, default=60.0,
-                          help="seconds a Run may take before it counts as an error")
-        runs.add_argument("--startup-timeout", type=float, default=120.0,
-                          help="seconds for the workers and pods to get ready")
-        runs.add_argument("--keep", action="store_true",
-                          help="keep the namespace, its Runs and the bench user afterwards")
-        runs.add_argument("--control-arg", action="append", default=[], metavar="ARG",
-                          help="append ARG to the control worker's command line (experiments, "
-                               "e.g. --control-arg=--prefetch-multiplier=4); repeatable")
-        runs.add_argument("--no-beat", action="store_true",
-                          help="do not start beat (by default it runs, as under `up`, so a "
-                               "lost message is healed by its passes instead of hanging a Run)")
+        runs = targets.add_parser(
+            "runs", help="end-to-end Run latency vs a bare Celery round trip", description=RUNS_HELP
+        )
+        runs.add_argument(
+            "--count", type=int, required=True, help="measured Runs (and echo round trips)"
+        )
+        runs.add_argument(
+            "--concurrency",
+            type=int,
+            required=True,
+            help="client threads: Runs (round trips) in flight at once",
+        )
+        runs.add_argument(
+            "--namespace",
+            default="bench-runs",
+            help="the namespace to (re)create; its leftovers are deleted first",
+        )
+        runs.add_argument(
+            "--warmup",
+            type=int,
+            default=None,
+            help="unmeasured Runs and round trips first (default max(5, 2*C))",
+        )
+        runs.add_argument(
+            "--poll-ms",
+            type=float,
+            default=3.0,
+            help="how often each client polls its Run (and the reply queue on "
+            "a polling broker), in ms",
+        )
+        runs.add_argument(
+            "--timeout",
+            type=float,
+            default=60.0,
+            help="seconds a Run may take before it counts as an error",
+        )
+        runs.add_argument(
+            "--startup-timeout",
+            type=float,
+            default=120.0,
+            help="seconds for the workers and pods to get ready",
+        )
+        runs.add_argument(
+            "--keep",
+            action="store_true",
+            help="keep the namespace, its Runs and the bench user afterwards",
+        )
+        runs.add_argument(
+            "--control-arg",
+            action="append",
+            default=[],
+            metavar="ARG",
+            help="append ARG to the control worker's command line (experiments, "
+            "e.g. --control-arg=--prefetch-multiplier=4); repeatable",
+        )
+        runs.add_argument(
+            "--no-beat",
+            action="store_true",
+            help="do not start beat (by default it runs, as under `up`, so a "
+            "lost message is healed by its passes instead of hanging a Run)",
+        )
 
     def handle(self, *args, target, **options) -> None:
         if settings.DEBUG:
@@ -107,8 +152,9 @@ class Command(BaseCommand):
         self.stderr.write(line)
         self.stderr.flush()
 
-    def handle_scheduler(self, *, runs, pods, affinity, namespace, keep, probes, page_size,
-                         bind_batch, **options) -> None:
+    def handle_scheduler(
+        self, *, runs, pods, affinity, namespace, keep, probes, page_size, bind_batch, **options
+    ) -> None:
         from scheduling.bench import Workload, run_scheduler_bench
         from scheduling.scheduler import PassOptions
 
@@ -122,18 +168,32 @@ class Command(BaseCommand):
         if bind_batch:
             pass_options.bind_batch = bind_batch
         vendor = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
-        self.log(f"bench scheduler: {runs} Runs on {pods} pods, affinity {affinity}, "
-                 f"database {vendor}")
-        result = run_scheduler_bench(work, probes=probes, keep=keep, options=pass_options,
-                                     log=self.log)
+        self.log(
+            f"bench scheduler: {runs} Runs on {pods} pods, affinity {affinity}, database {vendor}"
+        )
+        result = run_scheduler_bench(
+            work, probes=probes, keep=keep, options=pass_options, log=self.log
+        )
         bound, pending_left = result.pop("bound"), result.pop("pending_left")
         self.stdout.write(json.dumps(result))
         if pending_left:
-            raise CommandError(f"{pending_left} of {runs} Runs were left Pending "
-                               f"({bound} bound)")
+            raise CommandError(f"{pending_left} of {runs} Runs were left Pending ({bound} bound)")
 
-    def handle_runs(self, *, count, concurrency, namespace, warmup, poll_ms, timeout,
-                    startup_timeout, keep, no_beat, control_arg, **options) -> None:
+    def handle_runs(
+        self,
+        *,
+        count,
+        concurrency,
+        namespace,
+        warmup,
+        poll_ms,
+        timeout,
+        startup_timeout,
+        keep,
+        no_beat,
+        control_arg,
+        **options,
+    ) -> None:
         from portal.management.commands.up import control_plane
         from scheduling.bench.runs import BenchError, RunsOptions, format_line, run_runs_bench
         from scheduling.bench.stack import StackError
@@ -143,21 +203,32 @@ class Command(BaseCommand):
         # its own pidfile: a running ``up`` keeps beat.pid
         beat[beat.index("--pidfile") + 1] = str(settings.DATA_DIR / "bench-runs" / "beat.pid")
         try:
-            bench = RunsOptions(count=count, concurrency=concurrency, namespace=namespace,
-                                warmup=warmup, poll=poll_ms / 1000, run_timeout=timeout,
-                                startup_timeout=startup_timeout, keep=keep,
-                                control_argv=[*children["control-worker"].argv, *control_arg],
-                                beat_argv=[] if no_beat else beat)
+            bench = RunsOptions(
+                count=count,
+                concurrency=concurrency,
+                namespace=namespace,
+                warmup=warmup,
+                poll=poll_ms / 1000,
+                run_timeout=timeout,
+                startup_timeout=startup_timeout,
+                keep=keep,
+                control_argv=[*children["control-worker"].argv, *control_arg],
+                beat_argv=[] if no_beat else beat,
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.log(f"bench runs: {count} Runs, concurrency {concurrency}, database "
-                 f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, broker "
-                 f"{settings.CELERY_BROKER_URL.split(':', 1)[0]}")
+        self.log(
+            f"bench runs: {count} Runs, concurrency {concurrency}, database "
+            f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, broker "
+            f"{settings.CELERY_BROKER_URL.split(':', 1)[0]}"
+        )
         abort = threading.Event()
         restore = None
         if threading.current_thread() is threading.main_thread():
+
             def on_term(signum, frame):
                 raise KeyboardInterrupt
+
             restore = signal.signal(signal.SIGTERM, on_term)
         try:
             result = run_runs_bench(bench, log=self.log, abort=abort)
@@ -171,5 +242,6 @@ class Command(BaseCommand):
         self.stdout.write(format_line(result))
         self.stdout.flush()
         if result["errors"]:
-            raise CommandError(f"{result['errors']} Run(s) or round trip(s) failed "
-                               f"(see the progress above)")
+            raise CommandError(
+                f"{result['errors']} Run(s) or round trip(s) failed (see the progress above)"
+            )

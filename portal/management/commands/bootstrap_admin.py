@@ -24,9 +24,12 @@ class Command(BaseCommand):
             user = users.objects.create_superuser(username, email, password)
             self.stdout.write(f"created superuser {username!r} with password: {password}")
         else:
-            self.stdout.write(f"superuser {username!r} exists; password unchanged "
-                              f"(reset it with: manage.py changepassword {username})")
+            self.stdout.write(
+                f"superuser {username!r} exists; password unchanged "
+                f"(reset it with: manage.py changepassword {username})"
+            )
         token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(f"API token for {username!r}: {token.key}")
-        self.stdout.write(f"  curl -H 'Authorization: Bearer {token.key}' "
-                          "http://127.0.0.1:8000/apis")
+        self.stdout.write(
+            f"  curl -H 'Authorization: Bearer {token.key}' http://127.0.0.1:8000/apis"
+        )

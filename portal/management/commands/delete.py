@@ -9,14 +9,29 @@ class Command(BaseCommand):
     help = "Delete objects by kind and name, or those named in manifests, like kubectl delete."
 
     def add_arguments(self, parser):
-        parser.add_argument("resources", nargs="*", metavar="KIND NAME",
-                            help="KIND[,KIND...] NAME ... or KIND/NAME ...")
-        parser.add_argument("-f", "--filename", action="append", dest="filenames", default=[],
-                            metavar="FILE", help="a file, a directory of manifests, or - (stdin)")
+        parser.add_argument(
+            "resources",
+            nargs="*",
+            metavar="KIND NAME",
+            help="KIND[,KIND...] NAME ... or KIND/NAME ...",
+        )
+        parser.add_argument(
+            "-f",
+            "--filename",
+            action="append",
+            dest="filenames",
+            default=[],
+            metavar="FILE",
+            help="a file, a directory of manifests, or - (stdin)",
+        )
         parser.add_argument("-R", "--recursive", action="store_true")
         parser.add_argument("-n", "--namespace")
-        parser.add_argument("--cascade", default="background", choices=sorted(cli.PROPAGATION),
-                            help="dependents: background (default), foreground or orphan")
+        parser.add_argument(
+            "--cascade",
+            default="background",
+            choices=sorted(cli.PROPAGATION),
+            help="dependents: background (default), foreground or orphan",
+        )
 
     def handle(self, *args, resources, filenames, recursive, namespace, cascade, **options):
         try:

@@ -9,8 +9,12 @@ class Command(BaseCommand):
     help = "Display one or many objects, like kubectl get."
 
     def add_arguments(self, parser):
-        parser.add_argument("resources", nargs="+", metavar="KIND [NAME ...]",
-                            help="KIND[,KIND...] [NAME ...] or KIND/NAME ...")
+        parser.add_argument(
+            "resources",
+            nargs="+",
+            metavar="KIND [NAME ...]",
+            help="KIND[,KIND...] [NAME ...] or KIND/NAME ...",
+        )
         scope = parser.add_mutually_exclusive_group()
         scope.add_argument("-n", "--namespace")
         scope.add_argument("-A", "--all-namespaces", action="store_true")
@@ -36,7 +40,8 @@ class Command(BaseCommand):
             self.stdout.write(text, ending="")
         listing = not any(group.names for group in groups)
         if listing and output in (None, "wide") and not any(objects for _, objects in found):
-            self.stderr.write(cli.no_resources_message([g.kind for g in groups], namespace,
-                                                       all_namespaces))
+            self.stderr.write(
+                cli.no_resources_message([g.kind for g in groups], namespace, all_namespaces)
+            )
         if failed:
             raise CommandError("error(s) while getting resources", returncode=1)

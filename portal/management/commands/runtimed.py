@@ -20,15 +20,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, runtime: str, namespace: str, **options) -> None:
         if not Runtime.objects.filter(namespace=namespace, name=runtime).exists():
-            raise CommandError(f'runtimes.kruntimes.io "{runtime}" not found in namespace '
-                               f'"{namespace}"')
+            raise CommandError(
+                f'runtimes.kruntimes.io "{runtime}" not found in namespace "{namespace}"'
+            )
         pod = local.new_identity(namespace, runtime)
         capacity = local.register(pod)
-        self.stdout.write(f"Runtime Pod {pod.name} (uid {pod.uid}) for {namespace}/{runtime}; "
-                          f"workspace {pod.workspace}")
+        self.stdout.write(
+            f"Runtime Pod {pod.name} (uid {pod.uid}) for {namespace}/{runtime}; "
+            f"workspace {pod.workspace}"
+        )
         try:
-            subprocess.run(local.runtimed_argv(), env={**os.environ,
-                                                       **local.pod_env(pod, capacity)})
+            subprocess.run(
+                local.runtimed_argv(), env={**os.environ, **local.pod_env(pod, capacity)}
+            )
         except KeyboardInterrupt:
             pass
         finally:

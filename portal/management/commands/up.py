@@ -17,14 +17,54 @@ from runtimed.protocol import CONTROL_QUEUE
 
 def control_plane(port: int, bind: str) -> list[Child]:
     python = sys.executable
-    web = [python, "-m", "gunicorn", "portal.wsgi:application", "--bind", f"{bind}:{port}",
-           "--worker-class", "gthread", "--workers", "1", "--threads", "16",
-           "--timeout", "120", "--access-logfile", "-"]
-    worker = [python, "-m", "celery", "-A", "portal", "worker", "-Q", CONTROL_QUEUE,
-              "-n", "control@%h", "--concurrency", "2", "--loglevel", "INFO"]
-    beat = [python, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO",
-            "--scheduler", settings.CELERY_BEAT_SCHEDULER,
-            "--pidfile", str(settings.DATA_DIR / "beat.pid")]
+    web = [
+        python,
+        "-m",
+        "gunicorn",
+        "portal.wsgi:application",
+        "--bind",
+        f"{bind}:{port}",
+        "--worker-class",
+        "gthread",
+        "--workers",
+        "1",
+        "--threads",
+        "16",
+        "--timeout",
+        "120",
+        "--access-logfile",
+        "-",
+    ]
+    worker = [
+        python,
+        "-m",
+        "celery",
+        "-A",
+        "portal",
+        "worker",
+        "-Q",
+        CONTROL_QUEUE,
+        "-n",
+        "control@%h",
+        "--concurrency",
+        "2",
+        "--loglevel",
+        "INFO",
+    ]
+    beat = [
+        python,
+        "-m",
+        "celery",
+        "-A",
+        "portal",
+        "beat",
+        "--loglevel",
+        "INFO",
+        "--scheduler",
+        settings.CELERY_BEAT_SCHEDULER,
+        "--pidfile",
+        str(settings.DATA_DIR / "beat.pid"),
+    ]
     return [Child("web", web), Child("control-worker", worker), Child("beat", beat)]
 
 
@@ -41,15 +81,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--bind", default="127.0.0.1",
-                            help="address to listen on (0.0.0.0 for every interface)")
+        parser.add_argument(
+            "--bind", default="127.0.0.1", help="address to listen on (0.0.0.0 for every interface)"
+        )
 
     def handle(self, *args, port: int, bind: str, **options) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
         (settings.DATA_DIR / "beat.pid").unlink(missing_ok=True)
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir())
-        supervisor = Supervisor(control_plane(port, bind),
-                                stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS)
+        supervisor = Supervisor(
+            control_plane(port, bind), stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS
+        )
         tick = None
         if settings.KRUNTIMES_CLUSTER == "local":
             from scheduling.providers.local import LocalProvider
@@ -57,6 +99,8 @@ class Command(BaseCommand):
             provider = LocalProvider(supervisor)
             provider.cleanup_orphans()
             tick = provider.sync
-        self.stdout.write(f"kruntimes portal: admin http://{bind}:{port}/admin/ , "
-                          f"API http://{bind}:{port}/apis , Ctrl-C stops everything")
+        self.stdout.write(
+            f"kruntimes portal: admin http://{bind}:{port}/admin/ , "
+            f"API http://{bind}:{port}/apis , Ctrl-C stops everything"
+        )
         supervisor.run(tick=tick, poll=0.5)

@@ -17,11 +17,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="the Run's name")
         parser.add_argument("-n", "--namespace", default="default")
-        parser.add_argument("-f", "--follow", action="store_true",
-                            help="keep printing new output until the Run ends")
+        parser.add_argument(
+            "-f",
+            "--follow",
+            action="store_true",
+            help="keep printing new output until the Run ends",
+        )
         parser.add_argument("--attempt", type=int, help="which attempt (default: the current)")
-        parser.add_argument("--tail", type=int, default=None, metavar="N",
-                            help="only the last N lines")
+        parser.add_argument(
+            "--tail", type=int, default=None, metavar="N", help="only the last N lines"
+        )
 
     def handle(self, *args, name, namespace, follow, attempt, tail, **options):
         try:
@@ -35,8 +40,7 @@ class Command(BaseCommand):
             self.stdout.write(logs.read_log(run, attempt, tail_lines=tail).text, ending="")
             return
         try:
-            for piece in logs.follow_log(run, attempt, tail_lines=tail,
-                                         policy=self.follow_policy):
+            for piece in logs.follow_log(run, attempt, tail_lines=tail, policy=self.follow_policy):
                 self.stdout.write(piece, ending="")
                 self.stdout.flush()
         except KeyboardInterrupt:  # Ctrl-C ends a follow quietly, like kubectl
@@ -47,6 +51,8 @@ class Command(BaseCommand):
         if attempt is None:
             return run.attempt
         if not 1 <= attempt <= run.attempt:
-            raise cli.CLIError.client(f'attempt {attempt} of Run "{run.name}" does not exist: '
-                                      f"the Run is at attempt {run.attempt}")
+            raise cli.CLIError.client(
+                f'attempt {attempt} of Run "{run.name}" does not exist: '
+                f"the Run is at attempt {run.attempt}"
+            )
         return attempt

@@ -9,5 +9,10 @@ def default_plugins() -> list:
     return [RuntimePodAvailability(), RunAffinity(), PreferredRunAffinity(), LeastLoaded()]
 
 
-__all__ = ["LeastLoaded", "PreferredRunAffinity", "RunAffinity", "RuntimePodAvailability",
-           "default_plugins"]
+__all__ = [
+    "LeastLoaded",
+    "PreferredRunAffinity",
+    "RunAffinity",
+    "RuntimePodAvailability",
+    "default_plugins",
+]

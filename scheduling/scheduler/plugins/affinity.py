@@ -39,8 +39,10 @@ def compile_affinity(affinity: dict) -> dict:
         spec = (affinity or {}).get(kind) or {}
         rules[kind] = {
             "required": [selector_of(t) for t in spec.get(REQUIRED) or []],
-            "preferred": [(int(t.get("weight", 0)), selector_of(t.get("runAffinityTerm") or {}))
-                          for t in spec.get(PREFERRED) or []],
+            "preferred": [
+                (int(t.get("weight", 0)), selector_of(t.get("runAffinityTerm") or {}))
+                for t in spec.get(PREFERRED) or []
+            ],
         }
     return rules
 
@@ -69,11 +71,14 @@ class RunAffinity(Plugin):
     def pre_filter(self, run, snapshot, state):
         rules = state["affinity"] = compile_affinity(run.affinity)
         # each term's targets once per Run, not once per pod (no Run is assumed meanwhile)
-        state["required"] = [(selector.matches(run.labels),
-                              snapshot.targets(run.namespace, selector))
-                             for selector in rules["runAffinity"]["required"]]
-        state["anti"] = [snapshot.targets(run.namespace, selector)
-                         for selector in rules["runAntiAffinity"]["required"]]
+        state["required"] = [
+            (selector.matches(run.labels), snapshot.targets(run.namespace, selector))
+            for selector in rules["runAffinity"]["required"]
+        ]
+        state["anti"] = [
+            snapshot.targets(run.namespace, selector)
+            for selector in rules["runAntiAffinity"]["required"]
+        ]
         return None
 
     def filter(self, run, pod, snapshot, state):

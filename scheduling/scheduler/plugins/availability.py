@@ -23,8 +23,13 @@ class RuntimePodAvailability(Plugin):
     def pre_filter(self, run, snapshot, state):
         if run.fractional:
             names = ", ".join(run.fractional)
-            return Verdict(FRACTIONAL, f"resource requests must be whole numbers; {names} "
-                           "cannot be placed on any Runtime Pod", fatal=True, plugin=self.name)
+            return Verdict(
+                FRACTIONAL,
+                f"resource requests must be whole numbers; {names} "
+                "cannot be placed on any Runtime Pod",
+                fatal=True,
+                plugin=self.name,
+            )
         return None
 
     def filter(self, run, pod, snapshot, state):

@@ -16,8 +16,9 @@ from ..framework import MAX_SCORE, Plugin
 Load = tuple[float, float] | tuple[Fraction, Fraction]
 
 
-def projected_load(requests: dict[str, int], used: dict[str, int],
-                   capacity: dict[str, int]) -> Load:
+def projected_load(
+    requests: dict[str, int], used: dict[str, int], capacity: dict[str, int]
+) -> Load:
     """(highest ratio, sum of ratios) of ``used + requests`` over ``capacity``.
 
     One requested resource (most Runs ask only for ``runs``) is a single division: a float
@@ -29,8 +30,11 @@ def projected_load(requests: dict[str, int], used: dict[str, int],
         total = capacity.get(name, 0)
         ratio = (used.get(name, 0) + amount) / total if amount > 0 and total > 0 else 0.0
         return ratio, ratio
-    ratios = [(used.get(name, 0) + amount, capacity[name])
-              for name, amount in requests.items() if amount > 0 and capacity.get(name, 0) > 0]
+    ratios = [
+        (used.get(name, 0) + amount, capacity[name])
+        for name, amount in requests.items()
+        if amount > 0 and capacity.get(name, 0) > 0
+    ]
     if len(ratios) == 1:
         ratio = ratios[0][0] / ratios[0][1]
         return ratio, ratio
