@@ -28,6 +28,21 @@ class NamespaceStatusSerializer(StrictSerializer):
     conditions = serializers.ListField(child=serializers.DictField(), required=False)
 
 
+def namespace_spec_finalizers(namespace) -> list[str]:
+    """A Namespace stays Terminating while ``spec.finalizers`` (``kubernetes``) remain."""
+    return list((namespace.spec or {}).get("finalizers") or [])
+
+
+def on_namespace_change(namespace, event: str) -> None:
+    """A Namespace that starts terminating has its content collected now, not at the next
+    beat."""
+    from portal import tasks
+    from portal.machinery.events import send_on_commit
+
+    if event == "MODIFIED" and namespace.deletion_timestamp is not None:
+        send_on_commit(tasks.garbage_collect)
+
+
 def role_ref_immutable(new: dict, old: dict | None) -> list:
     if old is not None and new.get("roleRef") != old.get("roleRef"):
         return [errors.invalid("roleRef", "cannot change roleRef")]
@@ -48,6 +63,8 @@ def register_portal_kinds() -> None:
             short_names=("ns",),
             name_is_label=True,
             protected_names=("default",),
+            extra_finalizers=namespace_spec_finalizers,
+            on_change=(on_namespace_change,),
             body={"spec": NamespaceSpecSerializer, "status": NamespaceStatusSerializer},
             columns=(Column("STATUS", lambda o: o.phase),),
         )

@@ -77,6 +77,7 @@ class OwnerLink(models.Model):
     def orphan_dependents(cls, owner_uid) -> None:
         """propagationPolicy=Orphan: strip the owner's references from its dependents."""
         from portal.machinery import store
+        from portal.machinery.gc import GARBAGE_COLLECTOR
         from portal.machinery.registry import registry
 
         for link in list(cls.objects.filter(owner_uid=owner_uid)):
@@ -94,4 +95,5 @@ class OwnerLink(models.Model):
                 link.dependent_namespace or None,
                 link.dependent_name,
                 {"metadata": {"ownerReferences": refs or None}},
+                context=GARBAGE_COLLECTOR,
             )

@@ -19,7 +19,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import DateTimeField, ExpressionWrapper, F
 
+from portal.auth.identities import register_controller
 from portal.machinery import store
+from portal.machinery.admission import WriteContext
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
 from runtimed.stores import RunScope, StoreError, build_store
@@ -28,6 +30,20 @@ from scheduling.models import ACTIVE_PHASES, Run
 
 log = logging.getLogger(__name__)
 ARTIFACT_CLEANUP = "kruntimes.io/artifact-cleanup"
+
+# The identities the two passes write with: each may do only its own write.
+TTL_CONTROLLER = WriteContext(
+    user=register_controller(
+        "ttl-after-finished-controller",
+        [{"apiGroups": ["kruntimes.io"], "resources": ["runs"], "verbs": ["delete"]}],
+    )
+)
+ARTIFACT_CLEANUP_CONTROLLER = WriteContext(
+    user=register_controller(
+        "artifact-cleanup-controller",
+        [{"apiGroups": ["kruntimes.io"], "resources": ["runs"], "verbs": ["patch"]}],
+    )
+)
 
 
 @dataclass
@@ -61,7 +77,7 @@ def expire_finished(now: datetime, batch: int, after_pk: int = 0) -> Progress:
     progress = Progress(resume_after=rows[-1][0] if len(rows) == batch else None)
     for _pk, namespace, name in rows:
         try:
-            store.delete(kind, namespace, name)
+            store.delete(kind, namespace, name, context=TTL_CONTROLLER)
             progress.expired += 1
             metrics.TTL_DELETIONS.inc()
         except StatusError as exc:  # gone meanwhile, or a conflict: the next pass sees it
@@ -119,7 +135,7 @@ def release_deleted(
             )
             continue
         try:
-            store.remove_finalizer(kind, run, ARTIFACT_CLEANUP)
+            store.remove_finalizer(kind, run, ARTIFACT_CLEANUP, context=ARTIFACT_CLEANUP_CONTROLLER)
         except StatusError as exc:
             log.info("releasing Run %s/%s deferred: %s", run.namespace, run.name, exc)
             continue

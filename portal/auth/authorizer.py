@@ -33,7 +33,10 @@ class UserInfo:
     def from_django(cls, user) -> UserInfo:
         if user is None or not getattr(user, "is_authenticated", False):
             return cls(username="system:anonymous", groups=("system:unauthenticated",))
-        groups = tuple(sorted(g.name for g in user.groups.all())) + ("system:authenticated",)
+        # "system:" names are reserved for the identities the portal makes itself
+        # (portal.auth.identities): a Django group cannot confer them.
+        names = sorted(g.name for g in user.groups.all() if not g.name.startswith("system:"))
+        groups = (*names, "system:authenticated")
         return cls(
             username=user.get_username(),
             uid=str(user.pk),
@@ -93,7 +96,12 @@ def review(
     name: str = "",
     version: str = "",
 ) -> Decision:
-    """May ``user`` (a Django user or a UserInfo) do ``verb`` on the resource? Superusers may."""
+    """May ``user`` (a Django user or a UserInfo) do ``verb`` on the resource?
+
+    Superusers may; then the built-in policy decides for the privileged group and the portal's
+    controllers (``identities``); everyone else is asked of the configured authorizer."""
+    from .identities import system_decision
+
     info = UserInfo.of(user)
     if info.is_superuser:
         return Decision(True, "superuser")
@@ -106,4 +114,4 @@ def review(
         name=name or "",
         version=version,
     )
-    return get_authorizer().review(info, attributes)
+    return system_decision(info, attributes) or get_authorizer().review(info, attributes)

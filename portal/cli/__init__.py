@@ -17,6 +17,7 @@ from .delete import (
 )
 from .errors import CLIError, status_lines
 from .get import fetch
+from .identity import add_identity_arguments, identity, identity_of
 from .output import (
     OUTPUT_FORMATS,
     abort,
@@ -57,6 +58,7 @@ __all__ = [
     "ResourceGroup",
     "Target",
     "abort",
+    "add_identity_arguments",
     "age",
     "apply_document",
     "apply_patch",
@@ -71,6 +73,8 @@ __all__ = [
     "fetch",
     "format_table",
     "human_duration",
+    "identity",
+    "identity_of",
     "is_namespace",
     "kind_for_manifest",
     "kind_for_name",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from portal.auth.authorizer import UserInfo
+from portal.auth.identities import LOCAL_OPERATOR
 from portal.machinery import store
 from portal.machinery.errors import StatusError
 from portal.machinery.manifest import to_manifest
@@ -28,7 +31,12 @@ def apply_patch(kind: ResourceKind, manifest: dict) -> dict:
     return patch
 
 
-def apply_document(document: Document, namespace: str | None = None, dry_run: bool = False) -> str:
+def apply_document(
+    document: Document,
+    namespace: str | None = None,
+    dry_run: bool = False,
+    user: UserInfo = LOCAL_OPERATOR,
+) -> str:
     """Create or merge one manifest; returns kubectl's line (``<plural>.<group>/<name> ...``).
 
     ``unchanged`` when merging would not change the live object: nothing is written then, so
@@ -41,7 +49,7 @@ def apply_document(document: Document, namespace: str | None = None, dry_run: bo
     if not name and meta.get("generateName"):
         raise CLIError.client(f"from {document.source}: cannot use generate name with apply")
     ns = target_namespace(kind, manifest, namespace)
-    context = cli_context(dry_run)
+    context = cli_context(user, dry_run)
     live = _live_object(kind, ns, name)
     if live is None:
         return _create(kind, document, ns, context)
@@ -87,7 +95,7 @@ def _merge(
     patch = apply_patch(kind, document.manifest)
     try:
         # A dry run shows what the merge would make; compare before writing anything.
-        preview = store.patch(kind, ns, name, patch, context=cli_context(dry_run=True))
+        preview = store.patch(kind, ns, name, patch, context=replace(context, dry_run=True))
         if to_manifest(kind, preview) == before:
             return f"{kind.key}/{name} unchanged"
         if not dry_run:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from portal.auth.authorizer import UserInfo
+from portal.auth.identities import LOCAL_OPERATOR
 from portal.machinery import store
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import ResourceKind
@@ -85,7 +87,9 @@ def delete_targets(
     raise CLIError.client("You must provide one or more resources by argument or filename.")
 
 
-def delete_target(target: Target, cascade: str = "background") -> str:
+def delete_target(
+    target: Target, cascade: str = "background", user: UserInfo = LOCAL_OPERATOR
+) -> str:
     """Delete one object; kubectl's ``<plural>.<group> "<name>" deleted`` line.
 
     An object held by finalizers gets its deletionTimestamp and stays; kubectl prints the
@@ -102,7 +106,7 @@ def delete_target(target: Target, cascade: str = "background") -> str:
             target.namespace,
             target.name,
             propagation=propagation,
-            context=cli_context(),
+            context=cli_context(user),
         )
     except StatusError as exc:
         raise CLIError.from_status(exc, "deleting" if target.source else "", target.source) from exc

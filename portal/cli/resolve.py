@@ -1,7 +1,7 @@
 """Resolving what a command acts on: kinds, names and namespaces; and the CLI's write context.
 
-Every write runs with a ``WriteContext`` whose user is None: the CLI has the operator's
-database access.
+Every write runs with a ``WriteContext`` naming the command's identity (``identity``: ``--as``
+or the local operator), through the store's one admission chain.
 """
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from portal.auth.authorizer import UserInfo
 from portal.machinery import store
 from portal.machinery.registry import ResourceKind, registry
 
 from .errors import CLIError
 
 
-def cli_context(dry_run: bool = False) -> store.WriteContext:
-    return store.WriteContext(user=None, dry_run=dry_run)
+def cli_context(user: UserInfo, dry_run: bool = False) -> store.WriteContext:
+    return store.WriteContext(user=user, dry_run=dry_run)
 
 
 def kind_for_manifest(manifest: Any) -> ResourceKind:

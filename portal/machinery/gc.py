@@ -15,10 +15,31 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from portal.auth.identities import register_controller
+
 from . import errors, store
+from .admission import WriteContext
 from .registry import registry
 
 log = logging.getLogger(__name__)
+
+# The identities the collectors write with (kube-controller-manager's generic-garbage-collector
+# and namespace-controller hold the same verbs).
+GARBAGE_COLLECTOR = WriteContext(
+    user=register_controller(
+        "garbage-collector",
+        [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "patch", "delete"]}],
+    )
+)
+NAMESPACE_CONTROLLER = WriteContext(
+    user=register_controller(
+        "namespace-controller",
+        [
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "delete"]},
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["patch"]},
+        ],
+    )
+)
 
 
 @dataclass
@@ -37,9 +58,11 @@ def _existing_uids(uids: set[str]) -> set[str]:
     return found
 
 
-def _delete_quietly(kind, namespace, name, progress: Progress) -> None:
+def _delete_quietly(
+    kind, namespace, name, progress: Progress, context: WriteContext = GARBAGE_COLLECTOR
+) -> None:
     try:
-        _, gone = store.delete(kind, namespace or None, name)
+        _, gone = store.delete(kind, namespace or None, name, context=context)
         progress.deleted += gone
     except errors.StatusError as exc:
         if exc.code != 404:  # someone else got there first otherwise
@@ -118,7 +141,7 @@ def release_foreground(batch_size: int = 500) -> Progress:
             if OwnerLink.has_dependents(obj.uid):
                 progress.deleted += collect_dependents(obj.uid, batch_size).deleted
                 continue
-            store.remove_finalizer(kind, obj, store.FOREGROUND)
+            store.remove_finalizer(kind, obj, store.FOREGROUND, context=GARBAGE_COLLECTOR)
             progress.released += 1
     return progress
 
@@ -142,13 +165,19 @@ def finalize_namespaces(batch_size: int = 500) -> Progress:
             remaining += len(rows)
             for name, deleting in rows:
                 if deleting is None:
-                    _delete_quietly(kind, namespace.name, name, progress)
+                    _delete_quietly(kind, namespace.name, name, progress, NAMESPACE_CONTROLLER)
         if remaining:
             progress.more = True
             continue
         with transaction.atomic():
             spec = dict(namespace.spec or {})
             spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != "kubernetes"]
-            store.patch(ns_kind, None, namespace.name, {"spec": {"finalizers": spec["finalizers"]}})
+            store.patch(
+                ns_kind,
+                None,
+                namespace.name,
+                {"spec": {"finalizers": spec["finalizers"]}},
+                context=NAMESPACE_CONTROLLER,
+            )
             progress.released += 1
     return progress

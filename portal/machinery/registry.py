@@ -55,6 +55,9 @@ class ResourceKind:
     # Admission checks that need the writer: (kind, new, old|None, WriteContext) -> None,
     # raising a StatusError (e.g. RBAC escalation prevention). Run after validation.
     admission: tuple[Callable[[Any, dict, dict | None, Any], None], ...] = ()
+    # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
+    # model instance -> names; a deleted object stays while any remain.
+    extra_finalizers: Callable[[Any], list[str]] | None = None
 
     def __post_init__(self) -> None:
         self.singular = self.singular or self.kind.lower()

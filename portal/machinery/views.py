@@ -16,9 +16,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.auth.authorizer import review
-
 from . import errors, store
+from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
 from .manifest import to_manifest
@@ -127,32 +126,17 @@ class KubeView(APIView):
     def get_exception_handler(self):
         return status_exception_handler
 
-    def authorize(self, request, verb: str, namespace: str | None, name: str = "") -> None:
-        kind = self.kind
-        decision = review(
-            request.user,
-            verb,
-            kind.group,
-            kind.plural,
-            self.subresource,
-            namespace or "",
-            name,
-            kind.version,
+    def authorize(
+        self, request, verb: str, namespace: str | None, name: str = ""
+    ) -> store.WriteContext:
+        """The admission chain's first step, before the body is read; a write passes the
+        returned context (which remembers the grant) on to the store."""
+        context = (
+            self.context(request)
+            if verb in ("create", "update", "patch", "delete")
+            else store.WriteContext(user=request.user)
         )
-        if decision.allowed:
-            return
-        resource = f"{kind.plural}/{self.subresource}" if self.subresource else kind.plural
-        where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-        subject = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
-        target = f'{subject} "{name}"' if name else subject
-        reason = f": {decision.reason}" if decision.reason else ""
-        raise errors.forbidden_status(
-            f'{target} is forbidden: User "{request.user.get_username()}" cannot {verb} '
-            f'resource "{resource}" in API group "{kind.group}"{where}{reason}',
-            kind.plural,
-            kind.group,
-            name,
-        )
+        return authorize(context, self.kind, verb, namespace, name, self.subresource)
 
     def context(self, request) -> store.WriteContext:
         dry_run = request.query_params.getlist("dryRun")
@@ -200,8 +184,8 @@ class CollectionView(KubeView):
             raise errors.method_not_allowed("create needs a namespace in the path")
         body = self.body(request)
         # Kubernetes authorizes a create without a name: resourceNames cannot restrict it
-        self.authorize(request, "create", namespace)
-        obj = store.create(self.kind, body, namespace=namespace, context=self.context(request))
+        context = self.authorize(request, "create", namespace)
+        obj = store.create(self.kind, body, namespace=namespace, context=context)
         return Response(self.manifest(obj), status=201)
 
 
@@ -224,14 +208,14 @@ class ObjectView(KubeView):
         return Response(self.manifest(store.get_object(self.kind, namespace, name)))
 
     def put(self, request, name: str, namespace: str | None = None):
-        self.authorize(request, "update", namespace, name)
+        context = self.authorize(request, "update", namespace, name)
         obj = store.replace(
             self.kind,
             namespace,
             name,
             self.body(request),
             subresource=self.subresource or None,
-            context=self.context(request),
+            context=context,
         )
         return Response(self.manifest(obj))
 
@@ -248,21 +232,21 @@ class ObjectView(KubeView):
                 f"the body of the request was in an unsupported patch type "
                 f"{content_type}: use application/merge-patch+json",
             )
-        self.authorize(request, "patch", namespace, name)
+        context = self.authorize(request, "patch", namespace, name)
         obj = store.patch(
             self.kind,
             namespace,
             name,
             self.body(request),
             subresource=self.subresource or None,
-            context=self.context(request),
+            context=context,
         )
         return Response(self.manifest(obj))
 
     def delete(self, request, name: str, namespace: str | None = None):
         if self.subresource:
             raise errors.method_not_allowed("DELETE is not allowed on a subresource")
-        self.authorize(request, "delete", namespace, name)
+        context = self.authorize(request, "delete", namespace, name)
         options = request.data if isinstance(request.data, dict) else {}
         propagation = (
             request.query_params.get("propagationPolicy")
@@ -275,7 +259,7 @@ class ObjectView(KubeView):
             name,
             propagation=propagation,
             preconditions=options.get("preconditions"),
-            context=self.context(request),
+            context=context,
         )
         if not gone:
             return Response(self.manifest(obj))

@@ -448,11 +448,13 @@ def create_namespace(namespace: str, replicas: int, capacity: int, log: Log) -> 
     store.create(
         namespaces._kind("", "v1", "namespaces"),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        context=namespaces.OPERATOR,
     )
     store.create(
         namespaces._kind("kruntimes.io", "v1alpha1", "runtimes"),
         runtime_manifest(replicas, capacity),
         namespace=namespace,
+        context=namespaces.OPERATOR,
     )
     log(
         f"namespace {namespace}: Runtime {RUNTIME} with {replicas} pod(s) of capacity "

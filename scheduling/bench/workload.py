@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
+from portal.auth.identities import LOCAL_OPERATOR
 from portal.machinery import store
 from portal.machinery.registry import registry
 from portal.machinery.store import WriteContext
@@ -145,7 +146,10 @@ class Workload:
         if template is None:
             runs = _kind("kruntimes.io", "v1alpha1", "runs")
             template = store.create(
-                runs, probe, namespace=self.namespace, context=WriteContext(dry_run=True)
+                runs,
+                probe,
+                namespace=self.namespace,
+                context=WriteContext(user=LOCAL_OPERATOR, dry_run=True),
             )
             self._templates[key] = template
         return template
@@ -221,6 +225,10 @@ def refresh_heartbeats(namespace: str) -> None:
     RuntimePod.objects.filter(namespace=namespace).update(last_heartbeat=timezone.now())
 
 
+# the benchmark is a management command: it writes as the local operator
+OPERATOR = WriteContext(user=LOCAL_OPERATOR)
+
+
 def create(workload: Workload, log: Log) -> None:
     """A fresh namespace with the Runtime, its pods and every pending Run."""
     namespace = workload.namespace
@@ -228,6 +236,7 @@ def create(workload: Workload, log: Log) -> None:
     store.create(
         _kind("", "v1", "namespaces"),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        context=OPERATOR,
     )
     runtime = store.create(
         _kind("kruntimes.io", "v1alpha1", "runtimes"),
@@ -241,6 +250,7 @@ def create(workload: Workload, log: Log) -> None:
             },
         },
         namespace=namespace,
+        context=OPERATOR,
     )
     capacity = resources.pod_capacity(runtime.spec, {})
     now = timezone.now()

@@ -13,6 +13,7 @@ from portal.machinery.registry import registry
 from portal.machinery.yaml import dump, load_one
 from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
 from portal.resource_admin import human_duration
+from tests.operator import OPERATOR
 from tests.testapp.models import Gadget, Widget
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +56,9 @@ def kind_of(model):
 
 def make_namespace(name):
     return store.create(
-        kind_of(Namespace), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        kind_of(Namespace),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        context=OPERATOR,
     )
 
 
@@ -74,9 +77,12 @@ def make_widget(name, *, namespace="default", size=1, labels=None, finalizers=No
             },
             "spec": {"size": size},
         },
+        context=OPERATOR,
     )
     if status is not None:
-        store.patch(kind, namespace, name, {"status": status}, subresource="status")
+        store.patch(
+            kind, namespace, name, {"status": status}, subresource="status", context=OPERATOR
+        )
     return Widget.objects.get(namespace=namespace, name=name)
 
 
@@ -138,7 +144,7 @@ def test_list_filters_filter(client):
     make_widget("alpha", labels={"app": "web"}, status={"phase": "Ready"})
     make_widget("beta", labels={"app": "db"}, status={"phase": "Pending"})
     make_widget("gamma", namespace="team-a", labels={"app": "web"}, finalizers=["example.com/hold"])
-    store.delete(kind_of(Widget), "team-a", "gamma")
+    store.delete(kind_of(Widget), "team-a", "gamma", context=OPERATOR)
 
     def names(query):
         response = client.get(url("changelist") + query)
@@ -210,6 +216,7 @@ def test_change_page_shows_metadata_conditions_and_yaml(client):
                 ],
             }
         },
+        context=OPERATOR,
     )
     child = Widget.objects.get(name="child")
     response = client.get(url("change", child.pk))
@@ -333,7 +340,7 @@ def test_stale_edit_is_a_conflict_not_an_overwrite(client):
     widget = make_widget("alpha")
     rv, manifest = edit(client, widget, lambda m: m["spec"].update(size=7))
     # someone else writes between our GET and our POST
-    store.patch(kind_of(Widget), "default", "alpha", {"spec": {"size": 2}})
+    store.patch(kind_of(Widget), "default", "alpha", {"spec": {"size": 2}}, context=OPERATOR)
     response = post_edit(client, widget, manifest, rv)
     assert response.status_code == 200
     html = response.content.decode()
@@ -459,7 +466,7 @@ def test_bulk_delete_action_uses_kubernetes_semantics(client):
 
 def test_editing_finalizers_away_finishes_a_deletion(client):
     widget = make_widget("held", finalizers=["example.com/hold"])
-    store.delete(kind_of(Widget), "default", "held")
+    store.delete(kind_of(Widget), "default", "held", context=OPERATOR)
     rv, manifest = edit(client, widget, lambda m: m["metadata"].pop("finalizers"))
     response = post_edit(client, widget, manifest, rv)
     assert response.status_code == 302, form_errors(response)
@@ -491,7 +498,9 @@ def test_unexpected_shapes_do_not_crash(client):
 def test_cluster_scoped_kind_pages(client):
     kind = kind_of(Gadget)
     store.create(
-        kind, {"metadata": {"name": "gizmo", "labels": {"app": "web"}}, "spec": {"size": 2}}
+        kind,
+        {"metadata": {"name": "gizmo", "labels": {"app": "web"}}, "spec": {"size": 2}},
+        context=OPERATOR,
     )
     gadget = Gadget.objects.get(name="gizmo")
     response = client.get(reverse("admin:testapp_gadget_changelist"))
@@ -568,6 +577,7 @@ def test_rbac_pages(client):
             "metadata": {"name": "reader", "namespace": "default"},
             "rules": rules,
         },
+        context=OPERATOR,
     )
     store.create(
         kind_of(ClusterRole),
@@ -577,6 +587,7 @@ def test_rbac_pages(client):
             "metadata": {"name": "admin-all"},
             "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
         },
+        context=OPERATOR,
     )
     store.create(
         kind_of(RoleBinding),
@@ -590,6 +601,7 @@ def test_rbac_pages(client):
                 {"kind": "ServiceAccount", "name": "bot", "namespace": "default"},
             ],
         },
+        context=OPERATOR,
     )
     store.create(
         kind_of(ClusterRoleBinding),
@@ -604,6 +616,7 @@ def test_rbac_pages(client):
             },
             "subjects": [{"kind": "Group", "name": "ops"}],
         },
+        context=OPERATOR,
     )
     role = Role.objects.get(name="reader")
     binding = RoleBinding.objects.get(name="read-it")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from tests.operator import OPERATOR
+
 from .helpers import (
     API_VERSION,
     assert_status,
@@ -305,20 +307,21 @@ def test_unconditional_patch_merges_again_after_a_concurrent_write(admin_api, mo
     from portal.machinery import store
 
     admin_api.post(widgets(), widget("a", 1), format="json")
-    real_replace, raced = store.replace, []
+    real_replace, raced = store._replace, []
 
-    def replace_after_someone_else(kind, namespace, name, manifest, **options):
+    def replace_after_someone_else(kind, namespace, name, manifest, subresource, context):
         if not raced:  # another writer gets in between our read and our write, once
             raced.append(True)
-            real_replace(
+            store.replace(
                 kind,
                 namespace,
                 name,
                 {**widget("a", 1), "metadata": {"name": "a", "labels": {"other": "writer"}}},
+                context=OPERATOR,
             )
-        return real_replace(kind, namespace, name, manifest, **options)
+        return real_replace(kind, namespace, name, manifest, subresource, context)
 
-    monkeypatch.setattr(store, "replace", replace_after_someone_else)
+    monkeypatch.setattr(store, "_replace", replace_after_someone_else)
     patched = merge_patch(admin_api, f"{widgets()}/a", {"spec": {"size": 5}})
     assert patched.status_code == 200
     body = patched.json()

@@ -8,6 +8,7 @@ import pytest
 from portal import tasks
 from portal.machinery import gc, store
 from portal.machinery.registry import registry
+from tests.operator import OPERATOR
 
 from .helpers import API_VERSION, assert_status, gadgets, merge_patch, widget, widgets
 
@@ -175,7 +176,7 @@ def test_gc_pass_is_batched_and_resumable(admin_api, owner, settings, monkeypatc
     for i in range(5):
         admin_api.post(widgets(), widget(f"c{i}", **owned_by(owner)), format="json")
     kind = registry.get("testing.kruntimes.io", "v1", "gadgets")
-    store.delete(kind, None, "owner")
+    store.delete(kind, None, "owner", context=OPERATOR)
     progress, resume = gc.collect_orphans(0, batch_size=2)
     assert (progress.deleted, progress.more) == (2, True) and resume is not None
     progress, resume = gc.collect_orphans(resume, batch_size=2)

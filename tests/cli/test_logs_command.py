@@ -7,6 +7,7 @@ import pytest
 from scheduling import logs
 from scheduling.management.commands.logs import Command
 from scheduling.models import Run
+from tests.operator import OPERATOR
 from tests.scheduler.fixtures import append_log as append
 from tests.scheduler.fixtures import make_run
 
@@ -40,6 +41,7 @@ def test_another_namespace(build):
     store.create(
         registry.for_model(Namespace),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+        context=OPERATOR,
     )
     other = make_run("build", namespace="team")
     append(other, 0, "team output\n")

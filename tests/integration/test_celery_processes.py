@@ -11,6 +11,7 @@ from celery import Celery
 
 from portal.machinery import store
 from portal.machinery.registry import registry
+from tests.operator import OPERATOR
 
 from .conftest import wait_until
 
@@ -20,7 +21,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _owner_with_child():
     gadgets = registry.get("testing.kruntimes.io", "v1", "gadgets")
     widgets = registry.get("testing.kruntimes.io", "v1", "widgets")
-    owner = store.create(gadgets, {"metadata": {"name": "owner"}, "spec": {"size": 1}})
+    owner = store.create(
+        gadgets, {"metadata": {"name": "owner"}, "spec": {"size": 1}}, context=OPERATOR
+    )
     ref = {
         "apiVersion": "testing.kruntimes.io/v1",
         "kind": "Gadget",
@@ -31,6 +34,7 @@ def _owner_with_child():
         widgets,
         {"metadata": {"name": "child", "ownerReferences": [ref]}, "spec": {"size": 1}},
         namespace="default",
+        context=OPERATOR,
     )
     return gadgets, widgets, owner
 

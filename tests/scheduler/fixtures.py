@@ -10,6 +10,7 @@ from django.utils import timezone
 from portal.machinery import store
 from portal.machinery.registry import registry
 from scheduling.models import Run, RuntimePod
+from tests.operator import OPERATOR
 
 RUNS = registry.get("kruntimes.io", "v1alpha1", "runs")
 RUNTIMES = registry.get("kruntimes.io", "v1alpha1", "runtimes")
@@ -28,6 +29,7 @@ def make_runtime(name: str = "bash", namespace: str = "default", **spec) -> None
             },
         },
         namespace=namespace,
+        context=OPERATOR,
     )
 
 
@@ -77,6 +79,7 @@ def make_run(
             },
         },
         namespace=namespace,
+        context=OPERATOR,
     )
 
 

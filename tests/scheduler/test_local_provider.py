@@ -13,6 +13,7 @@ from portal.processes import Supervisor
 from scheduling.models import RuntimePod
 from scheduling.providers import local
 from scheduling.scheduler import default_framework, run_pass
+from tests.operator import OPERATOR
 
 from .fixtures import RUNTIMES, fresh, make_run, make_runtime
 
@@ -47,7 +48,9 @@ def test_a_pod_stopped_on_purpose_fails_its_runs_pod_terminating(provider):
     run = make_run("r1")
     run_pass(default_framework(), timezone.now())
     assert fresh(run).assigned_pod == pod.name
-    store.delete(RUNTIMES, "default", "bash")  # the Runtime goes: its pods are stopped
+    store.delete(
+        RUNTIMES, "default", "bash", context=OPERATOR
+    )  # the Runtime goes: its pods are stopped
     provider.sync()
     ended = fresh(run)
     assert (ended.phase, ended.status["reason"]) == ("Failed", "PodTerminating")

@@ -8,6 +8,7 @@ from django.utils import timezone
 from portal.machinery import store
 from scheduling.models import Run, RuntimePod
 from scheduling.scheduler import PassOptions, default_framework, run_pass
+from tests.operator import OPERATOR
 
 from .fixtures import RUNS, fresh, make_pod, make_run, make_runtime, required
 
@@ -93,7 +94,7 @@ def test_whole_quantities_with_suffixes_are_not_fractional():
 
 def test_cancelling_a_pending_run_makes_it_cancelled():
     run = make_run("r1")
-    store.patch(RUNS, "default", "r1", {"spec": {"cancelRequested": True}})
+    store.patch(RUNS, "default", "r1", {"spec": {"cancelRequested": True}}, context=OPERATOR)
     assert schedule().cancelled == 1
     assert fresh(run).phase == "Cancelled"
     assert fresh(run).status["reason"] == "Cancelled"

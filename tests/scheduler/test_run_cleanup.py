@@ -14,6 +14,7 @@ from runtimed.stores import RunScope, StoreError
 from runtimed.stores.filesystem import FilesystemStore
 from scheduling import cleanup, lifecycle
 from scheduling.models import Run
+from tests.operator import OPERATOR
 
 from .fixtures import RUNS, fresh, make_pod, make_run, make_runtime
 from .test_lifecycle import report
@@ -60,6 +61,7 @@ def test_every_new_run_carries_the_artifact_cleanup_finalizer():
             "spec": {"runtime": "bash", "source": {"inline": "true"}, "mode": {"task": {}}},
         },
         namespace="default",
+        context=OPERATOR,
     )
     assert other.finalizers == ["example.com/x", cleanup.ARTIFACT_CLEANUP]
 
@@ -79,7 +81,7 @@ def test_ttl_deletes_finished_runs_only_once_it_has_passed(runtime, volumes):
 def test_ttl_counts_from_completion_and_stays_mutable(runtime, volumes):
     now = timezone.now()
     run = finished("r1", now)
-    store.patch(RUNS, "default", "r1", {"spec": {"ttlSecondsAfterFinished": 0}})
+    store.patch(RUNS, "default", "r1", {"spec": {"ttlSecondsAfterFinished": 0}}, context=OPERATOR)
     assert cleanup.expire_finished(now + timedelta(seconds=1), 100).expired == 1
     assert fresh(run).deletion_timestamp is not None
 
@@ -115,7 +117,7 @@ def test_deleting_a_run_removes_its_artifacts_before_the_row(runtime, volumes):
     put_artifact(volumes, run)
     put_artifact(volumes, run, "report.xml")
     put_artifact(volumes, other)
-    _, gone = store.delete(RUNS, "default", "r1")
+    _, gone = store.delete(RUNS, "default", "r1", context=OPERATOR)
     assert not gone and fresh(run).deletion_timestamp is not None
     run_dir = volumes / "artifacts" / "namespaces" / "default" / "runs" / str(run.uid)
     assert run_dir.exists()
@@ -128,7 +130,7 @@ def test_deleting_a_run_removes_its_artifacts_before_the_row(runtime, volumes):
 
 def test_a_run_that_never_ran_is_released_without_a_store(runtime, volumes):
     run = make_run("never", runtime="missing")
-    store.delete(RUNS, "default", "never")
+    store.delete(RUNS, "default", "never", context=OPERATOR)
     assert cleanup.release_deleted(100).cleaned == 1
     assert not Run.objects.filter(pk=run.pk).exists()
 
@@ -138,7 +140,7 @@ def test_a_run_deleted_while_it_executes_waits_until_it_has_ended(runtime, volum
 
     run = make_run("busy")
     run_pass(default_framework(), timezone.now())
-    store.delete(RUNS, "default", "busy")
+    store.delete(RUNS, "default", "busy", context=OPERATOR)
     progress = cleanup.release_deleted(100)
     assert (progress.waiting, progress.cleaned) == (1, 0)
     assert Run.objects.filter(pk=run.pk).exists()
@@ -151,7 +153,7 @@ def test_a_run_deleted_while_it_executes_waits_until_it_has_ended(runtime, volum
 
 def test_a_store_failure_keeps_the_finalizer_for_the_next_pass(runtime, volumes):
     run = finished("r1", timezone.now())
-    store.delete(RUNS, "default", "r1")
+    store.delete(RUNS, "default", "r1", context=OPERATOR)
     calls = []
 
     def broken(spec, **options):
@@ -172,8 +174,9 @@ def test_other_finalizers_keep_the_run_after_artifact_cleanup(runtime, volumes):
         "default",
         "r1",
         {"metadata": {"finalizers": [cleanup.ARTIFACT_CLEANUP, "example.com/hold"]}},
+        context=OPERATOR,
     )
-    store.delete(RUNS, "default", "r1")
+    store.delete(RUNS, "default", "r1", context=OPERATOR)
     assert cleanup.release_deleted(100).cleaned == 1
     assert fresh(run).finalizers == ["example.com/hold"]
 
@@ -182,7 +185,7 @@ def test_release_pass_is_batched_and_resumes(runtime, volumes):
     now = timezone.now()
     runs = [finished(f"r{i}", now) for i in range(3)]
     for run in runs:
-        store.delete(RUNS, "default", run.name)
+        store.delete(RUNS, "default", run.name, context=OPERATOR)
     first = cleanup.release_deleted(2)
     assert first.cleaned == 2 and first.resume_after == runs[1].pk
     last = cleanup.release_deleted(2, first.resume_after)
@@ -210,7 +213,7 @@ def test_a_run_deleted_while_it_ran_is_cleaned_up_as_soon_as_it_ends(runtime, vo
     monkeypatch.setattr(triggers, "request_cleanup", lambda: requested.append(True))
     run = make_run("busy")
     run_pass(default_framework(), timezone.now())
-    store.delete(RUNS, "default", "busy")
+    store.delete(RUNS, "default", "busy", context=OPERATOR)
     assert requested == [True]  # the delete itself asks for a pass
     run = fresh(run)
     pod = type("Pod", (), {"name": run.assigned_pod, "uid": run.assigned_pod_uid})

@@ -12,6 +12,7 @@ from scheduling import dispatch, lifecycle
 from scheduling.models import RuntimePod
 from scheduling.scheduler import default_framework, run_pass
 from scheduling.scheduler.loading import pending_runs
+from tests.operator import OPERATOR
 
 from .fixtures import RUNS, fresh, make_pod, make_run, make_runtime
 from .test_lifecycle import RecordingApp, report
@@ -184,7 +185,7 @@ def test_a_pod_lost_mid_run_is_retried_when_the_policy_allows():
 
 def test_a_cancel_requested_during_the_attempt_is_not_retried():
     run, pod = bind(retryPolicy={"maxAttempts": 3})
-    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}})
+    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}}, context=OPERATOR)
     lifecycle.apply_report(report(run, pod, "Failed", reason="PodGone"), timezone.now())
     assert fresh(run).phase == "Failed"
 
@@ -193,7 +194,7 @@ def test_cancelling_a_run_in_backoff_ends_it_at_once():
     run, pod = bind(retryPolicy={"maxAttempts": 3, "backoff": "30s"})
     now = timezone.now()
     lifecycle.apply_report(report(run, pod, "Failed", reason="PodGone"), now)
-    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}})
+    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}}, context=OPERATOR)
     run_pass(default_framework(), now)
     assert fresh(run).phase == "Cancelled"
 
@@ -214,7 +215,7 @@ def test_cancelling_a_bound_run_sends_a_cancel_to_its_pod(phase):
     run, pod = bind()
     if phase == "Running":
         lifecycle.apply_report(report(run, pod, "Running"), timezone.now())
-    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}})
+    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}}, context=OPERATOR)
     app = RecordingApp()
     now = timezone.now()
     assert dispatch.send_cancels([run.pk], now, app=app) == 1
@@ -229,7 +230,7 @@ def test_cancelling_a_bound_run_sends_a_cancel_to_its_pod(phase):
 
 def test_a_lost_cancel_is_sent_again_until_the_run_ends():
     run, pod = bind()
-    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}})
+    store.patch(RUNS, "default", run.name, {"spec": {"cancelRequested": True}}, context=OPERATOR)
     now = timezone.now()
     assert dispatch.resend_cancels(now, app=RecordingApp(fail=True)) == 0  # broker down
     app = RecordingApp()
@@ -284,7 +285,7 @@ def test_only_runs_found_unplaceable_or_due_after_backoff_wait_for_capacity():
     run_pass(default_framework(), now)  # no pods: it is found unplaceable
     assert fresh(fresh_run).status["message"]
     assert lifecycle.runs_wait_for_capacity(now)
-    store.patch(RUNS, "default", "new", {"spec": {"cancelRequested": True}})
+    store.patch(RUNS, "default", "new", {"spec": {"cancelRequested": True}}, context=OPERATOR)
     run_pass(default_framework(), now)
     assert not lifecycle.runs_wait_for_capacity(now)
     backoff = make_run("retried")

@@ -11,6 +11,7 @@ from scheduling import tasks
 from scheduling.scheduler import default_framework, run_pass
 from scheduling.scheduler.framework import Framework
 from scheduling.scheduler.plugins import default_plugins
+from tests.operator import OPERATOR
 
 from .builders import pod, run, snapshot
 from .fixtures import RUNTIMES, fresh, make_pod, make_run, make_runtime
@@ -94,5 +95,5 @@ def test_deleting_the_runtime_tells_its_waiting_runs(django_capture_on_commit_ca
         waiting = make_run("r1", runtime="gone")
     assert fresh(waiting).status["message"].startswith("0/0 pods")
     with django_capture_on_commit_callbacks(execute=True):
-        store.delete(RUNTIMES, "default", "gone")
+        store.delete(RUNTIMES, "default", "gone", context=OPERATOR)
     assert fresh(waiting).status["message"] == 'Runtime "gone" not found in namespace "default"'

@@ -16,6 +16,7 @@ from portal.machinery import store
 from portal.machinery.registry import registry
 from scheduling import run_status
 from scheduling.models import Run, RunPhase, Runtime, RuntimePod
+from tests.operator import OPERATOR
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +38,9 @@ def make_namespace(name):
     from portal.models import Namespace
 
     store.create(
-        kind(Namespace), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        kind(Namespace),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        context=OPERATOR,
     )
 
 
@@ -54,6 +57,7 @@ def make_runtime(name="bash", namespace="default", *, image="bash:5", replicas=1
                 **spec,
             },
         },
+        context=OPERATOR,
     )
     return Runtime.objects.get(namespace=namespace, name=name)
 
@@ -72,6 +76,7 @@ def make_run(name, namespace="default", *, runtime="bash", labels=None, status=N
                 **spec,
             },
         },
+        context=OPERATOR,
     )
     if status is not None:
         set_status(name, status, namespace)
@@ -79,7 +84,9 @@ def make_run(name, namespace="default", *, runtime="bash", labels=None, status=N
 
 
 def set_status(name, status, namespace="default"):
-    store.patch(kind(Run), namespace, name, {"status": status}, subresource="status")
+    store.patch(
+        kind(Run), namespace, name, {"status": status}, subresource="status", context=OPERATOR
+    )
 
 
 def make_pod(
@@ -242,8 +249,14 @@ def test_run_filters_and_search(client):
     make_run("busy", status=bound(pod))
     make_run("py", runtime="python", status=succeeded())
     make_run("other", "team-a")  # never scheduled: Pending without a message
-    store.patch(kind(Run), "team-a", "other", {"metadata": {"finalizers": ["example.com/x"]}})
-    store.delete(kind(Run), "team-a", "other")
+    store.patch(
+        kind(Run),
+        "team-a",
+        "other",
+        {"metadata": {"finalizers": ["example.com/x"]}},
+        context=OPERATOR,
+    )
+    store.delete(kind(Run), "team-a", "other", context=OPERATOR)
 
     def listed(query):
         return names(client.get(url("run", "changelist") + query))

@@ -33,9 +33,11 @@ class Command(BaseCommand):
             choices=("none", "client", "server"),
             help="validate and report, write nothing",
         )
+        cli.add_identity_arguments(parser)
 
     def handle(self, *args, filenames, recursive, namespace, dry_run, **options):
         try:
+            user = cli.identity_of(options)
             documents, problems = cli.read_documents(filenames, recursive=recursive)
             if not documents and not problems:
                 raise cli.CLIError.client("no objects passed to apply")
@@ -47,7 +49,9 @@ class Command(BaseCommand):
         suffix = cli.dry_run_suffix(dry_run)
         for document in cli.namespaces_first(documents):
             try:
-                line = cli.apply_document(document, namespace=namespace, dry_run=dry_run != "none")
+                line = cli.apply_document(
+                    document, namespace=namespace, dry_run=dry_run != "none", user=user
+                )
             except cli.CLIError as exc:
                 failed += 1
                 cli.report(self.stderr, exc)

@@ -32,9 +32,11 @@ class Command(BaseCommand):
             choices=sorted(cli.PROPAGATION),
             help="dependents: background (default), foreground or orphan",
         )
+        cli.add_identity_arguments(parser)
 
     def handle(self, *args, resources, filenames, recursive, namespace, cascade, **options):
         try:
+            user = cli.identity_of(options)
             targets, problems = cli.delete_targets(resources, filenames, namespace, recursive)
         except cli.CLIError as exc:
             raise cli.abort(self.stderr, exc, "nothing was deleted") from None
@@ -43,7 +45,7 @@ class Command(BaseCommand):
         failed = len(problems)
         for target in targets:
             try:
-                self.stdout.write(cli.delete_target(target, cascade))
+                self.stdout.write(cli.delete_target(target, cascade, user))
             except cli.CLIError as exc:
                 failed += 1
                 cli.report(self.stderr, exc)

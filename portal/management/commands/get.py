@@ -20,15 +20,17 @@ class Command(BaseCommand):
         scope.add_argument("-A", "--all-namespaces", action="store_true")
         parser.add_argument("-o", "--output", choices=cli.OUTPUT_FORMATS)
         parser.add_argument("-l", "--selector", default="", help="a label selector")
+        cli.add_identity_arguments(parser)
 
     def handle(self, *args, resources, namespace, all_namespaces, output, selector, **options):
         found, failed = [], False
         try:
+            user = cli.identity_of(options)
             groups, singular = cli.parse_resource_args(resources)
             if selector and any(group.names for group in groups):
                 raise cli.CLIError.client("name cannot be provided when a selector is specified")
             for group in groups:
-                objects, problems = cli.fetch(group, namespace, all_namespaces, selector)
+                objects, problems = cli.fetch(group, namespace, all_namespaces, selector, user)
                 for line in problems:
                     self.stderr.write(line)
                 failed = failed or bool(problems)
