@@ -36,11 +36,11 @@ def namespace_spec_finalizers(namespace) -> list[str]:
 def on_namespace_change(namespace, event: str) -> None:
     """A Namespace that starts terminating has its content collected now, not at the next
     beat."""
-    from portal import tasks
+    from portal import task_names
     from portal.machinery.events import send_on_commit
 
     if event == "MODIFIED" and namespace.deletion_timestamp is not None:
-        send_on_commit(tasks.garbage_collect)
+        send_on_commit(task_names.GARBAGE_COLLECT)
 
 
 def role_ref_immutable(new: dict, old: dict | None) -> list:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import environ
 
+from portal import task_names as portal_tasks
 from runtimed.protocol import CONTROL_QUEUE
+from scheduling import task_names as scheduling_tasks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -225,21 +227,21 @@ KRUNTIMES_SECRETS_DIR = env.str("KRUNTIMES_SECRETS_DIR", default="")
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
 CELERY_BEAT_SCHEDULE = {
     "garbage-collect": {
-        "task": "portal.tasks.garbage_collect",
+        "task": portal_tasks.GARBAGE_COLLECT,
         "schedule": KRUNTIMES_RECONCILE_INTERVAL_SECONDS,
-        "options": {"queue": "control", "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
+        "options": {"queue": CONTROL_QUEUE, "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
     },
     # Pods and Runs on a short beat: a lost pod fails its Runs within 30 s.
     "scheduling-reconcile": {
-        "task": "scheduling.reconcile",
+        "task": scheduling_tasks.RECONCILE,
         "schedule": 5.0,
-        "options": {"queue": "control", "expires": 15.0},
+        "options": {"queue": CONTROL_QUEUE, "expires": 15.0},
     },
     # ttlSecondsAfterFinished and the artifact-cleanup finalizer of deleted Runs.
     "scheduling-collect-runs": {
-        "task": "scheduling.collect_runs",
+        "task": scheduling_tasks.COLLECT_RUNS,
         "schedule": KRUNTIMES_RECONCILE_INTERVAL_SECONDS,
-        "options": {"queue": "control", "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
+        "options": {"queue": CONTROL_QUEUE, "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
     },
 }
 

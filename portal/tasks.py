@@ -5,10 +5,11 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from portal import task_names
 from portal.machinery import gc
 
 
-@shared_task(name="portal.tasks.garbage_collect", ignore_result=True)
+@shared_task(name=task_names.GARBAGE_COLLECT, ignore_result=True)
 def garbage_collect(after_id: int = 0) -> dict:
     """The beat pass: one batch, then re-enqueue itself while work remains (resumable)."""
     batch = settings.KRUNTIMES_GC_BATCH_SIZE
@@ -22,20 +23,20 @@ def garbage_collect(after_id: int = 0) -> dict:
             deleted=orphans.deleted + foreground.deleted + namespaces.deleted,
         )
     if resume_after is not None:
-        garbage_collect.apply_async(args=(resume_after,), queue="control")
+        garbage_collect.apply_async(args=(resume_after,), queue=settings.CELERY_TASK_DEFAULT_QUEUE)
     return result
 
 
-@shared_task(name="portal.tasks.collect_dependents", ignore_result=True)
+@shared_task(name=task_names.COLLECT_DEPENDENTS, ignore_result=True)
 def collect_dependents(owner_uid: str) -> int:
     """The event path after an owner is deleted; the beat pass heals if this message is lost."""
     progress = gc.collect_dependents(owner_uid, settings.KRUNTIMES_GC_BATCH_SIZE)
     if progress.more:
-        collect_dependents.apply_async(args=(owner_uid,), queue="control")
+        collect_dependents.apply_async(args=(owner_uid,), queue=settings.CELERY_TASK_DEFAULT_QUEUE)
     return progress.deleted
 
 
-@shared_task(name="portal.tasks.release_foreground_owners", ignore_result=True)
+@shared_task(name=task_names.RELEASE_FOREGROUND_OWNERS, ignore_result=True)
 def release_foreground_owners() -> int:
     """Event path after a dependent is deleted: owners deleting in the foreground may go."""
     return gc.release_foreground(settings.KRUNTIMES_GC_BATCH_SIZE).released

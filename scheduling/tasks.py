@@ -20,7 +20,8 @@ from scheduling import (
     lifecycle,
     logs,  # also registers scheduling.append_log
     pods,
-    runtimes,
+    runtime_status,
+    task_names,
     triggers,
 )
 from scheduling.models import Run, RunPhase
@@ -31,7 +32,7 @@ LEASE_TTL = timedelta(seconds=60)
 MAX_PASSES = 50
 
 
-@shared_task(name="scheduling.schedule", ignore_result=True)
+@shared_task(name=task_names.SCHEDULE, ignore_result=True)
 def schedule(source: str = "event") -> int:
     """Run scheduling passes while wake-ups keep arriving; only the lease holder runs."""
     if not Run.objects.filter(phase=RunPhase.PENDING).exists():
@@ -86,11 +87,11 @@ def runtime_pod_heartbeat(heartbeat: dict) -> None:
     if pod is None:
         return
     if became_ready:
-        runtimes.sync_runtime_status(timezone.now(), pod.namespace, pod.runtime)
+        runtime_status.sync_runtime_status(timezone.now(), pod.namespace, pod.runtime)
         triggers.request_scheduling("pod")
 
 
-@shared_task(name="scheduling.reconcile", ignore_result=True)
+@shared_task(name=task_names.RECONCILE, ignore_result=True)
 def reconcile() -> dict:
     """The beat pass: pod readiness, lost pods and executions, undelivered dispatches."""
     now = timezone.now()
@@ -100,13 +101,13 @@ def reconcile() -> dict:
         **lifecycle.reconcile_runs(now, resumed=resumed),
         "redispatched": dispatch.redispatch(now),
         "cancels": dispatch.resend_cancels(now),
-        "runtimes": runtimes.sync_runtime_status(now),
+        "runtimes": runtime_status.sync_runtime_status(now),
     }
     triggers.request_scheduling("beat")
     return result
 
 
-@shared_task(name="scheduling.collect_runs", ignore_result=True)
+@shared_task(name=task_names.COLLECT_RUNS, ignore_result=True)
 def collect_runs(expire_after: int = 0, release_after: int = 0) -> dict:
     """One batch of TTL deletions and of artifact cleanups; re-enqueued while work remains."""
     batch = settings.KRUNTIMES_GC_BATCH_SIZE

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.machinery.events import send_on_commit
-from scheduling import metrics
+from scheduling import metrics, task_names
 from scheduling.models import ACTIVE_PHASES
 
 log = logging.getLogger(__name__)
@@ -21,13 +21,11 @@ def request_scheduling(source: str, eta: datetime | None = None) -> None:
     """Wake the scheduler after the commit, or at ``eta`` (a retry's backoff end)."""
     if source not in SOURCES:
         raise ValueError(f"unknown wake-up source {source!r}")
-    from scheduling import tasks
-
     metrics.WAKEUPS.labels(source).inc()
     if eta is None:
-        send_on_commit(tasks.schedule, source)
+        send_on_commit(task_names.SCHEDULE, source)
     else:
-        send_on_commit(tasks.schedule, source, eta=eta)
+        send_on_commit(task_names.SCHEDULE, source, eta=eta)
 
 
 def on_run_change(run, event: str) -> None:
@@ -49,9 +47,7 @@ def on_runtime_change(runtime, event: str) -> None:
 
 def request_cleanup() -> None:
     """Run the TTL/artifact-cleanup pass after the commit (beat runs it anyway)."""
-    from scheduling import tasks
-
-    send_on_commit(tasks.collect_runs)
+    send_on_commit(task_names.COLLECT_RUNS)
 
 
 def _send_cancel(pk: int) -> None:

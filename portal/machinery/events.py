@@ -1,13 +1,17 @@
 """Start reconcilers after a write commits, without ever failing the write.
 
-A send that fails (broker down) is logged and dropped: every reconciler also runs from a
-beat pass, so a lost event only delays work.
+Tasks are sent by name (``portal.task_names``, ``scheduling.task_names``), so the modules that
+wake reconcilers never import the modules that define them. A send that fails (broker down)
+is logged and dropped: every reconciler also runs from a beat pass, so a lost event only
+delays work.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
@@ -26,6 +30,14 @@ def _send(task, args: tuple, options: dict) -> None:
         )
 
 
-def send_on_commit(task, *args, **options) -> None:
+def task_named(name: str) -> Any:
+    """The registered task of that name (each app's ready() imports its tasks); a KeyError for
+    a name nobody registered is a bug, raised at once rather than logged at send time."""
+    return current_app.tasks[name]
+
+
+def send_on_commit(task: str | Any, *args: Any, **options: Any) -> None:
+    """After the commit, send ``task`` (a registered task's name, or the task) with ``args``."""
+    task = task_named(task) if isinstance(task, str) else task
     options.setdefault("queue", settings.CELERY_TASK_DEFAULT_QUEUE)
     transaction.on_commit(lambda: _send(task, args, options))

@@ -156,7 +156,7 @@ def _apply_fields(kind: ResourceKind, obj: Any, meta: dict, body: dict) -> None:
 
 
 def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
-    from portal import tasks
+    from portal import task_names
     from portal.models import OwnerLink
 
     if event == "DELETED":
@@ -169,9 +169,9 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
         and obj.deletion_timestamp is not None
     )
     if (event == "DELETED" or deleting_first) and OwnerLink.has_dependents(obj.uid):
-        send_on_commit(tasks.collect_dependents, str(obj.uid))
+        send_on_commit(task_names.COLLECT_DEPENDENTS, str(obj.uid))
     if event == "DELETED" and obj.owner_references:
-        send_on_commit(tasks.release_foreground_owners)
+        send_on_commit(task_names.RELEASE_FOREGROUND_OWNERS)
     for hook in kind.on_change:
         hook(obj, event)
 

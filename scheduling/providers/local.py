@@ -20,9 +20,10 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from portal.machinery.events import send_on_commit
 from portal.processes import Child, Supervisor
 from runtimed import proctree
-from scheduling import cleanup, lifecycle, recovery, resources
+from scheduling import cleanup, lifecycle, recovery, resources, task_names
 from scheduling.models import Runtime, RuntimePod
 
 log = logging.getLogger(__name__)
@@ -151,10 +152,7 @@ def unregister(pod: PodIdentity) -> None:
         )
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
     shutil.rmtree(pod.workspace.parent, ignore_errors=True)
-    from portal.machinery.events import send_on_commit
-    from scheduling import tasks
-
-    send_on_commit(tasks.reconcile)
+    send_on_commit(task_names.RECONCILE)
 
 
 def runtimed_argv() -> list[str]:

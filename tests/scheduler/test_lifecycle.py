@@ -356,7 +356,7 @@ def test_a_terminal_report_overtaking_running_still_records_that_it_ran(bound):
 
 
 def test_runtime_status_follows_its_ready_pods():
-    from scheduling import runtimes
+    from scheduling import runtime_status as runtimes
     from scheduling.models import Runtime
 
     make_runtime(replicas=2)

@@ -1,0 +1,6 @@
+"""The names of the shared machinery's Celery tasks: the decorators, the beat schedule and
+every sender use these, so a task is sent by name and no module imports another's tasks."""
+
+GARBAGE_COLLECT = "portal.tasks.garbage_collect"
+COLLECT_DEPENDENTS = "portal.tasks.collect_dependents"
+RELEASE_FOREGROUND_OWNERS = "portal.tasks.release_foreground_owners"
