@@ -17,28 +17,14 @@ from django.db.models import Q
 from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, parse_time
 from scheduling import disruption, metrics, retry, run_status, triggers
 from scheduling.disruption import Silence
-from scheduling.models import ACTIVE_PHASES, Run, RunPhase, RuntimePod
+from scheduling.models import ACTIVE_PHASES, PodPhase, Run, RunPhase, RuntimePod
 
 log = logging.getLogger(__name__)
 TERMINAL_REPORTS = {RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED}
 POD_SILENT_GONE_AFTER = timedelta(seconds=20)
 EXECUTION_GRACE = timedelta(seconds=10)
 UNSTARTED_GRACE = timedelta(seconds=60)
-TERMINATING = "Terminating"
 LOST_REASONS = ("PodGone", "PodTerminating", "PodUnhealthy", "ExecutionLost")
-
-
-def write_status(run: Run, status: dict, **columns) -> bool:
-    """Controller status write: compare-and-set on resourceVersion, columns kept in step."""
-    columns = {**Run.status_columns(status), **columns}
-    updated = Run.objects.filter(pk=run.pk, resource_version=run.resource_version).update(
-        status=status, resource_version=run.resource_version + 1, **columns
-    )
-    if updated:
-        run.status, run.resource_version = status, run.resource_version + 1
-        for column, value in columns.items():
-            setattr(run, column, value)
-    return bool(updated)
 
 
 def end_attempt(
@@ -70,7 +56,7 @@ def end_attempt(
 def write_end(run: Run, phase: str, reason: str, message: str, now: datetime, **finish) -> bool:
     """Apply :func:`end_attempt`; a retry wakes the scheduler when its backoff is over."""
     status, columns = end_attempt(run, phase, reason, message, now, **finish)
-    if not write_status(run, status, **columns):
+    if not run_status.write(run, status, **columns):
         return False
     retried = bool(columns.get("not_before"))
     metrics.ATTEMPTS_ENDED.labels(
@@ -132,7 +118,7 @@ def _with_store(status: dict, report: dict) -> dict:
 
 def _apply(run: Run, report: dict, status: dict, now: datetime) -> bool:
     if report.get("phase") == RunPhase.RUNNING:
-        return write_status(run, status)
+        return run_status.write(run, status)
     outputs = report.get("outputs") if isinstance(report.get("outputs"), dict) else None
     refs = report.get("artifactRefs") if isinstance(report.get("artifactRefs"), list) else None
     reason, message = _reported_reason(report)
@@ -298,7 +284,7 @@ def _lost_reason(run: Run, pod: RuntimePod | None, silence: Silence) -> tuple[st
     lost = not silent and _lost_execution(run, pod)
     if silent and not silence.counts_against(pod.namespace):
         return None  # most pods went quiet at once: wait for them to be heard from again
-    if pod.phase == TERMINATING and (silent or lost):
+    if pod.phase == PodPhase.TERMINATING and (silent or lost):
         return "PodTerminating", "the Runtime Pod this Run was bound to is shutting down"
     if silent:
         return "PodUnhealthy", "the Runtime Pod this Run was bound to stopped sending heartbeats"

@@ -34,6 +34,14 @@ class RunPhase(models.TextChoices):
     CANCELLED = "Cancelled"
 
 
+class PodPhase(models.TextChoices):
+    """A Runtime Pod's phase as its provider reports it."""
+
+    PENDING = "Pending"  # started, no heartbeat yet
+    RUNNING = "Running"  # heartbeating: placeable while ready
+    TERMINATING = "Terminating"  # being stopped on purpose: nothing new lands on it
+
+
 ACTIVE_PHASES = (RunPhase.SCHEDULED, RunPhase.RUNNING, RunPhase.READY)
 TERMINAL_PHASES = (RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED)
 PRIORITY_ANNOTATION = "scheduling.kruntimes.io/priority"
@@ -65,8 +73,8 @@ class RuntimePod(models.Model):
     uid = models.UUIDField(default=uuid.uuid4, unique=True)
     provider = models.CharField(max_length=16, default="local")
     phase = models.CharField(
-        max_length=16, default="Pending", db_index=True
-    )  # Pending|Running|Terminating
+        max_length=16, choices=PodPhase.choices, default=PodPhase.PENDING, db_index=True
+    )
     ready = models.BooleanField(default=False, db_index=True)
     capacity = models.JSONField(default=dict, blank=True)
     labels = models.JSONField(default=dict, blank=True)

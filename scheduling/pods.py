@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 
 from portal.machinery.conditions import parse_time
 from scheduling import disruption, resources
-from scheduling.models import Runtime, RuntimePod
+from scheduling.models import PodPhase, Runtime, RuntimePod
 
 NOT_READY_AFTER = timedelta(seconds=15)
 REMOVE_AFTER = timedelta(minutes=5)
@@ -44,7 +44,7 @@ def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool
     fields = {
         "runtime": beat["runtime"],
         "ready": True,
-        "phase": "Running",
+        "phase": PodPhase.RUNNING,
         "last_heartbeat": now,
         "active_runs": list(beat.get("activeRuns") or []),
         "workspace_path": beat.get("workspacePath", "") or "",

@@ -1,16 +1,28 @@
-"""Run status transitions as pure functions: the new status for each lifecycle event.
+"""The one status writer of the Run kind: each transition's new status, and the
+compare-and-set that writes it.
 
-Conditions: Scheduled, Running, Ready (function mode), Completed; lastTransitionTime moves
-only when a condition's status flips (``set_condition``).
+Transitions are pure functions (``pending``, ``scheduled``, ``running``, ``retrying``,
+``finished``) returning the new status with its conditions kept (Scheduled, Running, Ready in
+function mode, Completed; lastTransitionTime moves only when a condition's status flips:
+``set_condition``). ``write`` is the compare-and-set every controller uses (lifecycle, the
+scheduler's pass, bind); ``write_many`` is the same write for a batch, one SQL statement
+generated from the same ``Guard`` and columns.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
+from typing import Any, Protocol
+
+from django.db import connection
 
 from portal.machinery.conditions import format_time, set_condition
 from runtimed.reporting import status_message
-from scheduling.models import RunPhase
+from scheduling.models import Run, RunPhase
 
 MESSAGE_LIMIT = 4096
 ASSIGNED = "Assigned"  # the Scheduled condition's reason once the Run is bound
@@ -121,3 +133,111 @@ def finished(
     if artifact_refs:
         new["artifactRefs"] = list(artifact_refs)
     return new
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+class Versioned(Protocol):
+    """A Run as a writer holds it: a Run row or the scheduler's PendingRun."""
+
+    pk: int
+    resource_version: int
+    status: dict
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What must still hold for a write to land, besides the resourceVersion it read."""
+
+    phase: str | None = None  # the row is still in this phase
+    live: bool = False  # the row is not being deleted
+    resets: tuple[str, ...] = ()  # columns set to NULL with the write
+
+
+ANY = Guard()
+STILL_PENDING = Guard(phase=RunPhase.PENDING)
+# Bind: only a Pending Run nobody is deleting; a fresh attempt has not been dispatched yet.
+BIND = Guard(phase=RunPhase.PENDING, live=True, resets=("dispatched_at",))
+
+
+def write(run: Versioned, status: dict, guard: Guard = ANY, **columns: Any) -> bool:
+    """Compare-and-set ``status`` (with the columns it determines, and ``columns``) on the Run
+    at the resourceVersion ``run`` was read at; False when someone wrote first. ``run`` is
+    updated in step when the write lands."""
+    values = {**Run.status_columns(status), **dict.fromkeys(guard.resets), **columns}
+    query = Run.objects.filter(pk=run.pk, resource_version=run.resource_version)
+    if guard.phase is not None:
+        query = query.filter(phase=guard.phase)
+    if guard.live:
+        query = query.filter(deletion_timestamp__isnull=True)
+    if not query.update(status=status, resource_version=run.resource_version + 1, **values):
+        return False
+    run.status, run.resource_version = status, run.resource_version + 1
+    for column, value in values.items():
+        if hasattr(run, column):
+            setattr(run, column, value)
+    return True
+
+
+def write_many(writes: Iterable[tuple[Versioned, dict]], guard: Guard) -> set[int]:
+    """``write`` for a batch in one UPDATE (PostgreSQL, SQLite); the pks whose write landed.
+    The objects are not updated (the batch callers drop them)."""
+    writes = list(writes)
+    if not writes:
+        return set()
+    vendor = connection.vendor
+    if vendor not in ("postgresql", "sqlite"):
+        return {run.pk for run, status in writes if write(run, status, guard)}
+    rows = json.dumps(
+        [
+            {
+                "id": run.pk,
+                "resource_version": run.resource_version,
+                **Run.status_columns(status),
+                "status": status,
+            }
+            for run, status in writes
+        ]
+    )
+    params = [rows] + ([guard.phase] if guard.phase is not None else [])
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(vendor, guard), params)
+        return {pk for (pk,) in cursor.fetchall()}
+
+
+def _written() -> tuple[str, ...]:
+    """The fields a status write sets: the status and the columns it determines."""
+    return (*Run.status_columns({}), "status")
+
+
+@lru_cache(maxsize=8)
+def _statement(vendor: str, guard: Guard) -> str:
+    """The batch compare-and-set UPDATE over a JSON array of rows (one parameter, cheap to
+    send); every value is a parameter."""
+    names = ("id", "resource_version", *_written(), *guard.resets, "phase", "deletion_timestamp")
+    fields = {name: Run._meta.get_field(name) for name in names}
+    table = connection.ops.quote_name(Run._meta.db_table)
+    column = {name: connection.ops.quote_name(field.column) for name, field in fields.items()}
+    row = ("id", "resource_version", *_written())
+    if vendor == "postgresql":
+        types = ", ".join(f"{name} {fields[name].db_type(connection)}" for name in row)
+        source = f"jsonb_to_recordset(%s::jsonb) AS v({types})"
+    else:  # sqlite
+        picks = ", ".join(f"json_extract(value, '$.{name}') AS {name}" for name in row)
+        source = f"(SELECT {picks} FROM json_each(%s)) AS v"
+    sets = [
+        *(f"{column[name]} = v.{name}" for name in _written()),
+        f"{column['resource_version']} = v.resource_version + 1",
+        *(f"{column[name]} = NULL" for name in guard.resets),
+    ]
+    tests = [("id", "= v.id"), ("resource_version", "= v.resource_version")]
+    if guard.phase is not None:
+        tests.append(("phase", "= %s"))
+    if guard.live:
+        tests.append(("deletion_timestamp", "IS NULL"))
+    where = " AND ".join(f"{table}.{column[name]} {test}" for name, test in tests)
+    return (
+        f"UPDATE {table} SET {', '.join(sets)} FROM {source} WHERE {where} "
+        f"RETURNING {table}.{column['id']}"
+    )

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
-from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -25,39 +21,18 @@ from scheduling import (
     triggers,
 )
 from scheduling.models import Run, RunPhase
-from scheduling.scheduler import default_framework, lease, run_pass
+from scheduling.scheduler import default_framework
+from scheduling.scheduler.loop import schedule_while_requested
 
 log = logging.getLogger(__name__)
-LEASE_TTL = timedelta(seconds=60)
-MAX_PASSES = 50
 
 
 @shared_task(name=task_names.SCHEDULE, ignore_result=True)
 def schedule(source: str = "event") -> int:
-    """Run scheduling passes while wake-ups keep arriving; only the lease holder runs."""
+    """Run scheduling passes while wake-ups keep arriving (``scheduler.loop``)."""
     if not Run.objects.filter(phase=RunPhase.PENDING).exists():
         return 0  # nothing to place: a wake-up after a Run ended costs one query, not a pass
-    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    if not lease.acquire(holder, timezone.now(), LEASE_TTL):
-        lease.request_pass(timezone.now())  # the holder runs another pass for us
-        if not lease.acquire(holder, timezone.now(), LEASE_TTL):  # unless it just let go
-            return 0
-    bound = 0
-    framework = default_framework()
-    try:
-        for _ in range(MAX_PASSES):
-            started = timezone.now()
-            result = run_pass(framework, started)
-            bound += result.bound
-            dispatch.dispatch(result.bound_runs, timezone.now())
-            if lease.release_unless_requested(holder, started):
-                return bound
-            lease.acquire(holder, timezone.now(), LEASE_TTL)  # renew for the next pass
-    except BaseException:
-        lease.release(holder)
-        raise
-    lease.release(holder)
-    return bound
+    return schedule_while_requested(default_framework(), dispatch.dispatch)
 
 
 @shared_task(name=protocol.REPORT_RUN_TASK, ignore_result=True)

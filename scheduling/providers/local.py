@@ -24,7 +24,7 @@ from portal.machinery.events import send_on_commit
 from portal.processes import Child, Supervisor
 from runtimed import proctree
 from scheduling import cleanup, lifecycle, recovery, resources, task_names
-from scheduling.models import Runtime, RuntimePod
+from scheduling.models import PodPhase, Runtime, RuntimePod
 
 log = logging.getLogger(__name__)
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -98,7 +98,7 @@ def register(pod: PodIdentity) -> dict[str, int]:
         name=pod.name,
         uid=pod.uid,
         provider="local",
-        phase="Pending",
+        phase=PodPhase.PENDING,
         ready=False,
         capacity=capacity,
         workspace_path=str(pod.workspace),
@@ -122,7 +122,7 @@ def kill_leftover_steps(pod: PodIdentity, workspace: Path | None = None) -> int:
 def mark_terminating(pod: PodIdentity) -> None:
     """The pod is being stopped on purpose: nothing new lands on it, Runs end PodTerminating."""
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).update(
-        phase=lifecycle.TERMINATING, ready=False
+        phase=PodPhase.TERMINATING, ready=False
     )
 
 
@@ -132,7 +132,7 @@ def unregister(pod: PodIdentity) -> None:
     kill_leftover_steps(pod)
     recovery.recover(pod.workspace)
     row = RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).first()
-    if row is not None and row.phase == lifecycle.TERMINATING:
+    if row is not None and row.phase == PodPhase.TERMINATING:
         lifecycle.fail_runs_on_pod(
             pod.namespace,
             pod.name,

@@ -4,20 +4,19 @@ Each batch runs in one transaction that locks the target pod rows (in pk order, 
 schedulers cannot deadlock) and re-reads what is already active on them. The Runs that still
 fit are then bound by ONE UPDATE (over a JSON array of rows: one parameter, cheap to send)
 that matches a Run only if it is still Pending at the resourceVersion the snapshot saw; a Run
-the UPDATE does not return lost a race.
+the UPDATE does not return lost a race. The UPDATE is the Run status writer's
+(``scheduling.run_status.write_many``).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from scheduling import resources, run_status
-from scheduling.models import Run, RunPhase, RuntimePod
+from scheduling.models import PodPhase, Run, RunPhase, RuntimePod
 
 from .snapshot import PendingRun, PodState
 from .usage import active_usage
@@ -47,84 +46,16 @@ def _active_usage(pods: list[RuntimePod]) -> dict[str, dict[str, int]]:
     return {uid: used for (uid,), used in active_usage(runs, "assigned_pod_uid").items()}
 
 
-def _written() -> tuple[str, ...]:
-    """The fields one Run's bind sets: its status and the columns that status determines."""
-    return (*Run.status_columns({}), "status")
-
-
-@lru_cache(maxsize=4)
-def _statement(vendor: str) -> str:
-    """The batch compare-and-set UPDATE over a JSON array of rows; values are parameters."""
-    fields = {
-        name: Run._meta.get_field(name)
-        for name in ("id", "resource_version", *_written(), "dispatched_at", "deletion_timestamp")
-    }
-    table = connection.ops.quote_name(Run._meta.db_table)
-    column = {name: connection.ops.quote_name(field.column) for name, field in fields.items()}
-    row = ("id", "resource_version", *_written())
-    if vendor == "postgresql":
-        types = ", ".join(f"{name} {fields[name].db_type(connection)}" for name in row)
-        source = f"jsonb_to_recordset(%s::jsonb) AS v({types})"
-    else:  # sqlite
-        picks = ", ".join(f"json_extract(value, '$.{name}') AS {name}" for name in row)
-        source = f"(SELECT {picks} FROM json_each(%s)) AS v"
-    sets = ", ".join(
-        [
-            *(f"{column[name]} = v.{name}" for name in _written()),
-            f"{column['resource_version']} = v.resource_version + 1",
-            f"{column['dispatched_at']} = NULL",
-        ]
-    )
-    where = " AND ".join(
-        f"{table}.{column[name]} {test}"
-        for name, test in (
-            ("id", "= v.id"),
-            ("resource_version", "= v.resource_version"),
-            ("phase", "= %s"),
-            ("deletion_timestamp", "IS NULL"),
-        )
-    )
-    return f"UPDATE {table} SET {sets} FROM {source} WHERE {where} RETURNING {table}.{column['id']}"
-
-
-def _row(run: PendingRun, pod: PodState, now: datetime) -> dict:
-    status = run_status.scheduled(run.status, pod.name, pod.uid, now, run.generation)
-    return {
-        "id": run.pk,
-        "resource_version": run.resource_version,
-        **Run.status_columns(status),
-        "status": status,
-    }
-
-
-def _bind_one(run: PendingRun, pod: PodState, now: datetime) -> bool:
-    status = run_status.scheduled(run.status, pod.name, pod.uid, now, run.generation)
-    return bool(
-        Run.objects.filter(
-            pk=run.pk,
-            resource_version=run.resource_version,
-            phase=RunPhase.PENDING,
-            deletion_timestamp__isnull=True,
-        ).update(
-            status=status,
-            resource_version=run.resource_version + 1,
-            dispatched_at=None,
-            **Run.status_columns(status),
-        )
-    )
-
-
 def compare_and_set(accepted: list[tuple[PendingRun, PodState]], now: datetime) -> set[int]:
-    """Bind every Run still Pending at its snapshot resourceVersion; the pks that were bound."""
-    if not accepted:
-        return set()
-    vendor = connection.vendor
-    if vendor not in ("postgresql", "sqlite"):  # no batch statement: one UPDATE per Run
-        return {run.pk for run, pod in accepted if _bind_one(run, pod, now)}
-    rows = json.dumps([_row(run, pod, now) for run, pod in accepted])
-    with connection.cursor() as cursor:
-        cursor.execute(_statement(vendor), [rows, RunPhase.PENDING])
-        return {pk for (pk,) in cursor.fetchall()}
+    """Bind every Run still Pending at its snapshot resourceVersion (the Run status writer's
+    batch write with the BIND guard); the pks that were bound."""
+    return run_status.write_many(
+        (
+            (run, run_status.scheduled(run.status, pod.name, pod.uid, now, run.generation))
+            for run, pod in accepted
+        ),
+        run_status.BIND,
+    )
 
 
 def _still_pending(runs: list[PendingRun]) -> set[int]:
@@ -146,7 +77,7 @@ def _admit(
     result: BindResult,
 ) -> list[tuple[PendingRun, PodState]]:
     """The Runs that still fit the locked pod (counted in ``result.usage``); the rest conflict."""
-    if row is None or str(row.uid) != pod.uid or not row.ready or row.phase != "Running":
+    if row is None or str(row.uid) != pod.uid or not row.ready or row.phase != PodPhase.RUNNING:
         result.conflicts += [(run, pod, "pod") for run in runs]
         return []
     used = result.usage.setdefault(pod.uid, {})

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from scheduling import metrics, run_status
-from scheduling.models import Run, RunPhase
+from scheduling.models import RunPhase
 
 from . import bind as binding
 from .framework import Framework, Verdict
@@ -38,14 +38,8 @@ class PassOptions:
 
 
 def _write_status(run: PendingRun, status: dict) -> bool:
-    """Compare-and-set a Pending Run's status (a stale write loses, the next pass retries)."""
-    return bool(
-        Run.objects.filter(
-            pk=run.pk, resource_version=run.resource_version, phase=RunPhase.PENDING
-        ).update(
-            status=status, resource_version=run.resource_version + 1, **Run.status_columns(status)
-        )
-    )
+    """A Pending Run's status (a stale write loses, the next pass retries)."""
+    return run_status.write(run, status, run_status.STILL_PENDING)
 
 
 def _record_pending(run: PendingRun, message: str, now: datetime) -> None:

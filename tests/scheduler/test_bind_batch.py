@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
+from scheduling import run_status
 from scheduling.models import Run
 from scheduling.scheduler import bind as binding
 from scheduling.scheduler.loading import pending_runs, take_snapshot
@@ -101,7 +102,7 @@ def test_status_values_travel_as_parameters(batch):
 def test_one_update_per_run_elsewhere_binds_the_same(batch, monkeypatch):
     runs, assignments, now = batch
     Run.objects.filter(pk=runs["r2"].pk).update(resource_version=99)
-    monkeypatch.setattr(binding, "connection", SimpleNamespace(vendor="mysql"))
+    monkeypatch.setattr(run_status, "connection", SimpleNamespace(vendor="mysql"))
     result = binding.bind(assignments, now)
     assert sorted(run.name for run, _ in result.bound) == ["r1", "r3", "r4", "r5"]
     assert conflicts(result) == {"r2": "run"}

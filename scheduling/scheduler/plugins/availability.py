@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from scheduling.models import PodPhase
+
 from ..framework import Plugin, Verdict
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=15)
@@ -33,7 +35,7 @@ class RuntimePodAvailability(Plugin):
         return None
 
     def filter(self, run, pod, snapshot, state):
-        if pod.phase != "Running" or not pod.ready:
+        if pod.phase != PodPhase.RUNNING or not pod.ready:
             return NOT_READY
         if pod.last_heartbeat is None or snapshot.now - pod.last_heartbeat > HEARTBEAT_TIMEOUT:
             return STALE
