@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     runtimed = build(config)
     # one slot more than the Runs it may hold: a cancel must get through while all slots run
     concurrency = args.concurrency or config.runs_capacity + 1
-    code = runtimed.app.start(worker_argv(config, concurrency, args.loglevel))
+    # celery-types says NoReturn; Celery.start returns the command's exit code (or None)
+    code: int | None = runtimed.app.start(worker_argv(config, concurrency, args.loglevel))
     return int(code or 0)
 
 

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .refs import artifact_name_problem
 
@@ -60,15 +61,20 @@ class Packed:
     content_type: str
 
 
+class _Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+    def flush(self) -> None: ...
+
+
 class _Digesting:
     """A write-only sink that hashes and counts; it fails as soon as ``limit`` is passed."""
 
-    def __init__(self, handle, limit: int, what: str) -> None:
+    def __init__(self, handle: _Sink, limit: int, what: str) -> None:
         self.handle, self.limit, self.what = handle, limit, what
         self.sha256 = hashlib.sha256()
         self.size = 0
 
-    def write(self, data) -> int:
+    def write(self, data: bytes) -> int:
         self.size += len(data)
         if self.size > self.limit:
             raise ArtifactError(f"{self.what} is larger than the limit of {self.limit} bytes")
@@ -172,7 +178,7 @@ def digest_file(root_fd: int, name: str, limit: int) -> tuple[int, str]:
 
 
 class _NullSink:
-    def write(self, data) -> int:
+    def write(self, data: bytes) -> int:
         return len(data)
 
     def flush(self) -> None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any, Protocol
 
 from . import execute
 from .artifacts import ArtifactError, Packed, collect
@@ -22,6 +23,7 @@ from .execute import FAILED, SUCCEEDED, Clock, Result, Step, StepControl
 from .inputs import StagingError, stage_input
 from .outputs import OutputsError, parse_outputs
 from .payload import RunPayload, RunRef
+from .refs import ArtifactRef
 from .reporting import rfc3339
 from .staging import GIT_TIMEOUT_SECONDS, PrepareError, stage
 from .stores import ArtifactStore, RunScope, StoreError, build_store
@@ -29,7 +31,14 @@ from .stores import ArtifactStore, RunScope, StoreError, build_store
 log = logging.getLogger("runtimed.attempt")
 
 MAX_ARTIFACTS = 32
-StoreFactory = Callable[..., ArtifactStore]
+
+
+class StoreFactory(Protocol):
+    """Builds the store a Runtime's ``spec.artifactStore`` names (``stores.build_store``)."""
+
+    def __call__(
+        self, spec: Mapping[str, Any], *, volumes_root: Path | None, secrets_dir: Path | None
+    ) -> ArtifactStore: ...
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,7 @@ class AttemptFiles:
 class Outcome:
     result: Result
     outputs: dict[str, str] = field(default_factory=dict)
-    artifact_refs: list[dict] = field(default_factory=list)
+    artifact_refs: list[ArtifactRef] = field(default_factory=list)
 
 
 class Failure(Exception):
@@ -146,7 +155,7 @@ class Attempt:
             self._stage_input(index, item.ref, item.path, cwd)
         return cwd, staged.script
 
-    def _stage_input(self, index: int, ref: dict, path: str, cwd: Path) -> None:
+    def _stage_input(self, index: int, ref: Mapping[str, Any], path: str, cwd: Path) -> None:
         where = f"artifactInputs[{index}] ({ref.get('name', '?')} → {path})"
         try:
             store = self._artifact_store("read artifact inputs")
@@ -213,7 +222,7 @@ class Attempt:
         except ArtifactError as exc:
             raise Failure("ArtifactInvalid", exc.message) from None
 
-    def _upload(self, packed: list[Packed]) -> list[dict]:
+    def _upload(self, packed: list[Packed]) -> list[ArtifactRef]:
         if not packed:
             return []
         scope = RunScope(self.ref.namespace, self.ref.uid)
@@ -224,7 +233,7 @@ class Attempt:
             raise Failure(
                 "ArtifactInvalid", f"the step left artifacts ({names}) but {exc}"
             ) from None
-        refs: list[dict] = []
+        refs: list[ArtifactRef] = []
         try:
             for item in packed:
                 refs.append(self._put(store, scope, item))
@@ -235,7 +244,7 @@ class Attempt:
             ) from None
         return refs
 
-    def _put(self, store: ArtifactStore, scope: RunScope, item: Packed) -> dict:
+    def _put(self, store: ArtifactStore, scope: RunScope, item: Packed) -> ArtifactRef:
         with open(item.path, "rb") as source:
             location = store.put(scope, item.name, source, item.size, item.content_type)
         return {
@@ -250,7 +259,7 @@ class Attempt:
         }
 
     @staticmethod
-    def _delete_uploaded(store: ArtifactStore, scope: RunScope, refs: list[dict]) -> None:
+    def _delete_uploaded(store: ArtifactStore, scope: RunScope, refs: list[ArtifactRef]) -> None:
         for ref in refs:
             try:
                 store.delete(scope, ref["name"])

@@ -61,7 +61,7 @@ class PodConfig:
     def runs_capacity(self) -> int:
         return max(1, int(self.capacity.get("runs", 1)))
 
-    def transport_options(self) -> dict:
+    def transport_options(self) -> dict[str, object]:
         """Broker transport options, matching what the portal's settings use."""
         if not self.broker_url.startswith("filesystem://"):
             return {"visibility_timeout": REDIS_VISIBILITY_TIMEOUT}

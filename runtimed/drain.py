@@ -22,7 +22,7 @@ log = logging.getLogger("runtimed.drain")
 def connect(app: Celery, service: RunService, heartbeat: Heartbeat, grace: float) -> None:
     started = threading.Event()
 
-    def on_shutting_down(**_):
+    def on_shutting_down(**_: object) -> None:
         if started.is_set():
             return
         started.set()
@@ -31,7 +31,7 @@ def connect(app: Celery, service: RunService, heartbeat: Heartbeat, grace: float
         timer.daemon = True
         timer.start()
 
-    def on_shutdown(sender=None, **_):
+    def on_shutdown(sender: object = None, **_: object) -> None:
         if getattr(sender, "app", None) is app and heartbeat.running:
             heartbeat.beat_now()  # the last word: the reports still owed, no active Runs
 

@@ -8,6 +8,7 @@ whatever the step left behind in its group is killed too.
 
 from __future__ import annotations
 
+import io
 import logging
 import shutil
 import signal
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from . import procgroup, proctree
 from .staging import PrepareError
@@ -157,7 +158,7 @@ def working_directory(workspace: Path, working_dir: str | None) -> Path:
     return target
 
 
-def pump(stream: BinaryIO, write: Callable[[bytes], object]) -> None:
+def pump(stream: io.BufferedIOBase, write: Callable[[bytes], object]) -> None:
     """The reading side: copy the step's output to ``write`` until EOF."""
     try:
         while chunk := stream.read1(CHUNK):
@@ -166,7 +167,7 @@ def pump(stream: BinaryIO, write: Callable[[bytes], object]) -> None:
         log.debug("log pump stopped early", exc_info=True)
 
 
-def start_reader(stream: BinaryIO, write: Callable[[bytes], object]) -> threading.Thread:
+def start_reader(stream: io.BufferedIOBase, write: Callable[[bytes], object]) -> threading.Thread:
     reader = threading.Thread(target=pump, args=(stream, write), name="runtimed-log", daemon=True)
     reader.start()
     return reader
@@ -238,7 +239,9 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
         pgid_file = step.log_path.with_suffix(".pgid")
         pgid_file.write_text(str(process.pid))
         try:
-            reader = start_reader(process.stdout, _tee(sink, step.on_output))
+            # stdout=PIPE with the default buffering is a BufferedReader; typeshed says IO[bytes]
+            stdout = cast(io.BufferedReader, process.stdout)
+            reader = start_reader(stdout, _tee(sink, step.on_output))
             timed_out = _wait(process, step.timeout)
             # On a timeout this kills the step; otherwise it kills what the step left running.
             procgroup.terminate_group(process.pid, grace, process)
@@ -260,7 +263,7 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
     return outcome(process.returncode, timed_out, step.timeout, start, clock())
 
 
-def _wait(process: subprocess.Popen, timeout: float | None) -> bool:
+def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> bool:
     try:
         process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

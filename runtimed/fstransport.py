@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import uuid
+from queue import Empty
 from time import monotonic
+from typing import Any
 
+from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
-from kombu.transport.virtual import base
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
 
@@ -24,7 +26,11 @@ _PARTIAL = ".partial-"
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue, payload, **kwargs):
+    # kombu's filesystem.Channel names AbstractChannel._put's ``message`` ``payload``; its stub
+    # ignores that mismatch too
+    def _put(  # type: ignore[override]
+        self, queue: str, payload: dict[str, Any], **kwargs: Any
+    ) -> None:
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         partial = os.path.join(self.data_folder_out, _PARTIAL + name)
         try:
@@ -32,9 +38,10 @@ class Channel(filesystem.Channel):
                 handle.write(str_to_bytes(dumps(payload)))
             os.rename(partial, os.path.join(self.data_folder_out, name))
         except OSError as exc:
-            raise base.ChannelError(f"cannot add message {name!r} to the queue") from exc
+            raise ChannelError(f"cannot add message {name!r} to the queue") from exc
 
-    def _get(self, queue):
+    def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
+        # ``timeout`` is AbstractChannel's; kombu never passes it to a filesystem channel
         wanted = f"{queue}.msg"
         for name in sorted(os.listdir(self.data_folder_in)):
             if name.startswith(_PARTIAL) or name.partition(".")[2] != wanted:
@@ -50,10 +57,11 @@ class Channel(filesystem.Channel):
             finally:
                 if not self.store_processed:
                     os.remove(claimed)
-            return loads(bytes_to_str(payload))
-        raise base.Empty()
+            message: dict[str, Any] = loads(bytes_to_str(payload))
+            return message
+        raise Empty()
 
-    def _size(self, queue):
+    def _size(self, queue: str) -> int:
         wanted = f"{queue}.msg"
         return sum(
             1

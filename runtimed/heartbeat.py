@@ -11,18 +11,38 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from typing import TypedDict
 
 from celery import Celery, signals
 
 from .config import PodConfig
 from .execute import Clock, utc_now
+from .outbox import Report
 from .reporting import Reporter, rfc3339
-from .tasks import ActiveRuns
+from .tasks import ActiveRun, ActiveRuns
 
 log = logging.getLogger("runtimed.heartbeat")
 
 
-def heartbeat_message(config: PodConfig, active: ActiveRuns, clock: Clock = utc_now) -> dict:
+class HeartbeatMessage(TypedDict):
+    """The ``scheduling.runtime_pod_heartbeat`` kwarg ``heartbeat``."""
+
+    namespace: str
+    runtime: str
+    podName: str
+    podUID: str
+    capacity: dict[str, int]
+    activeRuns: list[ActiveRun]
+    recentReports: list[Report]
+    time: str
+    workspacePath: str
+    host: str
+    pid: int
+
+
+def heartbeat_message(
+    config: PodConfig, active: ActiveRuns, clock: Clock = utc_now
+) -> HeartbeatMessage:
     return {
         "namespace": config.namespace,
         "runtime": config.runtime,
@@ -94,12 +114,12 @@ def pod_heartbeat(
 def connect(app: Celery, heartbeat: Heartbeat) -> None:
     """Start ``heartbeat`` when ``app``'s worker is ready; stop it when the worker shuts down."""
 
-    def on_ready(sender=None, **_):
+    def on_ready(sender: object = None, **_: object) -> None:
         if getattr(sender, "app", None) is app:
             log.info("worker ready; heartbeat every %gs", heartbeat.interval)
             heartbeat.start()
 
-    def on_shutdown(sender=None, **_):
+    def on_shutdown(sender: object = None, **_: object) -> None:
         if getattr(sender, "app", None) is app:
             heartbeat.stop()
 

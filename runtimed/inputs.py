@@ -20,10 +20,13 @@ import stat
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from hashlib import _Hash  # what hashlib.sha256() returns; typeshed-only name
 
 FILE_TYPES = frozenset({"file", "blob"})
 TREE_TYPES = frozenset({"directory", "archive"})
@@ -56,7 +59,7 @@ class _Entry:
 
 
 def stage_input(
-    stream: BinaryIO, ref: dict, destination_root: Path, path: str, *, spool_dir: Path
+    stream: BinaryIO, ref: Mapping[str, Any], destination_root: Path, path: str, *, spool_dir: Path
 ) -> Path:
     """Verify the artifact read from ``stream`` and put it at ``destination_root / path``."""
     parts = split_input_path(path)
@@ -91,8 +94,8 @@ def split_input_path(path: str) -> Parts:
     return parts
 
 
-def expected_size(ref: dict) -> int | None:
-    size = ref.get("sizeBytes")
+def expected_size(ref: Mapping[str, Any]) -> int | None:
+    size: object = ref.get("sizeBytes")
     if size is None:
         return None
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
@@ -100,7 +103,7 @@ def expected_size(ref: dict) -> int | None:
     return size
 
 
-def expected_digest(ref: dict) -> str | None:
+def expected_digest(ref: Mapping[str, Any]) -> str | None:
     """The expected sha256 as lowercase hex, or None when the ref names no digest."""
     digest = ref.get("digest")
     if digest is None:
@@ -136,7 +139,7 @@ def spool_stream(
     return spool
 
 
-def _copy_hashing(stream: BinaryIO, fd: int, name: str, size: int | None):
+def _copy_hashing(stream: BinaryIO, fd: int, name: str, size: int | None) -> tuple[_Hash, int]:
     sha256, count = hashlib.sha256(), 0
     try:
         with os.fdopen(fd, "wb") as spool:
@@ -379,9 +382,11 @@ def extract_member(
         elif member.issym():
             os.symlink(member.linkname, leaf, dir_fd=parent_fd)
         elif member.islnk():
+            assert entry.link is not None  # plan_members resolves every hard link
             _link(tree_fd, entry.link, parent_fd, leaf)
         else:
             source = archive.extractfile(member)
+            assert source is not None  # a regular member always has data
             mode = 0o755 if member.mode & 0o111 else 0o644
             _write_new_file(parent_fd, leaf, source, mode)
     finally:
@@ -432,7 +437,7 @@ def _open_dirs(tree_fd: int, parts: Parts, *, create: bool) -> int:
     return fd
 
 
-def _write_new_file(dir_fd: int, leaf: str, source, mode: int) -> None:
+def _write_new_file(dir_fd: int, leaf: str, source: IO[bytes], mode: int) -> None:
     fd = os.open(leaf, _NEW_FILE, 0o600, dir_fd=dir_fd)
     with os.fdopen(fd, "wb") as target:
         shutil.copyfileobj(source, target, CHUNK)

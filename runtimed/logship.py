@@ -16,7 +16,8 @@ import codecs
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
 
 from .protocol import APPEND_LOG_TASK
 
@@ -24,7 +25,24 @@ log = logging.getLogger("runtimed.logship")
 
 MiB = 1024 * 1024
 
-Send = Callable[[str, dict], bool]
+# (task name, kwargs) -> delivered?
+Send = Callable[[str, Mapping[str, Any]], bool]
+
+
+class LogIdentity(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+    attempt: int
+    podUID: str
+
+
+class LogChunk(LogIdentity):
+    """The ``scheduling.append_log`` kwarg ``chunk``."""
+
+    offset: int  # raw-byte offset of the chunk in the attempt's output
+    size: int  # raw bytes the chunk covers
+    text: str
 
 
 class LogShipper:
@@ -46,7 +64,7 @@ class LogShipper:
         background: bool = True,
     ) -> None:
         self._send = send
-        self._identity = {
+        self._identity: LogIdentity = {
             "namespace": namespace,
             "name": name,
             "uid": uid,
@@ -71,7 +89,7 @@ class LogShipper:
         self._closed = False
         self._hold_tail = False
         # the last chunk, held back by close(hand_over_tail=True) to ride on the final report
-        self.tail: dict | None = None
+        self.tail: LogChunk | None = None
         self._thread: threading.Thread | None = None
         if background:
             self._thread = threading.Thread(target=self._run, name="runtimed-logship", daemon=True)
@@ -159,7 +177,7 @@ class LogShipper:
             reset, self._reset_decoder = self._reset_decoder, False
             return offset, data, reset, final and not self._pending
 
-    def _chunk(self, offset: int, data: bytes, reset: bool, last: bool) -> dict:
+    def _chunk(self, offset: int, data: bytes, reset: bool, last: bool) -> LogChunk:
         if reset:
             self._decoder.reset()
         # a trailing incomplete character waits in the decoder for the next chunk

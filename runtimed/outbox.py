@@ -14,8 +14,9 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("runtimed.outbox")
 
@@ -23,9 +24,11 @@ OUTBOX_DIR = ".kruntimes/outbox"  # under the pod's workspace: the reports still
 PER_HEARTBEAT = 32  # reports one heartbeat carries, oldest first
 LIMIT = 4096  # unconfirmed reports kept; past it the oldest are dropped (and logged)
 Key = tuple[str, int]
+# A final report as JSON: a reporting.RunReport, or one read back from disk.
+Report = Mapping[str, Any]
 
 
-def report_key(report: dict) -> Key | None:
+def report_key(report: Report) -> Key | None:
     uid, attempt = report.get("uid"), report.get("attempt")
     if not isinstance(uid, str) or isinstance(attempt, bool) or not isinstance(attempt, int):
         return None
@@ -40,12 +43,12 @@ class Outbox:
         self.directory = directory
         self.limit = limit
         self._lock = threading.Lock()
-        self._reports: OrderedDict[Key, dict] = OrderedDict()
+        self._reports: OrderedDict[Key, Report] = OrderedDict()
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
             self._load()
 
-    def put(self, report: dict) -> None:
+    def put(self, report: Report) -> None:
         key = report_key(report)
         if key is None:
             return
@@ -60,7 +63,7 @@ class Outbox:
                 )
                 self._unlink(dropped)
 
-    def pending(self, limit: int = PER_HEARTBEAT) -> list[dict]:
+    def pending(self, limit: int = PER_HEARTBEAT) -> list[Report]:
         with self._lock:
             return [report for _, report in zip(range(limit), self._reports.values(), strict=False)]
 
@@ -83,7 +86,7 @@ class Outbox:
         assert self.directory is not None
         return self.directory / f"{key[0]}.{key[1]}.json"
 
-    def _write(self, key: Key, report: dict) -> None:
+    def _write(self, key: Key, report: Report) -> None:
         if self.directory is None:
             return
         path = self._path(key)

@@ -13,6 +13,7 @@ Shape (unknown keys are ignored)::
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,7 @@ class Source:
 
 @dataclass(frozen=True)
 class ArtifactInput:
-    ref: dict
+    ref: Mapping[str, Any]  # an ArtifactRef as the API admitted it
     path: str
 
 
@@ -61,9 +62,9 @@ class RunPayload:
     env: tuple[tuple[str, str], ...] = ()
     timeout_seconds: float | None = None
     working_dir: str | None = None
-    artifact_store: dict | None = None
+    artifact_store: Mapping[str, Any] | None = None  # Runtime.spec.artifactStore
     artifact_inputs: tuple[ArtifactInput, ...] = ()
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def parse_run_ref(payload: Any) -> RunRef:
@@ -170,24 +171,24 @@ def _artifact_inputs(value: Any) -> tuple[ArtifactInput, ...]:
     return tuple(inputs)
 
 
-def _optional_mapping(value: Any, where: str) -> dict | None:
+def _optional_mapping(value: Any, where: str) -> dict[str, Any] | None:
     return None if value is None else _mapping(value, where)
 
 
-def _mapping(value: Any, where: str) -> dict:
+def _mapping(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise PayloadError(f"{where} must be an object")
     return value
 
 
-def _string(mapping: dict, key: str, where: str) -> str:
+def _string(mapping: Mapping[str, Any], key: str, where: str) -> str:
     value = mapping.get(key)
     if not isinstance(value, str) or not value:
         raise PayloadError(f"{where}.{key} must be a non-empty string")
     return value
 
 
-def _optional_string(mapping: dict, key: str, where: str) -> str | None:
+def _optional_string(mapping: Mapping[str, Any], key: str, where: str) -> str | None:
     value = mapping.get(key)
     if value is not None and not isinstance(value, str):
         raise PayloadError(f"{where}.{key} must be a string or null")

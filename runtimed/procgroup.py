@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 log = logging.getLogger("runtimed.procgroup")
 
@@ -40,7 +41,7 @@ def become_subreaper() -> bool:
     return _subreaper
 
 
-def group_alive(pgid: int, leader: subprocess.Popen | None = None) -> bool:
+def group_alive(pgid: int, leader: subprocess.Popen[Any] | None = None) -> bool:
     """Whether any process (zombies we could reap included) is left in the group.
 
     The leader (our direct child, a ``Popen``) is reaped through ``Popen.poll`` first, so the
@@ -74,7 +75,7 @@ def signal_group(pgid: int, signum: int) -> None:
 
 
 def wait_group_gone(
-    pgid: int, timeout: float, leader: subprocess.Popen | None = None, interval: float = 0.02
+    pgid: int, timeout: float, leader: subprocess.Popen[Any] | None = None, interval: float = 0.02
 ) -> bool:
     deadline = time.monotonic() + timeout
     while group_alive(pgid, leader):
@@ -85,7 +86,7 @@ def wait_group_gone(
 
 
 def terminate_group(
-    pgid: int, grace: float, leader: subprocess.Popen | None = None, *, settle: float = 2.0
+    pgid: int, grace: float, leader: subprocess.Popen[Any] | None = None, *, settle: float = 2.0
 ) -> None:
     """SIGTERM the whole group, SIGKILL whatever is left after ``grace``, reap what we can."""
     if not group_alive(pgid, leader):

@@ -21,6 +21,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 log = logging.getLogger("runtimed.proctree")
 
@@ -89,7 +90,7 @@ def environ(pid: int) -> list[bytes] | None:
         return None
 
 
-def step_of(entries: list[bytes] | None) -> bool:
+def step_of(entries: list[bytes] | None) -> TypeGuard[list[bytes]]:
     """Whether an environment is a step's (it carries any step id)."""
     prefix = f"{STEP_ID_VARIABLE}=".encode()
     return entries is not None and any(item.startswith(prefix) for item in entries)

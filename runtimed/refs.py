@@ -10,8 +10,39 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import TypedDict
 
 MAX_NAME_BYTES = 255
+
+
+class FilesystemLocation(TypedDict):
+    path: str  # namespaces/<ns>/runs/<uid>/<name>, below the volume's root
+    volumeClaimName: str
+
+
+class S3Location(TypedDict):
+    bucket: str
+    key: str  # [prefix/]namespaces/<ns>/runs/<uid>/<name>
+
+
+class ArtifactLocation(TypedDict, total=False):
+    """An ArtifactRef ``location``: the one key its driver names."""
+
+    filesystem: FilesystemLocation
+    s3: S3Location
+
+
+class ArtifactRef(TypedDict):
+    """An ArtifactRef as runtimed reports it in ``status.artifactRefs``."""
+
+    name: str
+    driver: str
+    type: str
+    location: ArtifactLocation
+    sizeBytes: int
+    digest: str
+    contentType: str
+    createdAt: str
 
 
 @dataclass(frozen=True)

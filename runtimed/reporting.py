@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, overload
 
 from .protocol import CONTROL_QUEUE, HEARTBEAT_TASK, REPORT_RUN_TASK
+from .refs import ArtifactRef
 
 log = logging.getLogger("runtimed.reporting")
 
@@ -21,6 +22,36 @@ MESSAGE_LIMIT = 4096
 _ELLIPSIS = "…"
 
 
+class _ReportExtras(TypedDict, total=False):
+    artifactStore: Mapping[str, Any]  # Runtime.spec.artifactStore, as the payload had it
+    outputs: Mapping[str, str]
+    artifactRefs: Sequence[ArtifactRef]
+
+
+class RunReport(_ReportExtras):
+    """The ``scheduling.report_run`` kwarg ``report`` (see :func:`run_report`); a final report
+    is sent with the attempt's last output chunk under ``log`` as well (``tasks``)."""
+
+    namespace: str
+    name: str
+    uid: str
+    attempt: int
+    podName: str
+    podUID: str
+    phase: str
+    reason: str
+    message: str
+    exitCode: int | None
+    startTime: str | None
+    completionTime: str | None
+
+
+@overload
+def rfc3339(moment: datetime) -> str: ...
+@overload
+def rfc3339(moment: None) -> None: ...
+@overload
+def rfc3339(moment: datetime | None) -> str | None: ...
 def rfc3339(moment: datetime | None) -> str | None:
     """``YYYY-MM-DDTHH:MM:SSZ`` in UTC (naive datetimes are taken as UTC)."""
     if moment is None:
@@ -66,7 +97,7 @@ class Reporter:
         self.backoff = backoff
         self._sleep = sleep
 
-    def send(self, name: str, kwargs: dict, *, retries: int | None = None) -> bool:
+    def send(self, name: str, kwargs: Mapping[str, Any], *, retries: int | None = None) -> bool:
         attempts = 1 + (self.retries if retries is None else retries)
         for attempt in range(attempts):
             try:
@@ -86,10 +117,11 @@ class Reporter:
                     self._sleep(self.backoff * 2**attempt)
         return False
 
-    def report_run(self, report: dict) -> bool:
+    def report_run(self, report: Mapping[str, Any]) -> bool:
+        """Send a final or progress report: a RunReport, or one recorded on disk earlier."""
         return self.send(REPORT_RUN_TASK, {"report": report})
 
-    def heartbeat(self, heartbeat: dict) -> bool:
+    def heartbeat(self, heartbeat: Mapping[str, Any]) -> bool:
         # the next beat comes soon anyway: one quick retry at most
         return self.send(HEARTBEAT_TASK, {"heartbeat": heartbeat}, retries=1)
 
@@ -108,16 +140,16 @@ def run_report(
     exit_code: int | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
-    outputs: dict | None = None,
-    artifact_refs: list | None = None,
-    artifact_store: dict | None = None,
-) -> dict:
+    outputs: Mapping[str, str] | None = None,
+    artifact_refs: Sequence[ArtifactRef] | None = None,
+    artifact_store: Mapping[str, Any] | None = None,
+) -> RunReport:
     """The ``scheduling.report_run`` kwarg ``report``, exactly as the control plane reads it.
 
     ``artifactStore`` (the store this attempt used, for cleanup) rides on every report that has
     it; ``outputs`` and ``artifactRefs`` only on a final report that has any.
     """
-    extra: dict = {}
+    extra: _ReportExtras = {}
     if outputs:
         extra["outputs"] = outputs
     if artifact_refs:

@@ -14,10 +14,12 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from celery import Celery
+from celery import Celery, Task
 
 from .attempt import Attempt, Outcome, StoreFactory
 from .config import PodConfig
@@ -30,17 +32,30 @@ from .execute import (
     StepControl,
     utc_now,
 )
-from .logship import LogShipper
-from .outbox import Outbox, report_key
+from .logship import LogChunk, LogShipper
+from .outbox import Key, Outbox, Report, report_key
 from .payload import PayloadError, RunRef, parse, parse_run_ref
 from .protocol import CANCEL_RUN_TASK, CONFIRM_REPORTS_TASK, EXECUTE_RUN_TASK
-from .reporting import Reporter, run_report
+from .refs import ArtifactRef
+from .reporting import Reporter, RunReport, run_report
 from .staging import GIT_TIMEOUT_SECONDS, PrepareError, ensure_run_dir
 from .stores import build_store
 
 log = logging.getLogger("runtimed.tasks")
 
 RUNNING = "Running"
+
+
+class ActiveRun(TypedDict):
+    """An attempt executing here, as the heartbeat lists it."""
+
+    uid: str
+    attempt: int
+
+
+def _object(value: object) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 class ActiveRuns:
@@ -50,24 +65,24 @@ class ActiveRuns:
 
     def __init__(self, outbox: Outbox | None = None) -> None:
         self._lock = threading.Lock()
-        self._keys: set[tuple[str, int]] = set()
+        self._keys: set[Key] = set()
         self.outbox = outbox if outbox is not None else Outbox()
 
-    def ended(self, report: dict) -> None:
+    def ended(self, report: Report) -> None:
         self.outbox.put(report)
 
-    def recent_reports(self) -> list[dict]:
+    def recent_reports(self) -> list[Report]:
         """The oldest unconfirmed final reports (as many as one heartbeat carries)."""
         return self.outbox.pending()
 
-    def confirm(self, keys) -> int:
+    def confirm(self, keys: Iterable[Key]) -> int:
         return self.outbox.confirm(keys)
 
-    def add(self, key: tuple[str, int]) -> None:
+    def add(self, key: Key) -> None:
         with self._lock:
             self._keys.add(key)
 
-    def discard(self, key: tuple[str, int]) -> None:
+    def discard(self, key: Key) -> None:
         with self._lock:
             self._keys.discard(key)
 
@@ -75,7 +90,7 @@ class ActiveRuns:
         with self._lock:
             return key in self._keys
 
-    def snapshot(self) -> list[dict]:
+    def snapshot(self) -> list[ActiveRun]:
         with self._lock:
             return [{"uid": uid, "attempt": attempt} for uid, attempt in sorted(self._keys)]
 
@@ -91,7 +106,7 @@ def claim(marker: Path) -> bool:
     return True
 
 
-def read_result(path: Path) -> dict | None:
+def read_result(path: Path) -> dict[str, Any] | None:
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -102,7 +117,7 @@ def read_result(path: Path) -> dict | None:
     return recorded if isinstance(recorded, dict) else None
 
 
-def write_result(path: Path, report: dict) -> None:
+def write_result(path: Path, report: Report) -> None:
     """Keep the final report, atomically (a reader never sees half a file)."""
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(report, sort_keys=True), encoding="utf-8")
@@ -133,9 +148,9 @@ class RunService:
         self.store_factory = store_factory
         self.ship_logs = ship_logs
         self._controls_lock = threading.Lock()
-        self._controls: dict[tuple[str, int], StepControl] = {}
+        self._controls: dict[Key, StepControl] = {}
 
-    def execute_run(self, payload: Any) -> dict | None:
+    def execute_run(self, payload: Any) -> Report | None:
         """Handle one delivery; returns the final report, or None when nothing was done."""
         accepted = self._accept(payload)
         if not isinstance(accepted, tuple):
@@ -165,7 +180,7 @@ class RunService:
         if not isinstance(payload, dict) or not isinstance(payload.get("reports"), list):
             log.error("dropping a malformed confirmation")
             return 0
-        pod = payload.get("pod") if isinstance(payload.get("pod"), dict) else {}
+        pod = _object(payload.get("pod"))
         if (pod.get("name"), pod.get("uid")) != (self.config.pod_name, self.config.pod_uid):
             return 0  # meant for another incarnation of this pod's name
         keys = [
@@ -175,7 +190,7 @@ class RunService:
         ]
         return self.active.confirm(keys)
 
-    def cancel_run(self, payload: Any) -> dict | None:
+    def cancel_run(self, payload: Any) -> Report | None:
         """Cancel an attempt: kill it if it runs here, or make sure it never starts."""
         accepted = self._accept(payload)
         if not isinstance(accepted, tuple):
@@ -200,7 +215,7 @@ class RunService:
             return self._finish(ref, directory, final)
         return self._duplicate(ref, directory)
 
-    def _accept(self, payload: Any) -> tuple[RunRef, Path] | dict | None:
+    def _accept(self, payload: Any) -> tuple[RunRef, Path] | RunReport | None:
         """The Run a message names and its directory; None when the message is not for this
         pod, or the failure report already sent when the workspace is broken."""
         try:
@@ -221,16 +236,16 @@ class RunService:
             self.reporter.report_run(final)
             return final
 
-    def _control(self, key: tuple[str, int]) -> StepControl:
+    def _control(self, key: Key) -> StepControl:
         with self._controls_lock:
             return self._controls.setdefault(key, StepControl())
 
-    def _forget_control(self, key: tuple[str, int]) -> None:
+    def _forget_control(self, key: Key) -> None:
         with self._controls_lock:
             self._controls.pop(key, None)
 
-    def _for_this_pod(self, ref: RunRef, payload: dict) -> bool:
-        pod = payload.get("pod") if isinstance(payload.get("pod"), dict) else {}
+    def _for_this_pod(self, ref: RunRef, payload: Mapping[str, Any]) -> bool:
+        pod = _object(payload.get("pod"))
         name, uid = pod.get("name"), pod.get("uid")
         if name in (None, self.config.pod_name) and uid in (None, self.config.pod_uid):
             return True
@@ -247,7 +262,7 @@ class RunService:
         )
         return False
 
-    def _duplicate(self, ref: RunRef, directory: Path) -> dict | None:
+    def _duplicate(self, ref: RunRef, directory: Path) -> Report | None:
         recorded = read_result(directory / f"attempt-{ref.attempt}.result.json")
         if recorded is not None:
             log.info(
@@ -269,11 +284,11 @@ class RunService:
         return None
 
     def _run_claimed(
-        self, ref: RunRef, payload: dict, directory: Path, control: StepControl
-    ) -> dict:
+        self, ref: RunRef, payload: Mapping[str, Any], directory: Path, control: StepControl
+    ) -> RunReport:
         start = self.clock()
         self.active.add(ref.key)
-        store_spec = (
+        store_spec: Mapping[str, Any] | None = (
             payload.get("artifactStore") if isinstance(payload.get("artifactStore"), dict) else None
         )
         shipper = self._shipper(ref)
@@ -333,7 +348,9 @@ class RunService:
             self.active.discard(ref.key)
         return final
 
-    def _finish(self, ref: RunRef, directory: Path, final: dict, tail: dict | None = None) -> dict:
+    def _finish(
+        self, ref: RunRef, directory: Path, final: RunReport, tail: LogChunk | None = None
+    ) -> RunReport:
         """Record the final report (a redelivery re-sends it), keep it for the heartbeats
         (without the log), and send it with the attempt's last output."""
         self._record(directory / f"attempt-{ref.attempt}.result.json", final)
@@ -357,9 +374,9 @@ class RunService:
     def _execute(
         self,
         ref: RunRef,
-        payload: dict,
+        payload: Mapping[str, Any],
         directory: Path,
-        start,
+        start: datetime,
         control: StepControl,
         shipper: LogShipper | None,
     ) -> Outcome:
@@ -385,10 +402,13 @@ class RunService:
         reason: str = "",
         message: str = "",
         exit_code: int | None = None,
-        start=None,
-        end=None,
-        **extra,
-    ) -> dict:
+        start: datetime | None = None,
+        end: datetime | None = None,
+        *,
+        outputs: Mapping[str, str] | None = None,
+        artifact_refs: Sequence[ArtifactRef] | None = None,
+        artifact_store: Mapping[str, Any] | None = None,
+    ) -> RunReport:
         return run_report(
             namespace=ref.namespace,
             name=ref.name,
@@ -402,31 +422,33 @@ class RunService:
             exit_code=exit_code,
             start=start,
             end=end,
-            **extra,
+            outputs=outputs,
+            artifact_refs=artifact_refs,
+            artifact_store=artifact_store,
         )
 
     @staticmethod
-    def _record(path: Path, report: dict) -> None:
+    def _record(path: Path, report: RunReport) -> None:
         try:
             write_result(path, report)
         except OSError as exc:  # the report still goes out; only a redelivery cannot heal it
             log.error("cannot record %s: %s", path, exc)
 
 
-def register(app: Celery, service: RunService):
+def register(app: Celery, service: RunService) -> Task[[dict[str, Any]], None]:
     """Register ``runtimed.execute_run``, ``runtimed.cancel_run`` and
     ``runtimed.confirm_reports`` on ``app``."""
 
     @app.task(name=EXECUTE_RUN_TASK, ignore_result=True, acks_late=False)
-    def execute_run(payload: dict) -> None:
+    def execute_run(payload: dict[str, Any]) -> None:
         service.execute_run(payload)
 
     @app.task(name=CANCEL_RUN_TASK, ignore_result=True, acks_late=False)
-    def cancel_run(payload: dict) -> None:
+    def cancel_run(payload: dict[str, Any]) -> None:
         service.cancel_run(payload)
 
     @app.task(name=CONFIRM_REPORTS_TASK, ignore_result=True, acks_late=False)
-    def confirm_reports(payload: dict) -> None:
+    def confirm_reports(payload: dict[str, Any]) -> None:
         service.confirm_reports(payload)
 
     return execute_run

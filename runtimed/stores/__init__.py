@@ -1,5 +1,7 @@
 """ArtifactStores: the filesystem store (a shared volume) and the S3 store (boto3)."""
 
+from typing import TYPE_CHECKING
+
 from .base import (
     ArtifactStore,
     RefOutOfScope,
@@ -10,6 +12,9 @@ from .base import (
 )
 from .factory import build_store
 from .filesystem import FilesystemStore
+
+if TYPE_CHECKING:
+    from .s3 import S3Store
 
 __all__ = [
     "ArtifactStore",
@@ -24,7 +29,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type["S3Store"]:
     # S3Store loads boto3, which most processes (web, pods on a filesystem store) never need
     if name == "S3Store":
         from .s3 import S3Store

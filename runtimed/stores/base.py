@@ -9,10 +9,11 @@ outside the store's own scope: a ref carries coordinates, never authorization.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
-from ..refs import artifact_name_problem
+from ..refs import ArtifactLocation, artifact_name_problem
 
 # What makes a namespace or Run UID safe as one directory: no separators, no NUL, not "." or
 # "..". Artifact names follow ``runtimed.refs``.
@@ -73,13 +74,13 @@ class ArtifactStore(Protocol):
 
     def put(
         self, scope: RunScope, name: str, source: BinaryIO, size: int, content_type: str
-    ) -> dict:
+    ) -> ArtifactLocation:
         """Store ``size`` bytes read from ``source`` as ``name``; return the ref ``location``.
 
         Replaces an earlier object of the same name (a retried attempt uploads again).
         """
 
-    def open(self, ref: dict) -> BinaryIO:
+    def open(self, ref: Mapping[str, Any]) -> BinaryIO:
         """A readable binary stream of the object an ArtifactRef names (the caller closes it).
 
         Raises RefOutOfScope for a ref outside this store, StoreError when it is missing.

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .base import ArtifactStore, StoreError
 from .filesystem import FilesystemStore
+
+if TYPE_CHECKING:  # s3 imports boto3: only on first use (see _s3_store)
+    from .s3 import S3Credentials
 
 # Secret keys for each credential, as the Secret may spell them: ours first, then AWS's.
 ACCESS_KEY_KEYS = ("accessKeyID", "AWS_ACCESS_KEY_ID")
@@ -14,7 +19,7 @@ SESSION_TOKEN_KEYS = ("sessionToken", "AWS_SESSION_TOKEN")
 
 
 def build_store(
-    spec: dict, *, volumes_root: Path | None, secrets_dir: Path | None
+    spec: Mapping[str, Any], *, volumes_root: Path | None, secrets_dir: Path | None
 ) -> ArtifactStore:
     """The store ``spec`` names; volumes and secrets are mounted below the given directories."""
     driver = (spec or {}).get("driver")
@@ -25,7 +30,7 @@ def build_store(
     raise StoreError(f"unknown artifact store driver {driver!r}")
 
 
-def _filesystem_store(options: dict, volumes_root: Path | None) -> FilesystemStore:
+def _filesystem_store(options: Mapping[str, Any], volumes_root: Path | None) -> FilesystemStore:
     claim = _component(options.get("volumeClaimName"), "filesystem.volumeClaimName")
     if volumes_root is None:
         raise StoreError("no artifact volumes are mounted on this pod")
@@ -39,7 +44,7 @@ def _filesystem_store(options: dict, volumes_root: Path | None) -> FilesystemSto
     return FilesystemStore(root, claim)
 
 
-def _s3_store(options: dict, secrets_dir: Path | None) -> ArtifactStore:
+def _s3_store(options: Mapping[str, Any], secrets_dir: Path | None) -> ArtifactStore:
     # boto3 is imported on first use: most processes never talk to S3
     from .s3 import DEFAULT_CONCURRENCY, DEFAULT_PART_SIZE, S3Store
 
@@ -60,7 +65,7 @@ def _s3_store(options: dict, secrets_dir: Path | None) -> ArtifactStore:
     )
 
 
-def read_s3_credentials(secrets_dir: Path | None, secret_name: str) -> dict:
+def read_s3_credentials(secrets_dir: Path | None, secret_name: str) -> S3Credentials:
     """boto3 Session keywords from Secret ``secret_name`` mounted as one file per key."""
     _component(secret_name, "s3.credentialsSecretName")
     if secrets_dir is None:
@@ -72,16 +77,19 @@ def read_s3_credentials(secrets_dir: Path | None, secret_name: str) -> dict:
         )
     access_key = _secret_value(directory, ACCESS_KEY_KEYS)
     secret_key = _secret_value(directory, SECRET_KEY_KEYS)
-    missing = [
-        " or ".join(keys)
-        for keys, value in ((ACCESS_KEY_KEYS, access_key), (SECRET_KEY_KEYS, secret_key))
-        if not value
-    ]
-    if missing:
+    if access_key is None or secret_key is None:  # _secret_value: None or a non-empty value
+        missing = [
+            " or ".join(keys)
+            for keys, value in ((ACCESS_KEY_KEYS, access_key), (SECRET_KEY_KEYS, secret_key))
+            if not value
+        ]
         raise StoreError(
             f'the S3 credentials Secret "{secret_name}" lacks the keys {"; ".join(missing)}'
         )
-    credentials = {"aws_access_key_id": access_key, "aws_secret_access_key": secret_key}
+    credentials: S3Credentials = {
+        "aws_access_key_id": access_key,
+        "aws_secret_access_key": secret_key,
+    }
     token = _secret_value(directory, SESSION_TOKEN_KEYS)
     if token:
         credentials["aws_session_token"] = token

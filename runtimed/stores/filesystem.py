@@ -13,9 +13,11 @@ import os
 import secrets
 import shutil
 import stat
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from ..refs import ArtifactLocation
 from .base import RefOutOfScope, RunScope, StoreError, check_name, parse_relative
 
 CHUNK_BYTES = 1024 * 1024
@@ -36,7 +38,7 @@ class FilesystemStore:
 
     def put(
         self, scope: RunScope, name: str, source: BinaryIO, size: int, content_type: str
-    ) -> dict:
+    ) -> ArtifactLocation:
         check_name(name)
         relative = scope.relative(name)
         with self._run_dir(scope, create=True) as run_fd:
@@ -52,7 +54,7 @@ class FilesystemStore:
             _sync_dir(run_fd, relative)
         return {"filesystem": {"path": relative, "volumeClaimName": self.volume_claim_name}}
 
-    def open(self, ref: dict) -> BinaryIO:
+    def open(self, ref: Mapping[str, Any]) -> BinaryIO:
         scope, name = self._scope_of(ref)
         relative = scope.relative(name)
         try:
@@ -90,7 +92,7 @@ class FilesystemStore:
         except OSError as exc:
             raise StoreError(_os_message(exc, f"cannot delete {scope.relative()}")) from None
 
-    def _scope_of(self, ref: dict) -> tuple[RunScope, str]:
+    def _scope_of(self, ref: Mapping[str, Any]) -> tuple[RunScope, str]:
         if not isinstance(ref, dict) or ref.get("driver") != self.driver:
             raise RefOutOfScope("the artifact ref does not name a filesystem artifact")
         location = (ref.get("location") or {}).get("filesystem")
@@ -103,11 +105,11 @@ class FilesystemStore:
             )
         return parse_relative(location.get("path"))
 
-    def _run_dir(self, scope: RunScope, *, create: bool):
+    def _run_dir(self, scope: RunScope, *, create: bool) -> contextlib.AbstractContextManager[int]:
         return self._open_dir(scope.relative().split("/"), create=create)
 
     @contextlib.contextmanager
-    def _open_dir(self, components: list[str], *, create: bool):
+    def _open_dir(self, components: list[str], *, create: bool) -> Iterator[int]:
         """An fd of ``<root>/<components...>``, walked without following any symlink."""
         try:
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

@@ -7,7 +7,8 @@ bucket or key and never a credential.
 
 from __future__ import annotations
 
-from typing import BinaryIO
+from collections.abc import Mapping
+from typing import Any, BinaryIO, NotRequired, TypedDict
 
 import boto3
 from boto3.exceptions import S3UploadFailedError
@@ -22,6 +23,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from ..refs import ArtifactLocation
 from .base import RefOutOfScope, RunScope, StoreError, check_name, parse_relative
 
 MIB = 1024 * 1024
@@ -38,6 +40,17 @@ _BAD_CREDENTIALS = {
     "TokenRefreshRequired",
 }
 
+# boto3 ships no type stubs (types-boto3[s3] would give its S3Client): the client is untyped.
+S3Client = Any
+
+
+class S3Credentials(TypedDict):
+    """boto3 Session keywords read from a credentials Secret."""
+
+    aws_access_key_id: str
+    aws_secret_access_key: str
+    aws_session_token: NotRequired[str]
+
 
 class S3Store:
     """Artifacts as objects in ``bucket`` below ``prefix``."""
@@ -52,10 +65,10 @@ class S3Store:
         region: str | None = None,
         endpoint: str | None = None,
         force_path_style: bool = False,
-        credentials: dict | None = None,
+        credentials: S3Credentials | None = None,
         upload_part_size: int = DEFAULT_PART_SIZE,
         upload_concurrency: int = DEFAULT_CONCURRENCY,
-        client=None,
+        client: S3Client | None = None,
         delete_batch: int = DEFAULT_DELETE_BATCH,
     ) -> None:
         self.bucket = bucket
@@ -83,7 +96,7 @@ class S3Store:
 
     def put(
         self, scope: RunScope, name: str, source: BinaryIO, size: int, content_type: str
-    ) -> dict:
+    ) -> ArtifactLocation:
         key = self.key(scope, check_name(name))
         try:
             self.client.upload_fileobj(
@@ -99,10 +112,11 @@ class S3Store:
             raise self._error(exc, f"cannot upload {key}") from None
         return {"s3": {"bucket": self.bucket, "key": key}}
 
-    def open(self, ref: dict) -> BinaryIO:
+    def open(self, ref: Mapping[str, Any]) -> BinaryIO:
         key = self._key_of(ref)
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            body: BinaryIO = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            return body
         except Exception as exc:
             raise self._error(exc, f"cannot read {key}", key=key) from None
 
@@ -115,7 +129,8 @@ class S3Store:
 
     def delete_run(self, scope: RunScope) -> int:
         run_prefix = self.key(scope) + "/"  # the slash keeps run "a" from matching run "ab"
-        deleted, batch = 0, []
+        deleted = 0
+        batch: list[str] = []
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=run_prefix
@@ -145,7 +160,7 @@ class S3Store:
             raise StoreError(f"S3 bucket {self.bucket!r} refused to delete {shown}{more}")
         return len(keys)
 
-    def _key_of(self, ref: dict) -> str:
+    def _key_of(self, ref: Mapping[str, Any]) -> str:
         if not isinstance(ref, dict) or ref.get("driver") != self.driver:
             raise RefOutOfScope("the artifact ref does not name an S3 artifact")
         location = (ref.get("location") or {}).get("s3")
@@ -163,6 +178,7 @@ class S3Store:
                 raise RefOutOfScope(f"S3 key {key!r} lies outside the prefix {self.prefix!r}")
             relative = key[len(self.prefix) + 1 :]
         parse_relative(relative)
+        assert isinstance(key, str)  # parse_relative refuses anything but a string
         return key
 
     def _error(self, exc: Exception, action: str, *, key: str | None = None) -> StoreError:
@@ -205,8 +221,12 @@ class ExactReader:
 
 
 def make_client(
-    *, region: str | None, endpoint: str | None, force_path_style: bool, credentials: dict | None
-):
+    *,
+    region: str | None,
+    endpoint: str | None,
+    force_path_style: bool,
+    credentials: S3Credentials | None,
+) -> S3Client:
     """A boto3 S3 client; ``credentials`` holds boto3 Session keywords, None the default chain.
 
     ``credentials`` keys: ``aws_access_key_id``, ``aws_secret_access_key`` and optionally
