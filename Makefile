@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 BIND   ?= 127.0.0.1
 
-.PHONY: demo test test-fast install install-dev lint bench clean
+.PHONY: demo test test-fast install install-dev lint format bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,9 +37,16 @@ test: install-dev
 test-fast: install-dev
 	$(BIN)/python -m pytest -m "not processes"
 
+# the boundaries (import-linter), lint, formatting and types: what CI and pre-commit check
 lint: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: install-dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 bench: install
 	$(BIN)/python manage.py migrate --noinput
@@ -47,4 +54,4 @@ bench: install
 	$(BIN)/python manage.py bench scheduler --runs 5000 --pods 100
 
 clean:
-	rm -rf $(VENV) .data .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .data .pytest_cache .ruff_cache .mypy_cache .hypothesis
