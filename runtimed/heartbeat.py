@@ -11,33 +11,16 @@ import os
 import socket
 import threading
 from collections.abc import Callable
-from typing import TypedDict
 
 from celery import Celery, signals
 
 from .config import PodConfig
 from .execute import Clock, utc_now
-from .outbox import Report
+from .protocol import HeartbeatMessage
 from .reporting import Reporter, rfc3339
-from .tasks import ActiveRun, ActiveRuns
+from .tasks import ActiveRuns
 
 log = logging.getLogger("runtimed.heartbeat")
-
-
-class HeartbeatMessage(TypedDict):
-    """The ``scheduling.runtime_pod_heartbeat`` kwarg ``heartbeat``."""
-
-    namespace: str
-    runtime: str
-    podName: str
-    podUID: str
-    capacity: dict[str, int]
-    activeRuns: list[ActiveRun]
-    recentReports: list[Report]
-    time: str
-    workspacePath: str
-    host: str
-    pid: int
 
 
 def heartbeat_message(

@@ -17,9 +17,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any
 
-from .protocol import APPEND_LOG_TASK
+from .protocol import APPEND_LOG_TASK, LogChunk, LogIdentity
 
 log = logging.getLogger("runtimed.logship")
 
@@ -27,22 +27,6 @@ MiB = 1024 * 1024
 
 # (task name, kwargs) -> delivered?
 Send = Callable[[str, Mapping[str, Any]], bool]
-
-
-class LogIdentity(TypedDict):
-    namespace: str
-    name: str
-    uid: str
-    attempt: int
-    podUID: str
-
-
-class LogChunk(LogIdentity):
-    """The ``scheduling.append_log`` kwarg ``chunk``."""
-
-    offset: int  # raw-byte offset of the chunk in the attempt's output
-    size: int  # raw bytes the chunk covers
-    text: str
 
 
 class LogShipper:

@@ -14,9 +14,10 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+
+from .protocol import Report
 
 log = logging.getLogger("runtimed.outbox")
 
@@ -24,8 +25,6 @@ OUTBOX_DIR = ".kruntimes/outbox"  # under the pod's workspace: the reports still
 PER_HEARTBEAT = 32  # reports one heartbeat carries, oldest first
 LIMIT = 4096  # unconfirmed reports kept; past it the oldest are dropped (and logged)
 Key = tuple[str, int]
-# A final report as JSON: a reporting.RunReport, or one read back from disk.
-Report = Mapping[str, Any]
 
 
 def report_key(report: Report) -> Key | None:

@@ -1,12 +1,23 @@
-"""The wire protocol between the control plane and runtimed: task and queue names.
+"""The wire protocol between the control plane and runtimed: task and queue names, and the
+shape (every key) of each message.
 
 Both sides import these (the control plane may import runtimed; runtimed imports nothing of
-the control plane), so a name cannot drift on one side only. Payload and report shapes are
-``runtimed.payload`` (what the control plane sends) and ``runtimed.reporting.run_report`` /
-``runtimed.heartbeat.heartbeat_message`` (what runtimed sends back).
+the control plane), so a name cannot drift on one side only; mypy checks runtimed's messages
+against the TypedDicts, and ``tests/scheduling/test_protocol.py`` checks that the control plane
+builds and reads only these keys. Parsing a payload is ``runtimed.payload``; building the
+messages runtimed sends is ``runtimed.reporting.run_report``,
+``runtimed.heartbeat.heartbeat_message`` and ``runtimed.logship``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from .refs import ArtifactRef
+
+# A report as read back from disk or a heartbeat: not validated, so any mapping.
+Report = Mapping[str, Any]
 
 CONTROL_QUEUE = "control"  # the control plane's queue: reports, heartbeats, log chunks
 POD_QUEUE_PREFIX = "runtimed."  # each Runtime Pod consumes runtimed.<pod-name>
@@ -24,3 +35,106 @@ APPEND_LOG_TASK = "scheduling.append_log"
 
 def pod_queue(pod_name: str) -> str:
     return f"{POD_QUEUE_PREFIX}{pod_name}"
+
+
+# ---------------------------------------------------------------- control plane -> runtimed
+
+
+class RunIdentity(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+    attempt: int
+
+
+class PodIdentity(TypedDict):
+    name: str
+    uid: str
+
+
+class Identity(TypedDict):
+    """Which attempt of which Run on which pod incarnation: every message to a pod carries it
+    (the whole kwarg ``payload`` of ``runtimed.cancel_run``)."""
+
+    run: RunIdentity
+    pod: PodIdentity
+
+
+class ExecutePayload(Identity):
+    """The ``runtimed.execute_run`` kwarg ``payload``: everything runtimed needs, so it never
+    asks back."""
+
+    source: Mapping[str, Any]
+    mode: Mapping[str, Any]
+    env: list[dict[str, str]]
+    timeoutSeconds: float | None
+    workingDir: str | None
+    artifactStore: Mapping[str, Any] | None
+    artifactInputs: list[Mapping[str, Any]]
+
+
+# ---------------------------------------------------------------- runtimed -> control plane
+
+
+class ReportExtras(TypedDict, total=False):
+    artifactStore: Mapping[str, Any]  # Runtime.spec.artifactStore, as the payload had it
+    outputs: Mapping[str, str]
+    artifactRefs: Sequence[ArtifactRef]
+    log: LogChunk  # a final report carries the attempt's last output chunk
+
+
+class RunReport(ReportExtras):
+    """The ``scheduling.report_run`` kwarg ``report`` (see :func:`run_report`); a final report
+    is sent with the attempt's last output chunk under ``log`` as well (``tasks``)."""
+
+    namespace: str
+    name: str
+    uid: str
+    attempt: int
+    podName: str
+    podUID: str
+    phase: str
+    reason: str
+    message: str
+    exitCode: int | None
+    startTime: str | None
+    completionTime: str | None
+
+
+class ActiveRun(TypedDict):
+    """An attempt executing here, as the heartbeat lists it."""
+
+    uid: str
+    attempt: int
+
+
+class HeartbeatMessage(TypedDict):
+    """The ``scheduling.runtime_pod_heartbeat`` kwarg ``heartbeat``."""
+
+    namespace: str
+    runtime: str
+    podName: str
+    podUID: str
+    capacity: dict[str, int]
+    activeRuns: list[ActiveRun]
+    recentReports: list[Report]
+    time: str
+    workspacePath: str
+    host: str
+    pid: int
+
+
+class LogIdentity(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+    attempt: int
+    podUID: str
+
+
+class LogChunk(LogIdentity):
+    """The ``scheduling.append_log`` kwarg ``chunk``."""
+
+    offset: int  # raw-byte offset of the chunk in the attempt's output
+    size: int  # raw bytes the chunk covers
+    text: str

@@ -11,39 +11,15 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypedDict, overload
+from typing import Any, overload
 
-from .protocol import CONTROL_QUEUE, HEARTBEAT_TASK, REPORT_RUN_TASK
+from .protocol import CONTROL_QUEUE, HEARTBEAT_TASK, REPORT_RUN_TASK, ReportExtras, RunReport
 from .refs import ArtifactRef
 
 log = logging.getLogger("runtimed.reporting")
 
 MESSAGE_LIMIT = 4096
 _ELLIPSIS = "…"
-
-
-class _ReportExtras(TypedDict, total=False):
-    artifactStore: Mapping[str, Any]  # Runtime.spec.artifactStore, as the payload had it
-    outputs: Mapping[str, str]
-    artifactRefs: Sequence[ArtifactRef]
-
-
-class RunReport(_ReportExtras):
-    """The ``scheduling.report_run`` kwarg ``report`` (see :func:`run_report`); a final report
-    is sent with the attempt's last output chunk under ``log`` as well (``tasks``)."""
-
-    namespace: str
-    name: str
-    uid: str
-    attempt: int
-    podName: str
-    podUID: str
-    phase: str
-    reason: str
-    message: str
-    exitCode: int | None
-    startTime: str | None
-    completionTime: str | None
 
 
 @overload
@@ -149,7 +125,7 @@ def run_report(
     ``artifactStore`` (the store this attempt used, for cleanup) rides on every report that has
     it; ``outputs`` and ``artifactRefs`` only on a final report that has any.
     """
-    extra: _ReportExtras = {}
+    extra: ReportExtras = {}
     if outputs:
         extra["outputs"] = outputs
     if artifact_refs:

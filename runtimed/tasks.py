@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from celery import Celery, Task
 
@@ -32,25 +32,26 @@ from .execute import (
     StepControl,
     utc_now,
 )
-from .logship import LogChunk, LogShipper
-from .outbox import Key, Outbox, Report, report_key
+from .logship import LogShipper
+from .outbox import Key, Outbox, report_key
 from .payload import PayloadError, RunRef, parse, parse_run_ref
-from .protocol import CANCEL_RUN_TASK, CONFIRM_REPORTS_TASK, EXECUTE_RUN_TASK
+from .protocol import (
+    CANCEL_RUN_TASK,
+    CONFIRM_REPORTS_TASK,
+    EXECUTE_RUN_TASK,
+    ActiveRun,
+    LogChunk,
+    Report,
+    RunReport,
+)
 from .refs import ArtifactRef
-from .reporting import Reporter, RunReport, run_report
+from .reporting import Reporter, run_report
 from .staging import GIT_TIMEOUT_SECONDS, PrepareError, ensure_run_dir
 from .stores import build_store
 
 log = logging.getLogger("runtimed.tasks")
 
 RUNNING = "Running"
-
-
-class ActiveRun(TypedDict):
-    """An attempt executing here, as the heartbeat lists it."""
-
-    uid: str
-    attempt: int
 
 
 def _object(value: object) -> Mapping[str, Any]:

@@ -27,7 +27,7 @@ RESEND_CANCEL_AFTER = timedelta(seconds=10)
 pod_queue = protocol.pod_queue
 
 
-def identity(run: Run) -> dict:
+def identity(run: Run) -> protocol.Identity:
     """Which attempt of which Run, on which pod incarnation: what every message carries."""
     return {
         "run": {
@@ -40,7 +40,7 @@ def identity(run: Run) -> dict:
     }
 
 
-def payload(run: Run, artifact_store: dict | None = None) -> dict:
+def payload(run: Run, artifact_store: dict | None = None) -> protocol.ExecutePayload:
     """Everything runtimed needs, so it never asks back: the Run's execution inputs and the
     Runtime's artifact store (which runtimed echoes in its reports for cleanup)."""
     spec = run.spec or {}

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
+
+import pytest
 
 from runtimed import protocol
 
@@ -38,3 +41,95 @@ def test_no_source_file_but_the_protocol_spells_a_task_name():
             if quoted.search(path.read_text(encoding="utf-8")):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+# ------------------------------------------------------------------------------ message keys
+# Each message's keys are the TypedDicts in runtimed.protocol. runtimed builds them under mypy;
+# the control plane's side is checked here: it builds exactly these keys and reads no other.
+
+
+def keys(message_type) -> set[str]:
+    return set(message_type.__required_keys__ | message_type.__optional_keys__)
+
+
+def reads(path: Path, variable: str) -> set[str]:
+    """The string keys ``variable`` is read with in ``path``: ``v["k"]``, ``v.get("k")``."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == variable
+            and isinstance(node.slice, ast.Constant)
+        ):
+            found.add(node.slice.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == variable
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found.add(node.args[0].value)
+    return found
+
+
+READERS = [
+    # (module, the variable holding the message there, its type)
+    ("scheduling/lifecycle.py", "report", protocol.RunReport),
+    ("scheduling/recovery.py", "report", protocol.RunReport),
+    ("scheduling/tasks.py", "report", protocol.RunReport),
+    ("scheduling/dispatch.py", "report", protocol.RunReport),
+    ("scheduling/pods.py", "beat", protocol.HeartbeatMessage),
+    ("scheduling/tasks.py", "heartbeat", protocol.HeartbeatMessage),
+    ("scheduling/dispatch.py", "heartbeat", protocol.HeartbeatMessage),
+    ("scheduling/logs.py", "chunk", protocol.LogChunk),
+    ("runtimed/payload.py", "payload", protocol.ExecutePayload),
+    ("runtimed/payload.py", "run", protocol.RunIdentity),
+]
+
+
+@pytest.mark.parametrize("module, variable, message_type", READERS)
+def test_every_key_read_from_a_message_is_in_the_protocol(module, variable, message_type):
+    read = reads(ROOT / module, variable)
+    assert read, f"the scan found no read of {variable} in {module}"  # the scan itself works
+    assert read <= keys(message_type), sorted(read - keys(message_type))
+
+
+@pytest.mark.django_db
+def test_the_payload_the_control_plane_sends_has_exactly_the_protocol_keys():
+    from runtimed.payload import parse
+    from scheduling import dispatch
+    from tests.scheduler.fixtures import make_run, make_runtime
+
+    make_runtime()
+    run = make_run("r", source={"inline": "echo hi"})
+    run.assigned_pod, run.assigned_pod_uid = "pod-a", "uid-a"
+    sent = dispatch.payload(run, {"type": "filesystem"})
+    assert set(sent) == keys(protocol.ExecutePayload)
+    assert set(sent["run"]) == keys(protocol.RunIdentity)
+    assert set(sent["pod"]) == keys(protocol.PodIdentity)
+    assert set(dispatch.identity(run)) == keys(protocol.Identity)
+    parsed = parse(sent)  # and runtimed reads it back whole
+    assert (parsed.run.namespace, parsed.run.name, parsed.pod_name) == ("default", "r", "pod-a")
+
+
+def test_runtimed_sends_a_report_of_the_protocol_keys():
+    from runtimed.reporting import run_report
+
+    report = run_report(
+        namespace="ns",
+        name="r",
+        uid="u",
+        attempt=1,
+        pod_name="p",
+        pod_uid="pu",
+        phase="Succeeded",
+        outputs={"a": "b"},
+        artifact_refs=[],
+        artifact_store={"type": "filesystem"},
+    )
+    assert set(report) <= keys(protocol.RunReport)
+    assert keys(protocol.RunReport) - set(report) <= {"artifactRefs", "log"}
