@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from . import errors
 from .errors import FieldError
@@ -75,7 +76,7 @@ def _type_errors(ctype: str) -> list[str]:
     return msgs
 
 
-def get_condition(conditions: list[dict] | None, type: str) -> dict | None:
+def get_condition(conditions: list[dict[str, Any]] | None, type: str) -> dict[str, Any] | None:
     """The condition of that type (the stored dict itself), or None."""
     for cond in conditions or ():
         if isinstance(cond, dict) and cond.get("type") == type:
@@ -83,19 +84,19 @@ def get_condition(conditions: list[dict] | None, type: str) -> dict | None:
     return None
 
 
-def is_condition_true(conditions: list[dict] | None, type: str) -> bool:
+def is_condition_true(conditions: list[dict[str, Any]] | None, type: str) -> bool:
     cond = get_condition(conditions, type)
     return cond is not None and cond.get("status") == TRUE
 
 
-def remove_condition(conditions: list[dict] | None, type: str) -> list[dict]:
+def remove_condition(conditions: list[dict[str, Any]] | None, type: str) -> list[dict[str, Any]]:
     return [
         dict(c) for c in conditions or () if not (isinstance(c, dict) and c.get("type") == type)
     ]
 
 
 def set_condition(
-    conditions: list[dict] | None,
+    conditions: list[dict[str, Any]] | None,
     *,
     type: str,
     status: str,
@@ -103,7 +104,7 @@ def set_condition(
     message: str = "",
     observed_generation: int = 0,
     now: datetime,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """meta.SetStatusCondition on a copy: lastTransitionTime moves only when status changes."""
     # Bad arguments here are programmer errors, not user input: raise.
     if status not in STATUSES:
@@ -137,7 +138,7 @@ def set_condition(
     return result
 
 
-def validate_conditions(conditions, path: str, *, max_items: int = 16) -> list[FieldError]:
+def validate_conditions(conditions: Any, path: str, *, max_items: int = 16) -> list[FieldError]:
     """metav1 ValidateConditions plus the list-map rules (unique type, max items)."""
     if conditions is None:
         return []
@@ -161,7 +162,7 @@ def validate_conditions(conditions, path: str, *, max_items: int = 16) -> list[F
     return errs
 
 
-def _str_field(cond: dict, name: str, p: str, errs: list[FieldError]) -> str | None:
+def _str_field(cond: dict[str, Any], name: str, p: str, errs: list[FieldError]) -> str | None:
     value = cond.get(name)
     if value is None or value == "":
         errs.append(errors.required(f"{p}.{name}", "Required value: must be set"))
@@ -172,7 +173,7 @@ def _str_field(cond: dict, name: str, p: str, errs: list[FieldError]) -> str | N
     return value
 
 
-def _validate_condition(cond: dict, p: str) -> list[FieldError]:
+def _validate_condition(cond: dict[str, Any], p: str) -> list[FieldError]:
     errs: list[FieldError] = []
     ctype = _str_field(cond, "type", p, errs)
     if ctype is not None:

@@ -8,6 +8,7 @@ The parsers here serve every API view; ``load_json``/``load_yaml`` serve the CLI
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -38,6 +39,7 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):
@@ -50,8 +52,8 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
     return value
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
-    result: dict = {}
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
             raise DecodeError(f'duplicate field "{key}"')
@@ -75,7 +77,7 @@ def load_json(text: str | bytes) -> Any:
     return check_depth(value)
 
 
-def read_limited(stream: Any, parser_context: dict | None) -> bytes:
+def read_limited(stream: Any, parser_context: Mapping[str, Any] | None) -> bytes:
     """The request body, refused with 413 past the limit (by Content-Length, or by reading
     one byte more than the limit when the length is not declared)."""
     limit = max_request_bytes()

@@ -6,7 +6,37 @@ Every failure the API reports is one of these; ``to_status()`` gives the wire sh
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, NotRequired, TypedDict
+
+
+class Cause(TypedDict):
+    """A ``details.causes[]`` entry on the wire."""
+
+    field: str
+    reason: str
+    message: str
+
+
+class StatusDetails(TypedDict, total=False):
+    name: str
+    group: str
+    kind: str
+    causes: list[Cause]
+
+
+class Status(TypedDict):
+    """metav1.Status as rendered by ``StatusError.to_status``."""
+
+    kind: str
+    apiVersion: str
+    metadata: dict[str, Any]
+    status: str
+    message: str
+    reason: str
+    code: int
+    details: NotRequired[StatusDetails]
 
 
 @dataclass(frozen=True)
@@ -17,7 +47,7 @@ class FieldError:
     reason: str  # a metav1.CauseType, e.g. FieldValueRequired, FieldValueInvalid
     message: str
 
-    def as_cause(self) -> dict:
+    def as_cause(self) -> Cause:
         return {"field": self.field, "reason": self.reason, "message": self.message}
 
 
@@ -40,7 +70,7 @@ def invalid(path: str, message: str) -> FieldError:
     return FieldError(path, INVALID, message)
 
 
-def not_supported(path: str, value, supported) -> FieldError:
+def not_supported(path: str, value: object, supported: Iterable[object]) -> FieldError:
     options = ", ".join(f'"{s}"' for s in supported)
     return FieldError(
         path, NOT_SUPPORTED, f'Unsupported value: "{value}": supported values: {options}'
@@ -59,7 +89,7 @@ def too_many(path: str, actual: int, limit: int) -> FieldError:
     return FieldError(path, TOO_MANY, f"Too many: {actual}: must have at most {limit} items")
 
 
-def duplicate(path: str, value) -> FieldError:
+def duplicate(path: str, value: object) -> FieldError:
     return FieldError(path, DUPLICATE, f'Duplicate value: "{value}"')
 
 
@@ -78,8 +108,8 @@ class StatusError(Exception):
     def __post_init__(self) -> None:
         super().__init__(self.message)
 
-    def to_status(self) -> dict:
-        details: dict = {}
+    def to_status(self) -> Status:
+        details: StatusDetails = {}
         if self.name:
             details["name"] = self.name
         if self.group:
@@ -88,7 +118,7 @@ class StatusError(Exception):
             details["kind"] = self.kind
         if self.causes:
             details["causes"] = [c.as_cause() for c in self.causes]
-        status = {
+        status: Status = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},

@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import current_app
+from celery import Task, current_app
 from django.conf import settings
 from django.db import transaction
 
 log = logging.getLogger(__name__)
 
 
-def _send(task, args: tuple, options: dict) -> None:
+def _send(task: Task[Any, Any], args: tuple[Any, ...], options: dict[str, Any]) -> None:
     try:
         task.apply_async(args=args, **options)
     except Exception:  # noqa: BLE001 - the beat pass heals a lost event
@@ -30,13 +30,13 @@ def _send(task, args: tuple, options: dict) -> None:
         )
 
 
-def task_named(name: str) -> Any:
+def task_named(name: str) -> Task[Any, Any]:
     """The registered task of that name (each app's ready() imports its tasks); a KeyError for
     a name nobody registered is a bug, raised at once rather than logged at send time."""
     return current_app.tasks[name]
 
 
-def send_on_commit(task: str | Any, *args: Any, **options: Any) -> None:
+def send_on_commit(task: str | Task[Any, Any], *args: Any, **options: Any) -> None:
     """After the commit, send ``task`` (a registered task's name, or the task) with ``args``."""
     task = task_named(task) if isinstance(task, str) else task
     options.setdefault("queue", settings.CELERY_TASK_DEFAULT_QUEUE)

@@ -19,7 +19,7 @@ from portal.auth.identities import register_controller
 
 from . import errors, store
 from .admission import WriteContext
-from .registry import registry
+from .registry import ResourceKind, registry
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,11 @@ def _existing_uids(uids: set[str]) -> set[str]:
 
 
 def _delete_quietly(
-    kind, namespace, name, progress: Progress, context: WriteContext = GARBAGE_COLLECTOR
+    kind: ResourceKind,
+    namespace: str,
+    name: str,
+    progress: Progress,
+    context: WriteContext = GARBAGE_COLLECTOR,
 ) -> None:
     try:
         _, gone = store.delete(kind, namespace or None, name, context=context)
@@ -95,7 +99,7 @@ def collect_orphans(after_id: int = 0, batch_size: int = 500) -> tuple[Progress,
     return progress, links[-1].id if progress.more else None
 
 
-def collect_dependents(owner_uid, batch_size: int = 500) -> Progress:
+def collect_dependents(owner_uid: uuid.UUID | str, batch_size: int = 500) -> Progress:
     """Event path: an owner just went away (or is deleting in the foreground)."""
     from portal.models import OwnerLink
 
@@ -172,6 +176,7 @@ def finalize_namespaces(batch_size: int = 500) -> Progress:
         with transaction.atomic():
             spec = dict(namespace.spec or {})
             spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != "kubernetes"]
+            assert ns_kind is not None  # a Namespace exists, so its kind is registered
             store.patch(
                 ns_kind,
                 None,

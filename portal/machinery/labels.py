@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, NoReturn, TypeGuard
 
 from . import errors
 from .errors import FieldError
@@ -65,7 +66,7 @@ class Requirement:
         # NotIn / NotEquals: an absent key is "not equal".
         return not present or labels[self.key] not in self.values
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, tuple[str, ...]]:
         return (self.key, OPERATORS.index(self.operator), tuple(sorted(self.values)))
 
     def to_string(self) -> str:
@@ -116,7 +117,7 @@ EVERYTHING = Selector()
 NOTHING = Selector(match_nothing=True)
 
 
-def _validate_expression(expr, path: str) -> list[FieldError]:
+def _validate_expression(expr: Any, path: str) -> list[FieldError]:
     if not isinstance(expr, dict):
         return [type_invalid(path, expr, "object")]
     errs = [
@@ -160,7 +161,7 @@ def _validate_expression(expr, path: str) -> list[FieldError]:
     return errs
 
 
-def validate_label_selector(selector, path: str) -> list[FieldError]:
+def validate_label_selector(selector: Any, path: str) -> list[FieldError]:
     """metav1 ValidateLabelSelector, plus shape checks a typed Go struct gets for free."""
     if selector is None:
         return []
@@ -182,7 +183,7 @@ def validate_label_selector(selector, path: str) -> list[FieldError]:
     return errs
 
 
-def compile_selector(selector: dict | None, path: str = "labelSelector") -> Selector:
+def compile_selector(selector: dict[str, Any] | None, path: str = "labelSelector") -> Selector:
     """metav1.LabelSelectorAsSelector: None matches nothing, ``{}`` matches everything."""
     if selector is None:
         return NOTHING
@@ -226,7 +227,7 @@ def _tokenize(text: str) -> list[str]:
     return tokens
 
 
-def _is_ident(tok: str | None) -> bool:
+def _is_ident(tok: str | None) -> TypeGuard[str]:
     return tok is not None and tok not in _OPERATOR_TOKENS
 
 
@@ -244,7 +245,7 @@ class _Parser:
         return tok
 
     @staticmethod
-    def fail(message: str):
+    def fail(message: str) -> NoReturn:
         raise LabelSelectorError("labelSelector", message)
 
     def ident(self, what: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from . import errors
@@ -14,7 +15,7 @@ from .validation import validate_annotations, validate_labels, validate_name
 OWNER_REFERENCE_KEYS = {"apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"}
 
 
-def object_meta(kind: ResourceKind, obj: Any) -> dict:
+def object_meta(kind: ResourceKind, obj: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": obj.name}
     if kind.namespaced:
         meta["namespace"] = obj.namespace
@@ -37,8 +38,8 @@ def object_meta(kind: ResourceKind, obj: Any) -> dict:
     return meta
 
 
-def to_manifest(kind: ResourceKind, obj: Any) -> dict:
-    manifest = {
+def to_manifest(kind: ResourceKind, obj: Any) -> dict[str, Any]:
+    manifest: dict[str, Any] = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
         "metadata": object_meta(kind, obj),
@@ -123,7 +124,7 @@ def validate_finalizers(finalizers: Any, path: str) -> list[FieldError]:
     return causes
 
 
-def validate_metadata(kind: ResourceKind, meta: dict) -> list[FieldError]:
+def validate_metadata(kind: ResourceKind, meta: Mapping[str, Any]) -> list[FieldError]:
     causes = validate_name(meta.get("name", ""), "metadata.name", label=kind.name_is_label)
     causes += validate_labels(meta.get("labels") or {}, "metadata.labels")
     causes += validate_annotations(meta.get("annotations") or {}, "metadata.annotations")

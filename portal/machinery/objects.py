@@ -8,6 +8,7 @@ A row is a Kubernetes object: metadata columns, plus one JSON column per top-lev
 from __future__ import annotations
 
 import uuid
+from typing import ClassVar
 
 from django.db import models
 from django.utils import timezone
@@ -31,7 +32,7 @@ class ObjectMeta(models.Model):
 
     class Meta:
         abstract = True
-        ordering = ("name",)
+        ordering: ClassVar[tuple[str, ...]] = ("name",)
         constraints = ()
 
     def __str__(self) -> str:

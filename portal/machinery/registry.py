@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import FieldError
+
+if TYPE_CHECKING:
+    from .admission import WriteContext
+    from .serializers import BodySpec
 
 
 @dataclass(frozen=True)
@@ -19,7 +23,11 @@ class Column:
 
 
 # validate(new_manifest, old_manifest_or_None) -> causes; cross-field and immutability rules.
-Validator = Callable[[dict, dict | None], list[FieldError]]
+Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
+# A ``ResourceKind.admission`` check: (kind, new, old|None, context), raising to refuse.
+AdmissionCheck = Callable[
+    ["ResourceKind", dict[str, Any], dict[str, Any] | None, "WriteContext"], None
+]
 
 
 @dataclass
@@ -28,10 +36,10 @@ class ResourceKind:
     version: str
     kind: str
     plural: str
-    model: type
+    model: type[Any]  # the registered Django model (any ObjectMeta subclass)
     # Top-level body fields on the wire -> a DRF serializer class (object fields) or a field
     # instance such as ``RuleSerializer(many=True)`` validating that field.
-    body: dict[str, Any]
+    body: dict[str, BodySpec]
     namespaced: bool = True
     short_names: tuple[str, ...] = ()
     singular: str = ""
@@ -54,7 +62,7 @@ class ResourceKind:
     on_change: tuple[Callable[[Any, str], None], ...] = ()
     # Admission checks that need the writer: (kind, new, old|None, WriteContext) -> None,
     # raising a StatusError (e.g. RBAC escalation prevention). Run after validation.
-    admission: tuple[Callable[[Any, dict, dict | None, Any], None], ...] = ()
+    admission: tuple[AdmissionCheck, ...] = ()
     # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
     # model instance -> names; a deleted object stays while any remain.
     extra_finalizers: Callable[[Any], list[str]] | None = None
@@ -105,7 +113,7 @@ class Registry:
                 return kind
         return None
 
-    def for_model(self, model: type) -> ResourceKind | None:
+    def for_model(self, model: type[Any]) -> ResourceKind | None:
         for kind in self.kinds:
             if kind.model is model:
                 return kind

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from django.urls import path, re_path
+from typing import Any, NotRequired, TypedDict
+
+from django.http import HttpRequest
+from django.urls import URLPattern, path, re_path
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from . import errors
@@ -15,7 +19,7 @@ from .views import CollectionView, KubeView, ObjectView
 VERBS_COLLECTION = ["create", "delete", "get", "list", "patch", "update"]
 
 
-class StatusSerializer(serializers.Serializer):
+class StatusSerializer(serializers.Serializer[Any]):
     kind = serializers.CharField(default="Status")
     apiVersion = serializers.CharField(default="v1")
     status = serializers.CharField()
@@ -25,8 +29,8 @@ class StatusSerializer(serializers.Serializer):
     details = serializers.DictField(required=False)
 
 
-def manifest_serializer(kind: ResourceKind) -> type[serializers.Serializer]:
-    fields = {
+def manifest_serializer(kind: ResourceKind) -> type[serializers.Serializer[Any]]:
+    fields: dict[str, serializers.Field[Any, Any, Any, Any]] = {
         "apiVersion": serializers.CharField(default=kind.api_version),
         "kind": serializers.CharField(default=kind.kind),
         "metadata": ObjectMetaSerializer(),
@@ -36,7 +40,9 @@ def manifest_serializer(kind: ResourceKind) -> type[serializers.Serializer]:
     return type(f"{kind.kind}Manifest", (StrictSerializer,), fields)
 
 
-def list_serializer(kind: ResourceKind, item) -> type[serializers.Serializer]:
+def list_serializer(
+    kind: ResourceKind, item: type[serializers.Serializer[Any]]
+) -> type[serializers.Serializer[Any]]:
     return type(
         f"{kind.kind}List",
         (serializers.Serializer,),
@@ -59,7 +65,11 @@ WRITE_PARAMETERS = [OpenApiParameter("dryRun", str, enum=["All"])]
 ERRORS = {code: StatusSerializer for code in (400, 401, 403, 404, 409, 422)}
 
 
-def _views(kind: ResourceKind):
+def _views(
+    kind: ResourceKind,
+) -> tuple[
+    type[CollectionView], type[ObjectView], type[ObjectView] | None, type[CollectionView] | None
+]:
     item = manifest_serializer(kind)
     listing = list_serializer(kind, item)
     tag = [kind.api_version]
@@ -156,7 +166,7 @@ def _views(kind: ResourceKind):
     return collection, obj, status, everywhere
 
 
-def kind_urlpatterns(kind: ResourceKind) -> list:
+def kind_urlpatterns(kind: ResourceKind) -> list[URLPattern]:
     base = f"apis/{kind.group}/{kind.version}" if kind.group else f"api/{kind.version}"
     collection, obj, status, everywhere = _views(kind)
     scoped = (
@@ -175,8 +185,27 @@ def kind_urlpatterns(kind: ResourceKind) -> list:
     return patterns
 
 
-def resource_list(group: str, version: str) -> dict:
-    resources = []
+class APIResource(TypedDict):
+    """metav1.APIResource: one resource (or subresource) in a discovery document."""
+
+    name: str
+    singularName: str
+    namespaced: bool
+    kind: str
+    verbs: list[str]
+    shortNames: NotRequired[list[str]]
+    categories: NotRequired[list[str]]
+
+
+class APIResourceList(TypedDict):
+    kind: str
+    apiVersion: str
+    groupVersion: str
+    resources: list[APIResource]
+
+
+def resource_list(group: str, version: str) -> APIResourceList:
+    resources: list[APIResource] = []
     for kind in registry.kinds:
         if (kind.group, kind.version) != (group, version):
             continue
@@ -225,7 +254,7 @@ FREEFORM = {200: {"type": "object", "additionalProperties": True}}
 
 class APIGroupListView(KubeView):
     @extend_schema(operation_id="getAPIGroups", responses=FREEFORM, tags=["discovery"])
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         groups = []
         for group, kinds in sorted(registry.groups().items()):
             if not group:
@@ -238,13 +267,13 @@ class APIGroupListView(KubeView):
 
 class APIVersionsView(KubeView):
     @extend_schema(operation_id="getCoreAPIVersions", responses=FREEFORM, tags=["discovery"])
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"kind": "APIVersions", "versions": ["v1"]})
 
 
 class APIResourceListView(KubeView):
     @extend_schema(responses=FREEFORM, tags=["discovery"])
-    def get(self, request, group: str = "", version: str = "v1"):
+    def get(self, request: Request, group: str = "", version: str = "v1") -> Response:
         document = resource_list(group, version)
         if not document["resources"]:
             raise errors.StatusError(
@@ -261,7 +290,7 @@ class NotFoundView(KubeView):
     schema = None
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
 
-    def dispatch(self, request, *args, **kwargs):
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response:
         self.args, self.kwargs, self.request = args, kwargs, self.initialize_request(request)
         self.headers = self.default_response_headers
         try:
@@ -275,7 +304,7 @@ class NotFoundView(KubeView):
         return self.response
 
 
-def api_urlpatterns() -> list:
+def api_urlpatterns() -> list[URLPattern]:
     patterns = [
         re_path(r"^apis/?$", APIGroupListView.as_view()),
         path("api", APIVersionsView.as_view()),
@@ -296,5 +325,5 @@ def api_urlpatterns() -> list:
     return patterns
 
 
-def api_not_found_patterns() -> list:
+def api_not_found_patterns() -> list[URLPattern]:
     return [re_path(r"^apis?(/.*)?$", NotFoundView.as_view())]

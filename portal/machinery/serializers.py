@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from django.core.serializers.json import DjangoJSONEncoder
 from rest_framework import serializers
@@ -21,9 +21,15 @@ from .errors import FieldError
 
 UNKNOWN_FIELD = "unknown"
 NON_FIELD = "non_field_errors"  # flatten_errors reports this key at its parent's path
+# A nested DRF error detail: field names (list indexes, for ``many``) -> sub-details, and a
+# node's own messages under NON_FIELD.
+ErrorTree = dict[Any, Any]
+# A ``ResourceKind.body`` field: a serializer class (an object) or a field instance such as
+# ``RuleSerializer(many=True)``.
+BodySpec = type[serializers.BaseSerializer[Any]] | serializers.Field[Any, Any, Any, Any]
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any]):
     """A serializer that names unknown fields instead of silently dropping them, and reports
     every rule an object breaks at once.
 
@@ -33,12 +39,12 @@ class StrictSerializer(serializers.Serializer):
     runs whether or not the fields are valid; its causes join the fields' own.
     """
 
-    def cross_field_causes(self, data: dict) -> list[FieldError]:
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         """Causes (paths relative to this serializer) of rules that span several fields."""
         return []
 
     def to_internal_value(self, data: Any) -> Any:
-        detail: dict = {}
+        detail: ErrorTree = {}
         value = None
         try:
             value = super().to_internal_value(data)
@@ -78,9 +84,9 @@ def _path_keys(path: str) -> list[Any]:
     return keys
 
 
-def error_detail(causes: list[FieldError]) -> dict:
+def error_detail(causes: list[FieldError]) -> ErrorTree:
     """Nested detail whose flattening yields each cause at its (relative) path."""
-    tree: dict = {}
+    tree: ErrorTree = {}
     for cause in causes:
         node = tree
         for key in _path_keys(cause.field):
@@ -89,7 +95,7 @@ def error_detail(causes: list[FieldError]) -> dict:
     return tree
 
 
-def _as_tree(detail: Any) -> dict:
+def _as_tree(detail: Any) -> ErrorTree:
     """A DRF detail as a dict: a list of items (``many``) by index, a list of messages under
     NON_FIELD."""
     if isinstance(detail, dict):
@@ -99,7 +105,7 @@ def _as_tree(detail: Any) -> dict:
     return {NON_FIELD: list(detail) if isinstance(detail, list) else [detail]}
 
 
-def merge_detail(into: dict, extra: dict) -> dict:
+def merge_detail(into: ErrorTree, extra: ErrorTree) -> ErrorTree:
     """Merge ``extra`` into ``into`` (both nested DRF details) keeping every message."""
     for key, value in extra.items():
         if key not in into:
@@ -243,16 +249,18 @@ def to_plain(data: Any) -> Any:
     return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
 
 
-def fresh_field(spec: Any) -> serializers.Field:
+def fresh_field(spec: BodySpec) -> serializers.Field[Any, Any, Any, Any]:
     """An unbound copy of a body field declared as an instance (a field binds to one parent)."""
     if isinstance(spec, type):
         return spec()
     if isinstance(spec, serializers.ListSerializer):
-        return type(spec.child)(many=True, required=spec.required)
+        # the child of a body field's ListSerializer is a serializer (``X(many=True)``)
+        child = cast(serializers.BaseSerializer[Any], spec.child)
+        return type(child)(many=True, required=spec.required)
     return copy.deepcopy(spec)
 
 
-def validate_with(spec: Any, data: Any, path: str) -> tuple[Any, list[FieldError]]:
+def validate_with(spec: BodySpec, data: Any, path: str) -> tuple[Any, list[FieldError]]:
     """Validate one body field with a serializer class (an object) or a field instance
     (e.g. ``PolicyRuleSerializer(many=True)``); returns (plain validated data, causes)."""
     if not isinstance(spec, type):

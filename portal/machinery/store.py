@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import string
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import IntegrityError, models, transaction
@@ -46,8 +47,9 @@ __all__ = [
 ]
 
 
-def _objects(kind: ResourceKind) -> models.QuerySet:
-    return kind.model.objects.all()
+def _objects(kind: ResourceKind) -> models.QuerySet[Any]:
+    query: models.QuerySet[Any] = kind.model.objects.all()
+    return query
 
 
 def get_object(kind: ResourceKind, namespace: str | None, name: str) -> Any:
@@ -85,20 +87,23 @@ def _meta_shape_causes(meta: Any) -> list[FieldError]:
     return [] if serializer.is_valid() else flatten_errors(serializer.errors, "metadata")
 
 
-def _meta_of(manifest: dict) -> dict:
+def _meta_of(manifest: Mapping[str, Any]) -> dict[str, Any]:
     meta = manifest.get("metadata")
     return dict(meta) if isinstance(meta, dict) else {}
 
 
 def _validate_body(
-    kind: ResourceKind, manifest: dict, old: dict | None, subresource: str | None
-) -> tuple[dict, list[FieldError]]:
+    kind: ResourceKind,
+    manifest: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    subresource: str | None,
+) -> tuple[dict[str, Any], list[FieldError]]:
     """Validated body fields: the main resource never writes status, /status writes only it."""
     known = {"apiVersion", "kind", "metadata", *kind.body}
     causes = [
         errors.forbidden(key, f'unknown field "{key}"') for key in sorted(set(manifest) - known)
     ]
-    body: dict = {}
+    body: dict[str, Any] = {}
     for wire, serializer_class in kind.body.items():
         is_status = wire == kind.status_field
         if (is_status and subresource != "status") or (subresource == "status" and not is_status):
@@ -116,7 +121,11 @@ def _raise_invalid(kind: ResourceKind, name: str, causes: list[FieldError]) -> N
 
 
 def _run_validators(
-    kind: ResourceKind, new: dict, old: dict | None, name: str, context: WriteContext
+    kind: ResourceKind,
+    new: dict[str, Any],
+    old: dict[str, Any] | None,
+    name: str,
+    context: WriteContext,
 ) -> None:
     causes: list[FieldError] = []
     for validator in kind.validators:
@@ -144,9 +153,13 @@ def _require_namespace(namespace: str) -> None:
         )
 
 
-def _apply_fields(kind: ResourceKind, obj: Any, meta: dict, body: dict) -> None:
+def _apply_fields(
+    kind: ResourceKind, obj: Any, meta: Mapping[str, Any], body: Mapping[str, Any]
+) -> None:
     for wire, attr in META_ATTRS.items():
-        default = [] if wire in ("finalizers", "ownerReferences") else {}
+        default: list[Any] | dict[str, Any] = (
+            [] if wire in ("finalizers", "ownerReferences") else {}
+        )
         setattr(obj, attr, meta.get(wire) or default)
     for wire, value in body.items():
         setattr(obj, kind.attr(wire), value)
@@ -214,6 +227,7 @@ def create(
     }
     _run_validators(kind, new_manifest, None, name, context)
     if kind.namespaced:
+        assert namespace is not None  # defaulted above
         _require_namespace(namespace)
     obj = kind.model(name=name)
     if kind.namespaced:
@@ -230,7 +244,7 @@ def create(
     return obj
 
 
-def _check_resource_version(kind: ResourceKind, obj: Any, meta: dict) -> None:
+def _check_resource_version(kind: ResourceKind, obj: Any, meta: Mapping[str, Any]) -> None:
     wanted = meta.get("resourceVersion")
     if wanted not in (None, "") and str(wanted) != str(obj.resource_version):
         raise errors.conflict(
@@ -345,7 +359,9 @@ def _replace(
     return obj
 
 
-def _forbid_new_finalizers_when_terminating(kind: ResourceKind, obj: Any, meta: dict) -> None:
+def _forbid_new_finalizers_when_terminating(
+    kind: ResourceKind, obj: Any, meta: Mapping[str, Any]
+) -> None:
     if obj.deletion_timestamp is None:
         return
     added = set(meta.get("finalizers") or []) - set(obj.finalizers or [])
@@ -384,7 +400,8 @@ def patch(
     context = authorize(context, kind, "patch", namespace, name, subresource or "")
     if not isinstance(patch_body, dict):
         raise errors.bad_request("a merge patch must be a JSON object")
-    patch_meta = patch_body.get("metadata") if isinstance(patch_body.get("metadata"), dict) else {}
+    given_meta = patch_body.get("metadata")
+    patch_meta = given_meta if isinstance(given_meta, dict) else {}
     conditional = "resourceVersion" in patch_meta
     for attempt in range(1, PATCH_ATTEMPTS + 1):
         current = get_object(kind, namespace, name)
@@ -409,7 +426,7 @@ def delete(
     name: str,
     *,
     propagation: str = "Background",
-    preconditions: dict | None = None,
+    preconditions: Mapping[str, Any] | None = None,
     context: WriteContext,
 ) -> tuple[Any, bool]:
     """Kubernetes deletion. Returns (object, gone): gone is False while finalizers remain."""

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
@@ -17,7 +18,7 @@ from . import errors
 RETRY_AFTER_SECONDS = 5
 _lock = threading.Lock()
 _total = 0
-_by_user: Counter = Counter()
+_by_user: Counter[str] = Counter()
 
 
 def limits() -> tuple[int, int]:
@@ -71,7 +72,13 @@ def too_many(message: str) -> errors.StatusError:
 class SlotStreamingResponse(StreamingHttpResponse):
     """A streaming response that gives its slot back when it ends or the client goes away."""
 
-    def __init__(self, streaming_content, *, release: Callable[[], None], **kwargs) -> None:
+    def __init__(
+        self,
+        streaming_content: Iterable[bytes | str],
+        *,
+        release: Callable[[], None],
+        **kwargs: Any,
+    ) -> None:
         self._release = release
         super().__init__(_releasing(streaming_content, release), **kwargs)
 
@@ -82,7 +89,9 @@ class SlotStreamingResponse(StreamingHttpResponse):
             self._release()
 
 
-def _releasing(content, release: Callable[[], None]):
+def _releasing(
+    content: Iterable[bytes | str], release: Callable[[], None]
+) -> Iterator[bytes | str]:
     try:
         yield from content
     finally:

@@ -7,6 +7,7 @@ and ``metav1`` label/annotation validation, returning ``FieldError`` causes.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import errors
 from .errors import FieldError
@@ -129,17 +130,17 @@ def qualified_name_errors(value: str) -> list[str]:
     return errs
 
 
-def invalid_value(path: str, value, message: str) -> FieldError:
+def invalid_value(path: str, value: object, message: str) -> FieldError:
     """field.Invalid's body: ``Invalid value: "<value>": <detail>``."""
     return errors.invalid(path, f'Invalid value: "{value}": {message}')
 
 
-def type_invalid(path: str, value, expected: str) -> FieldError:
+def type_invalid(path: str, value: object, expected: str) -> FieldError:
     shown = type(value).__name__ if value is not None else "null"
     return FieldError(path, errors.TYPE_INVALID, f'Invalid value: "{shown}": expected {expected}')
 
 
-def validate_name(value, path: str, *, label: bool = False) -> list[FieldError]:
+def validate_name(value: Any, path: str, *, label: bool = False) -> list[FieldError]:
     """metadata.name: a DNS-1123 subdomain, or a DNS-1123 label when ``label``."""
     if value is None or value == "":
         return [errors.required(path, "Required value: name is required")]
@@ -154,7 +155,7 @@ def validate_name(value, path: str, *, label: bool = False) -> list[FieldError]:
     return errs
 
 
-def _string_map(value, path: str) -> list[FieldError]:
+def _string_map(value: Any, path: str) -> list[FieldError]:
     if not isinstance(value, dict):
         return [type_invalid(path, value, "object")]
     return [
@@ -164,7 +165,7 @@ def _string_map(value, path: str) -> list[FieldError]:
     ]
 
 
-def validate_labels(labels, path: str) -> list[FieldError]:
+def validate_labels(labels: Any, path: str) -> list[FieldError]:
     """metav1 ValidateLabels: qualified-name keys, label-value values."""
     if labels is None:
         return []
@@ -177,7 +178,7 @@ def validate_labels(labels, path: str) -> list[FieldError]:
     return errs
 
 
-def validate_annotations(annotations, path: str) -> list[FieldError]:
+def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
     """Qualified-name keys (case-insensitive, as upstream) and a 256 KiB total size."""
     if annotations is None:
         return []
@@ -258,7 +259,7 @@ def parse_duration(value: str) -> float:
     return parse_duration_ns(value) / 1_000_000_000
 
 
-def validate_duration(value, path: str, *, allow_negative: bool = False) -> list[FieldError]:
+def validate_duration(value: Any, path: str, *, allow_negative: bool = False) -> list[FieldError]:
     if value is None or value == "":
         return [errors.required(path)]
     if not isinstance(value, str):

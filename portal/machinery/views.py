@@ -6,13 +6,17 @@ import base64
 import binascii
 import json
 import logging
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, DataError
+from django.db.models import QuerySet
 from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -27,7 +31,7 @@ from .yaml import MergePatchParser, StrictJSONParser, YAMLParser, YAMLRenderer
 
 log = logging.getLogger(__name__)
 MAX_LIMIT = 5000
-_DRF_TO_STATUS = {
+_DRF_TO_STATUS: dict[type[drf_exceptions.APIException], tuple[int, str]] = {
     drf_exceptions.NotAuthenticated: (401, "Unauthorized"),
     drf_exceptions.AuthenticationFailed: (401, "Unauthorized"),
     drf_exceptions.PermissionDenied: (403, "Forbidden"),
@@ -49,7 +53,7 @@ def status_response(error: errors.StatusError) -> Response:
     return response
 
 
-def status_exception_handler(exc, context):
+def status_exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
     """Every API failure becomes a metav1.Status; nothing reaches the client as HTML."""
     if isinstance(exc, errors.StatusError):
         return status_response(exc)
@@ -92,7 +96,7 @@ def status_exception_handler(exc, context):
     )
 
 
-def _detail_text(detail) -> str:
+def _detail_text(detail: object) -> str:
     if isinstance(detail, list):
         return "; ".join(map(str, detail))
     if isinstance(detail, dict):
@@ -123,11 +127,11 @@ class KubeView(APIView):
     parser_classes = [StrictJSONParser, MergePatchParser, YAMLParser]
     renderer_classes = [JSONRenderer, YAMLRenderer]
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> Callable[[Exception, Mapping[str, Any]], Response]:
         return status_exception_handler
 
     def authorize(
-        self, request, verb: str, namespace: str | None, name: str = ""
+        self, request: Request, verb: str, namespace: str | None, name: str = ""
     ) -> store.WriteContext:
         """The admission chain's first step, before the body is read; a write passes the
         returned context (which remembers the grant) on to the store."""
@@ -138,7 +142,7 @@ class KubeView(APIView):
         )
         return authorize(context, self.kind, verb, namespace, name, self.subresource)
 
-    def context(self, request) -> store.WriteContext:
+    def context(self, request: Request) -> store.WriteContext:
         dry_run = request.query_params.getlist("dryRun")
         for value in dry_run:
             if value != "All":
@@ -148,8 +152,9 @@ class KubeView(APIView):
                 )
         return store.WriteContext(user=request.user, dry_run=bool(dry_run))
 
-    def body(self, request):
-        data = request.data
+    def body(self, request: Request) -> Any:
+        """The parsed body: any JSON value (DRF's stubs say ``request.data`` is a dict)."""
+        data: Any = request.data
         if data is None or (hasattr(data, "keys") and not isinstance(data, dict)):
             # DRF hands an empty QueryDict for an empty body
             data = dict(data) if data else None
@@ -157,14 +162,14 @@ class KubeView(APIView):
             raise errors.bad_request("the request has no body")
         return data
 
-    def manifest(self, obj) -> dict:
+    def manifest(self, obj: Any) -> dict[str, Any]:
         return to_manifest(self.kind, obj)
 
 
 class CollectionView(KubeView):
     """GET (list) and POST (create) on ``.../<plural>``."""
 
-    def get(self, request, namespace: str | None = None):
+    def get(self, request: Request, namespace: str | None = None) -> Response:
         self.authorize(request, "list", namespace)
         items, token = list_objects(self.kind, namespace, request.query_params)
         metadata = {"resourceVersion": ""}
@@ -179,7 +184,7 @@ class CollectionView(KubeView):
             }
         )
 
-    def post(self, request, namespace: str | None = None):
+    def post(self, request: Request, namespace: str | None = None) -> Response:
         if self.kind.namespaced and namespace is None:
             raise errors.method_not_allowed("create needs a namespace in the path")
         body = self.body(request)
@@ -196,18 +201,18 @@ def _has_control_characters(value: str) -> bool:
 class ObjectView(KubeView):
     """GET, PUT, PATCH, DELETE on ``.../<plural>/<name>`` (and ``/status`` when subresource)."""
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         # no object can have such a name (and some databases cannot even be asked for one)
         for part in ("namespace", "name"):
             if _has_control_characters(kwargs.get(part) or ""):
                 raise errors.not_found(self.kind.plural, self.kind.group, repr(kwargs[part])[1:-1])
 
-    def get(self, request, name: str, namespace: str | None = None):
+    def get(self, request: Request, name: str, namespace: str | None = None) -> Response:
         self.authorize(request, "get", namespace, name)
         return Response(self.manifest(store.get_object(self.kind, namespace, name)))
 
-    def put(self, request, name: str, namespace: str | None = None):
+    def put(self, request: Request, name: str, namespace: str | None = None) -> Response:
         context = self.authorize(request, "update", namespace, name)
         obj = store.replace(
             self.kind,
@@ -219,7 +224,7 @@ class ObjectView(KubeView):
         )
         return Response(self.manifest(obj))
 
-    def patch(self, request, name: str, namespace: str | None = None):
+    def patch(self, request: Request, name: str, namespace: str | None = None) -> Response:
         content_type = (request.content_type or "").split(";")[0].strip()
         if content_type in (
             "application/strategic-merge-patch+json",
@@ -243,7 +248,7 @@ class ObjectView(KubeView):
         )
         return Response(self.manifest(obj))
 
-    def delete(self, request, name: str, namespace: str | None = None):
+    def delete(self, request: Request, name: str, namespace: str | None = None) -> Response:
         if self.subresource:
             raise errors.method_not_allowed("DELETE is not allowed on a subresource")
         context = self.authorize(request, "delete", namespace, name)
@@ -279,7 +284,9 @@ class ObjectView(KubeView):
         )
 
 
-def list_objects(kind: ResourceKind, namespace: str | None, params) -> tuple[list, str]:
+def list_objects(
+    kind: ResourceKind, namespace: str | None, params: Mapping[str, str]
+) -> tuple[list[Any], str]:
     """One page of a list in (namespace, name) order, filtered by ``labelSelector``."""
     try:
         selector = parse_selector_string(params.get("labelSelector", ""))
@@ -298,7 +305,7 @@ def list_objects(kind: ResourceKind, namespace: str | None, params) -> tuple[lis
     token = params.get("continue")
     if token:
         query = _after(query, kind, decode_continue(token))
-    items: list = []
+    items: list[Any] = []
     chunk = max(min(limit or MAX_LIMIT, MAX_LIMIT), 50)
     while True:
         rows = list(query[:chunk])
@@ -314,11 +321,11 @@ def list_objects(kind: ResourceKind, namespace: str | None, params) -> tuple[lis
         query = _after(query, kind, _key(kind, rows[-1]))
 
 
-def _key(kind: ResourceKind, obj) -> list[str]:
+def _key(kind: ResourceKind, obj: Any) -> list[str]:
     return [obj.namespace, obj.name] if kind.namespaced else [obj.name]
 
 
-def _after(query, kind: ResourceKind, key: list[str]):
+def _after(query: QuerySet[Any], kind: ResourceKind, key: list[str]) -> QuerySet[Any]:
     from django.db.models import Q
 
     if kind.namespaced:
@@ -328,8 +335,8 @@ def _after(query, kind: ResourceKind, key: list[str]):
     return query.filter(name__gt=key[-1])
 
 
-def _parse_limit(value) -> int:
-    if value in (None, ""):
+def _parse_limit(value: str | None) -> int:
+    if value is None or value == "":
         return 0
     try:
         limit = int(value)
@@ -342,9 +349,9 @@ def _parse_limit(value) -> int:
     return min(limit, MAX_LIMIT)
 
 
-def parse_field_selector(kind: ResourceKind, text: str) -> dict:
+def parse_field_selector(kind: ResourceKind, text: str) -> dict[str, str]:
     """The field selectors every kind supports: metadata.name and metadata.namespace."""
-    filters: dict = {}
+    filters: dict[str, str] = {}
     for term in filter(None, (t.strip() for t in text.split(","))):
         field, sep, value = term.partition("==") if "==" in term else term.partition("=")
         column = {"metadata.name": "name", "metadata.namespace": "namespace"}.get(field.strip())

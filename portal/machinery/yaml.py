@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Hashable, Mapping
+from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 from rest_framework.exceptions import ParseError
@@ -11,17 +12,20 @@ from rest_framework.renderers import BaseRenderer
 
 from .decoding import MAX_DEPTH, DecodeError, check_depth, load_json, read_limited
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:  # a base class must be static for the type checker: both have one API
+    _BaseLoader = yaml.SafeLoader
+else:
+    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Loader(_BaseLoader):
     """YAML read as Kubernetes reads it: as JSON, so an unquoted date stays a string, and
     strictly: a key given twice in one mapping is an error, not last-wins."""
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)  # merge keys (<<) first, as the base class does
-            seen = set()
+            seen: set[Any] = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=True)
                 try:
@@ -81,7 +85,12 @@ class StrictJSONParser(BaseParser):
 
     media_type = "application/json"
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self,
+        stream: IO[Any] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:  # any JSON value (DRF's stubs say a mapping)
         data = read_limited(stream, parser_context)
         try:
             return load_json(data) if data else None
@@ -92,7 +101,12 @@ class StrictJSONParser(BaseParser):
 class YAMLParser(BaseParser):
     media_type = "application/yaml"
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self,
+        stream: IO[Any] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:  # any YAML document
         try:
             documents = load_all(read_limited(stream, parser_context))
         except ValueError as exc:
@@ -111,7 +125,12 @@ class YAMLRenderer(BaseRenderer):
     format = "yaml"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
         if data is None:
             return b""
         return dump(data).encode("utf-8")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from scheduling import metrics, run_status
 from scheduling.models import RunPhase
 
 from . import bind as binding
 from .framework import Framework, Verdict
-from .loading import SQL_SELECTORS_PER_PASS, pending_runs, take_snapshot
+from .loading import SQL_SELECTORS_PER_PASS, Cursor, pending_runs, take_snapshot
 from .snapshot import PendingRun, PodState, Snapshot
 
 
@@ -37,13 +38,13 @@ class PassOptions:
     sql_selectors: int = SQL_SELECTORS_PER_PASS  # then a namespace's placed Runs are read
 
 
-def _write_status(run: PendingRun, status: dict) -> bool:
+def _write_status(run: PendingRun, status: dict[str, Any]) -> bool:
     """A Pending Run's status (a stale write loses, the next pass retries)."""
     return run_status.write(run, status, run_status.STILL_PENDING)
 
 
 def _record_pending(run: PendingRun, message: str, now: datetime) -> None:
-    scheduled = next(
+    scheduled: dict[str, Any] = next(
         (c for c in run.status.get("conditions") or [] if c.get("type") == "Scheduled"), {}
     )
     if run.status.get("message") == message and scheduled.get("reason") == "Unschedulable":
@@ -85,7 +86,7 @@ class Pass:
     def run(self) -> PassResult:
         started = time.perf_counter()
         snapshot = take_snapshot(self.now, self.options.sql_selectors)
-        after = None
+        after: Cursor | None = None
         while True:
             page = pending_runs(self.options.page_size, after, now=self.now)
             for run in page:
@@ -146,6 +147,7 @@ class Pass:
         self.result.bound_runs += [run.pk for run, _ in outcome.bound]
         metrics.RESULTS.labels("bound").inc(len(outcome.bound))
         for run, _ in outcome.bound:
+            assert run.creation_timestamp is not None  # read from its row: never null
             metrics.QUEUE_WAIT_SECONDS.observe(
                 max(0.0, (self.now - run.creation_timestamp).total_seconds())
             )

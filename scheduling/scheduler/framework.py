@@ -9,12 +9,17 @@ functions of the Run, the pod and the snapshot, so each is tested on its own.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .snapshot import PendingRun, PodState, Snapshot
 
 MAX_SCORE = 100  # a normalised score is an integer in 0..MAX_SCORE
+# What the plugins keep for one Run's cycle (e.g. PreFilter's compiled terms, for Filter).
+State = dict[str, Any]
+# (plugin name, Filter reason) -> how many pods that rejection hit.
+Rejections = Counter[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -30,17 +35,19 @@ class Verdict:
 class Plugin:
     name = "Plugin"
 
-    def pre_filter(self, run: PendingRun, snapshot: Snapshot, state: dict) -> Verdict | None:
+    def pre_filter(self, run: PendingRun, snapshot: Snapshot, state: State) -> Verdict | None:
         return None
 
-    def filter(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: dict) -> str | None:
+    def filter(
+        self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State
+    ) -> str | None:
         return None
 
-    def pre_score(self, run: PendingRun, snapshot: Snapshot, state: dict) -> bool:
+    def pre_score(self, run: PendingRun, snapshot: Snapshot, state: State) -> bool:
         """Whether this plugin has anything to say about the Run (False: Score is skipped)."""
         return True
 
-    def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: dict) -> Any:
+    def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State) -> Any:
         """A raw score of the pod: anything ``normalize`` can rank."""
         return 0
 
@@ -57,7 +64,7 @@ class Decision:
     pod: PodState | None = None
     message: str = ""
     verdict: Verdict | None = None
-    rejections: Counter = field(default_factory=Counter)  # (plugin, reason) -> pods
+    rejections: Rejections = field(default_factory=Counter)
 
 
 # Filter reasons (fixed keys, also the metric label) and how a Pending message says them.
@@ -81,11 +88,11 @@ def reason_text(reason: str, count: int) -> str:
     return singular if count == 1 else plural
 
 
-def pending_message(total: int, rejections: Counter) -> str:
+def pending_message(total: int, rejections: Mapping[tuple[str, str], int]) -> str:
     """``0/3 pods: 2 at capacity, 1 violates runAntiAffinity``: bounded, names no pods/Runs."""
     if total == 0:
         return "0/0 pods: no Runtime Pods for this Runtime in this namespace"
-    by_reason: Counter = Counter()
+    by_reason: Counter[str] = Counter()
     for (_, reason), count in rejections.items():
         by_reason[reason] += count
     parts = [
@@ -95,19 +102,19 @@ def pending_message(total: int, rejections: Counter) -> str:
     return f"0/{total} pods: " + ", ".join(parts)
 
 
-def _implements(plugin: Any, method: str) -> bool:
+def _implements(plugin: Plugin, method: str) -> bool:
     return getattr(type(plugin), method, None) is not getattr(Plugin, method)
 
 
 class Framework:
-    def __init__(self, plugins: list[Any]) -> None:
+    def __init__(self, plugins: list[Plugin]) -> None:
         self.plugins = plugins
         # Filter runs once per (Run, pod): skip the plugins that do not implement it
         self.filters = [p for p in plugins if _implements(p, "filter")]
         self.scorers = [p for p in plugins if p.scores]
 
     def schedule_one(self, run: PendingRun, snapshot: Snapshot) -> Decision:
-        state: dict = {}
+        state: State = {}
         for plugin in self.plugins:
             verdict = plugin.pre_filter(run, snapshot, state)
             if verdict is not None:
@@ -125,10 +132,12 @@ class Framework:
             )
         return Decision(pod=self._best(run, feasible, snapshot, state), rejections=rejections)
 
-    def _filter(self, run, candidates, snapshot, state) -> tuple[list[PodState], Counter]:
+    def _filter(
+        self, run: PendingRun, candidates: list[PodState], snapshot: Snapshot, state: State
+    ) -> tuple[list[PodState], Rejections]:
         """The feasible pods, and per (plugin, reason) how many pods the first rejection hit."""
         feasible: list[PodState] = []
-        rejections: Counter = Counter()
+        rejections: Rejections = Counter()
         for pod in candidates:
             for plugin in self.filters:
                 reason = plugin.filter(run, pod, snapshot, state)
@@ -139,7 +148,9 @@ class Framework:
                 feasible.append(pod)
         return feasible, rejections
 
-    def _best(self, run, feasible, snapshot, state) -> PodState:
+    def _best(
+        self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot, state: State
+    ) -> PodState:
         if len(feasible) == 1:
             return feasible[0]
         totals = self.totals(run, feasible, snapshot, state)
@@ -147,7 +158,7 @@ class Framework:
         return min(feasible, key=lambda pod: (-totals[pod.name], pod.name))
 
     def totals(
-        self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot, state: dict
+        self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot, state: State
     ) -> dict[str, int]:
         """Pod name -> the sum of every Score plugin's normalised score."""
         totals = dict.fromkeys((pod.name for pod in feasible), 0)

@@ -9,6 +9,7 @@ use; the common path is one UPDATE per step.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -26,7 +27,7 @@ def _ensure_row(name: str) -> None:
         pass  # someone else created it
 
 
-def _update(name: str, condition: Q, **values) -> bool:
+def _update(name: str, condition: Q, **values: Any) -> bool:
     """UPDATE the lease row where ``condition`` holds; creates the row on first use."""
     if SchedulerLease.objects.filter(condition, name=name).update(**values):
         return True

@@ -23,6 +23,8 @@ from .snapshot import PendingRun, PlacedRun, PodState, Snapshot
 from .usage import active_usage, run_requests
 
 SQL_SELECTORS_PER_PASS = 16
+# Where a page of the queue ended: (priority, creation_timestamp, pk) of its last Run.
+Cursor = tuple[int, datetime | None, int]
 
 
 def selector_q(selector: Selector) -> Q:
@@ -60,7 +62,7 @@ class DatabasePlacements:
             PlacedRun("", labels or {}, pod_name, count=count) for pod_name, labels, count in rows
         ]
 
-    def targets(self, namespace: str, selector: Selector) -> Counter | None:
+    def targets(self, namespace: str, selector: Selector) -> Counter[str] | None:
         if selector.match_nothing:
             return Counter()
         if self.sql_selectors <= 0:
@@ -111,7 +113,7 @@ def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) ->
 
 
 def pending_runs(
-    limit: int, after: tuple | None = None, *, now: datetime | None = None
+    limit: int, after: Cursor | None = None, *, now: datetime | None = None
 ) -> list[PendingRun]:
     """The queue, in priority then creation order; spec is read only for its affinity.
 
@@ -167,7 +169,7 @@ def pending_runs(
     return runs
 
 
-def after_cursor(after: tuple | None) -> Q:
+def after_cursor(after: Cursor | None) -> Q:
     """Keyset paging in queue order: (-priority, creation_timestamp, pk)."""
     if after is None:
         return Q()

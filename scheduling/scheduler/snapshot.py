@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from portal.machinery.labels import Selector
 from scheduling import resources
@@ -53,8 +53,8 @@ class PendingRun:
     runtime: str
     requests: dict[str, int]
     fractional: list[str]
-    affinity: dict
-    status: dict
+    affinity: dict[str, Any]  # spec.affinity
+    status: dict[str, Any]
     cancel_requested: bool
     priority: int = 0
     creation_timestamp: datetime | None = None
@@ -65,7 +65,7 @@ class PlacedSource(Protocol):
 
     def placed(self, namespace: str) -> list[PlacedRun]: ...
 
-    def targets(self, namespace: str, selector: Selector) -> Counter | None:
+    def targets(self, namespace: str, selector: Selector) -> Counter[str] | None:
         """Pod name -> matching actual Runs, or None when reading the namespace is cheaper."""
 
 
@@ -97,7 +97,7 @@ class Snapshot:
     def runtime_exists(self, namespace: str, name: str) -> bool:
         return self.runtimes is None or (namespace, name) in self.runtimes
 
-    def targets(self, namespace: str, selector: Selector) -> Counter:
+    def targets(self, namespace: str, selector: Selector) -> Counter[str]:
         """Pod name -> how many actual or assumed Runs in the namespace match the selector."""
         space = self._space(namespace)
         found = space.counter(selector)
@@ -133,10 +133,11 @@ class Snapshot:
                 self._unread[namespace] = set()
         return space
 
-    def _count(self, namespace: str, space: Targets, selector: Selector) -> Counter:
+    def _count(self, namespace: str, space: Targets, selector: Selector) -> Counter[str]:
         bound = self._unread.get(namespace)
         if bound is None:  # every placed Run is in memory
             return space.count(selector)
+        assert self._source is not None  # a namespace is unread only when there is a source
         found = self._source.targets(namespace, selector)
         if found is not None:  # plus what only this pass knows: assumed, not yet bound
             found.update(space.count(selector, skip=bound))

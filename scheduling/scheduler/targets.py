@@ -27,7 +27,7 @@ class PlacedRun:
     count: int = 1
 
 
-def _anchor(selector: Selector, by_label: dict[Label, list]) -> Requirement | None:
+def _anchor(selector: Selector, by_label: dict[Label, list[PlacedRun]]) -> Requirement | None:
     """The Equals/In requirement whose labels the fewest placed Runs carry (None: no such)."""
     return min(
         (r for r in selector.requirements if r.operator in (EQUALS, IN)),
@@ -42,15 +42,15 @@ class Targets:
     def __init__(self, placed: list[PlacedRun]) -> None:
         self.placed = list(placed)
         self._by_label: dict[Label, list[PlacedRun]] | None = None  # built on first count
-        self._counters: dict[Selector, Counter] = {}
+        self._counters: dict[Selector, Counter[str]] = {}  # pod name -> matching Runs
         self._watchers: dict[Label | None, list[Selector]] = {}  # None: selectors with no anchor
 
-    def counter(self, selector: Selector) -> Counter | None:
+    def counter(self, selector: Selector) -> Counter[str] | None:
         return self._counters.get(selector)
 
-    def count(self, selector: Selector, skip: Collection[str] = ()) -> Counter:
+    def count(self, selector: Selector, skip: Collection[str] = ()) -> Counter[str]:
         """Count the placed Runs in memory (except the uids in ``skip``)."""
-        found: Counter = Counter()
+        found: Counter[str] = Counter()
         for placed in self._pool(selector):
             if placed.uid not in skip and selector.matches(placed.labels):
                 found[placed.pod_name] += placed.count
@@ -72,11 +72,13 @@ class Targets:
             for placed in self._by_label.get((anchor.key, value), ())
         ]
 
-    def watch(self, selector: Selector, counter: Counter) -> None:
+    def watch(self, selector: Selector, counter: Counter[str]) -> None:
         """From now on keep ``counter`` (the selector's targets) current as Runs come and go."""
         self._counters[selector] = counter
         anchor = _anchor(selector, self._by_label or {})
-        labels = [None] if anchor is None else [(anchor.key, value) for value in anchor.values]
+        labels: list[Label | None] = (
+            [None] if anchor is None else [(anchor.key, value) for value in anchor.values]
+        )
         for label in labels:
             self._watchers.setdefault(label, []).append(selector)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import Any
 
 from django.db.models import Count, QuerySet
 
 from scheduling import resources
-from scheduling.models import ACTIVE_PHASES
+from scheduling.models import ACTIVE_PHASES, Run
 
 
 @lru_cache(maxsize=4096)
@@ -20,7 +21,7 @@ def _parsed(requests_json: str) -> tuple[tuple[tuple[str, int], ...], tuple[str,
     return tuple(requests.items()), tuple(fractional)
 
 
-def run_requests(raw: dict | None) -> tuple[dict[str, int], list[str]]:
+def run_requests(raw: dict[str, Any] | None) -> tuple[dict[str, int], list[str]]:
     """``resources.run_requests`` of a Run's ``requests`` column, parsed once per distinct
     value (a backlog has few; key order is kept, Filter reasons follow it); the caller owns
     the returned dict and list."""
@@ -28,9 +29,9 @@ def run_requests(raw: dict | None) -> tuple[dict[str, int], list[str]]:
     return dict(requests), list(fractional)
 
 
-def active_usage(runs: QuerySet, *by: str) -> dict[tuple, dict[str, int]]:
+def active_usage(runs: QuerySet[Run], *by: str) -> dict[tuple[Any, ...], dict[str, int]]:
     """The ``by`` columns -> the whole-number requests of the active ``runs`` sharing them."""
-    usage: dict[tuple, dict[str, int]] = {}
+    usage: dict[tuple[Any, ...], dict[str, int]] = {}
     rows = (
         runs.filter(phase__in=ACTIVE_PHASES)
         .values_list(*by, "requests")

@@ -1,11 +1,12 @@
 """The default plugin set, in the order the framework runs them."""
 
+from ..framework import Plugin
 from .affinity import PreferredRunAffinity, RunAffinity
 from .availability import RuntimePodAvailability
 from .spread import LeastLoaded
 
 
-def default_plugins() -> list:
+def default_plugins() -> list[Plugin]:
     return [RuntimePodAvailability(), RunAffinity(), PreferredRunAffinity(), LeastLoaded()]
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any, TypedDict
 
 from portal.machinery.labels import Selector, compile_selector
 
-from ..framework import MAX_SCORE, Plugin
+from ..framework import MAX_SCORE, Plugin, State, Verdict
+from ..snapshot import PendingRun, PodState, Snapshot
 
 WAITING_FOR_TARGET = "NoAffinityTarget"
 NOT_WITH_TARGET = "AffinityMismatch"
@@ -23,18 +26,26 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
+class Terms(TypedDict):
+    """One of runAffinity/runAntiAffinity, compiled: required selectors, (weight, selector)."""
+
+    required: list[Selector]
+    preferred: list[tuple[int, Selector]]
+
+
 @lru_cache(maxsize=4096)
 def _compiled(selector_json: str) -> Selector:
     return compile_selector(json.loads(selector_json))
 
 
-def selector_of(term: dict) -> Selector:
+def selector_of(term: Mapping[str, Any]) -> Selector:
     return _compiled(json.dumps(term.get("labelSelector"), sort_keys=True))
 
 
-def compile_affinity(affinity: dict) -> dict:
-    """PreFilter: every term's selector compiled once per Run (and cached across Runs)."""
-    rules = {}
+def compile_affinity(affinity: Mapping[str, Any] | None) -> dict[str, Terms]:
+    """PreFilter: every term's selector compiled once per Run (and cached across Runs);
+    ``runAffinity``/``runAntiAffinity`` -> its terms."""
+    rules: dict[str, Terms] = {}
     for kind in ("runAffinity", "runAntiAffinity"):
         spec = (affinity or {}).get(kind) or {}
         rules[kind] = {
@@ -47,14 +58,16 @@ def compile_affinity(affinity: dict) -> dict:
     return rules
 
 
-def preferred_weights(run, snapshot, state) -> tuple[Counter, int]:
+def preferred_weights(
+    run: PendingRun, snapshot: Snapshot, state: State
+) -> tuple[Counter[str], int]:
     """(pod name -> summed signed weight of the preferred terms it has a target for, the sum
     of the preferred anti-affinity weights); resolved once per Run. An empty counter: no pod
     is preferred or avoided, so every pod scores the same."""
-    resolved = state.get("preferred")
+    resolved: tuple[Counter[str], int] | None = state.get("preferred")
     if resolved is None:
         rules = state.get("affinity") or compile_affinity(run.affinity)
-        weights: Counter = Counter()
+        weights: Counter[str] = Counter()
         for sign, kind in ((1, "runAffinity"), (-1, "runAntiAffinity")):
             for weight, selector in rules[kind]["preferred"]:
                 for pod_name, count in snapshot.targets(run.namespace, selector).items():
@@ -68,7 +81,7 @@ def preferred_weights(run, snapshot, state) -> tuple[Counter, int]:
 class RunAffinity(Plugin):
     name = "RunAffinity"
 
-    def pre_filter(self, run, snapshot, state):
+    def pre_filter(self, run: PendingRun, snapshot: Snapshot, state: State) -> Verdict | None:
         rules = state["affinity"] = compile_affinity(run.affinity)
         # each term's targets once per Run, not once per pod (no Run is assumed meanwhile)
         state["required"] = [
@@ -81,7 +94,9 @@ class RunAffinity(Plugin):
         ]
         return None
 
-    def filter(self, run, pod, snapshot, state):
+    def filter(
+        self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State
+    ) -> str | None:
         for seeds_itself, targets in state["required"]:
             if not targets:
                 if not seeds_itself:
@@ -99,16 +114,16 @@ class PreferredRunAffinity(Plugin):
     name = "PreferredRunAffinity"
     scores = True
 
-    def pre_score(self, run, snapshot, state):
+    def pre_score(self, run: PendingRun, snapshot: Snapshot, state: State) -> bool:
         return bool(preferred_weights(run, snapshot, state)[0])
 
-    def score(self, run, pod, snapshot, state):
+    def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State) -> int:
         """The weights of the preferred runAffinity terms the pod has a target for, plus those
         of the preferred runAntiAffinity terms it has none for (never negative)."""
         weights, anti = preferred_weights(run, snapshot, state)
         return anti + weights.get(pod.name, 0)
 
-    def normalize(self, scores):
+    def normalize(self, scores: dict[str, int]) -> dict[str, int]:
         """Scale by the highest score to 0..100 (all 0 when no pod scores)."""
         high = max(scores.values())
         if high <= 0:

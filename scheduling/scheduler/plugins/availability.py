@@ -8,7 +8,8 @@ from datetime import timedelta
 
 from scheduling.models import PodPhase
 
-from ..framework import Plugin, Verdict
+from ..framework import Plugin, State, Verdict
+from ..snapshot import PendingRun, PodState, Snapshot
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=15)
 NOT_READY = "NotReady"
@@ -22,7 +23,7 @@ FRACTIONAL = "FractionalResourceRequest"
 class RuntimePodAvailability(Plugin):
     name = "RuntimePodAvailability"
 
-    def pre_filter(self, run, snapshot, state):
+    def pre_filter(self, run: PendingRun, snapshot: Snapshot, state: State) -> Verdict | None:
         if run.fractional:
             names = ", ".join(run.fractional)
             return Verdict(
@@ -34,7 +35,9 @@ class RuntimePodAvailability(Plugin):
             )
         return None
 
-    def filter(self, run, pod, snapshot, state):
+    def filter(
+        self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State
+    ) -> str | None:
         if pod.phase != PodPhase.RUNNING or not pod.ready:
             return NOT_READY
         if pod.last_heartbeat is None or snapshot.now - pod.last_heartbeat > HEARTBEAT_TIMEOUT:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..framework import MAX_SCORE, Plugin
+from ..framework import MAX_SCORE, Plugin, State
+from ..snapshot import PendingRun, PodState, Snapshot
 
 Load = tuple[float, float] | tuple[Fraction, Fraction]
 
@@ -60,8 +61,8 @@ class LeastLoaded(Plugin):
     name = "LeastLoaded"
     scores = True
 
-    def score(self, run, pod, snapshot, state) -> Load:
+    def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State) -> Load:
         return projected_load(run.requests, pod.used, pod.capacity)
 
-    def normalize(self, scores):
+    def normalize(self, scores: dict[str, Load]) -> dict[str, int]:
         return rank_scores(scores)
