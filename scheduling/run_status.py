@@ -182,7 +182,8 @@ def write(run: Versioned, status: dict, guard: Guard = ANY, **columns: Any) -> b
 
 def write_many(writes: Iterable[tuple[Versioned, dict]], guard: Guard) -> set[int]:
     """``write`` for a batch in one UPDATE (PostgreSQL, SQLite); the pks whose write landed.
-    The objects are not updated (the batch callers drop them)."""
+    The objects are left as they were read, except on the one-UPDATE-per-Run fallback (the
+    batch callers drop them either way)."""
     writes = list(writes)
     if not writes:
         return set()

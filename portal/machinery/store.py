@@ -197,19 +197,16 @@ def create(
     context: WriteContext,
 ) -> Any:
     meta = _meta_of(manifest) if isinstance(manifest, dict) else {}
+    body_ns = meta.get("namespace") if kind.namespaced else None
     if kind.namespaced:
-        body_ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
-        namespace = namespace or body_ns or "default"
+        namespace = namespace or (body_ns if isinstance(body_ns, str) else None) or "default"
     context = authorize(context, kind, "create", namespace if kind.namespaced else None)
     check_type_meta(kind, manifest)
-    if kind.namespaced:
-        body_ns = meta.get("namespace")
-        if body_ns and body_ns != namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on "
-                "the request",
-                [errors.invalid("metadata.namespace", "does not match the request")],
-            )
+    if body_ns and body_ns != namespace:  # (None for a cluster-scoped kind)
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+            [errors.invalid("metadata.namespace", "does not match the request")],
+        )
     if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
         meta["name"] = _generate_name(meta["generateName"])
     if kind.default_finalizers and isinstance(meta.get("finalizers") or [], list):

@@ -59,15 +59,15 @@ def staff(user):
     return user
 
 
-def grant_widgets(username: str) -> None:
-    """A Role on widgets in ``default`` bound to ``username``."""
-    rules = [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["*"]}]
+def grant_widgets(subject: str, kind: str = "User", verbs=("*",), name="widgets") -> None:
+    """A Role on widgets in ``default`` bound to ``subject`` (a User or a Group)."""
+    rules = [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": list(verbs)}]
     store.create(
         registry.for_model(Role),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": {"name": "widgets", "namespace": "default"},
+            "metadata": {"name": name, "namespace": "default"},
             "rules": rules,
         },
         context=OPERATOR,
@@ -77,9 +77,9 @@ def grant_widgets(username: str) -> None:
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": {"name": "widgets", "namespace": "default"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "widgets"},
-            "subjects": [{"kind": "User", "name": username}],
+            "metadata": {"name": name, "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": kind, "name": subject}],
         },
         context=OPERATOR,
     )
@@ -217,28 +217,7 @@ def test_as_an_unknown_user_is_denied_like_any_user_without_a_grant(tmp_path):
 
 
 def test_as_group_gives_the_groups_of_a_binding(tmp_path):
-    grant = [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["create"]}]
-    store.create(
-        registry.for_model(Role),
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": "makers", "namespace": "default"},
-            "rules": grant,
-        },
-        context=OPERATOR,
-    )
-    store.create(
-        registry.for_model(RoleBinding),
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "makers", "namespace": "default"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "makers"},
-            "subjects": [{"kind": "Group", "name": "makers"}],
-        },
-        context=OPERATOR,
-    )
+    grant_widgets("makers", kind="Group", verbs=("create",), name="makers")
     path = tmp_path / "w.yaml"
     path.write_text(json.dumps(widget()))
     call_command(
