@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
 from kombu import Queue
 
 from runtimed.protocol import CONTROL_QUEUE
@@ -31,3 +31,12 @@ app.conf.update(
     task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2},
 )
 app.autodiscover_tasks()
+
+
+@signals.worker_init.connect
+@signals.beat_init.connect
+def _ensure_data_dir(**_) -> None:
+    # a worker or beat started with ``celery -A portal`` makes its folders before it connects
+    from portal.datadir import ensure_data_dir
+
+    ensure_data_dir()

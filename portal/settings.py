@@ -6,12 +6,14 @@ The embedded default needs no server: SQLite and kombu's filesystem transport un
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
 import environ
 
 from portal import task_names as portal_tasks
+from portal.datadir import secret_key
 from runtimed.protocol import CONTROL_QUEUE
 from scheduling import task_names as scheduling_tasks
 
@@ -28,20 +30,15 @@ env = environ.Env(
 if (BASE_DIR / ".env").is_file():
     environ.Env.read_env(BASE_DIR / ".env")
 
+# Nothing here creates a file: the entry points call portal.datadir.ensure_data_dir().
 DATA_DIR = Path(env.str("KRUNTIMES_DATA_DIR", default=str(BASE_DIR / ".data"))).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env("DEBUG")
-SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    # A stable per-installation key for the embedded default; production sets SECRET_KEY.
-    key_file = DATA_DIR / "secret_key"
-    if not key_file.exists():
-        from django.core.management.utils import get_random_secret_key
-
-        key_file.write_text(get_random_secret_key())
-        key_file.chmod(0o600)
-    SECRET_KEY = key_file.read_text().strip()
+# A stable per-installation key for the embedded default, made (0600) on first use;
+# production sets SECRET_KEY.
+SECRET_KEY = env.str("SECRET_KEY", default="") or secret_key(
+    Path(env.str("KRUNTIMES_SECRET_KEY_FILE", default=str(DATA_DIR / "secret_key")))
+)
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -74,6 +71,9 @@ INSTALLED_APPS = [
     "workflows",
     "jobclasses",
 ]
+# ``manage.py bench``: a checkout's app, not the wheel's (see benchmarks/__init__.py)
+if importlib.util.find_spec("benchmarks") is not None:
+    INSTALLED_APPS.append("benchmarks")
 INSTALLED_APPS += env.list("KRUNTIMES_EXTRA_APPS", default=[])
 
 MIDDLEWARE = [
@@ -136,7 +136,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -176,9 +175,10 @@ SPECTACULAR_SETTINGS = {
 BROKER_DIR = DATA_DIR / "broker"
 # "localhost" only names the host: the filesystem transport keeps messages in BROKER_DIR.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
+# The folders ensure_data_dir() makes: the data directory, static files, the broker's folders.
+KRUNTIMES_DATA_FOLDERS = [DATA_DIR, STATIC_ROOT]
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("queue", "processed", "control"):
-        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    KRUNTIMES_DATA_FOLDERS += [BROKER_DIR / sub for sub in ("queue", "processed", "control")]
     # kombu's transport with atomic writes and claims (see runtimed/fstransport.py)
     CELERY_BROKER_TRANSPORT = "runtimed.fstransport:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -23,6 +23,10 @@ def need_service(what: str, error: Exception | str) -> None:
 def pytest_sessionstart(session):
     from django.conf import settings
 
+    from portal.datadir import ensure_data_dir
+
+    ensure_data_dir()
+
     if IN_CI and "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
         raise pytest.UsageError("CI=true needs DATABASE_URL pointing at PostgreSQL")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from scheduling.bench import tracelog
-from scheduling.bench.measure import percentile
-from scheduling.bench.runs import (
+from benchmarks import tracelog
+from benchmarks.measure import percentile
+from benchmarks.runs import (
     Sample,
     Series,
     format_line,

@@ -5,7 +5,7 @@
 - ``bench runs --count N --concurrency C``: end-to-end latency of ``echo`` Runs (API create to
   Succeeded) on real processes, next to a bare Celery round trip on the same broker.
 
-The logic lives in ``scheduling.bench``.
+The logic lives in the ``benchmarks`` app (a checkout's, not the wheel's).
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ class Command(BaseCommand):
     def handle_scheduler(
         self, *, runs, pods, affinity, namespace, keep, probes, page_size, bind_batch, **options
     ) -> None:
-        from scheduling.bench import Workload, run_scheduler_bench
+        from benchmarks.measure import run_scheduler_bench
+        from benchmarks.workload import Workload
         from scheduling.scheduler import PassOptions
 
         try:
@@ -194,9 +195,9 @@ class Command(BaseCommand):
         control_arg,
         **options,
     ) -> None:
+        from benchmarks.runs import BenchError, RunsOptions, format_line, run_runs_bench
+        from benchmarks.stack import StackError
         from portal.management.commands.up import control_plane
-        from scheduling.bench.runs import BenchError, RunsOptions, format_line, run_runs_bench
-        from scheduling.bench.stack import StackError
 
         children = {c.name: c for c in control_plane(0, "127.0.0.1")}
         beat = list(children["beat"].argv)

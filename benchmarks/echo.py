@@ -1,7 +1,7 @@
 """The Celery baseline of ``bench runs``: a bare ``bench.echo`` round trip on the same broker.
 
 A separate, tiny Celery app, loaded only by the bench's own worker
-(``celery -A scheduling.bench.echo worker -Q bench.echo --pool threads``): the portal's control
+(``celery -A benchmarks.echo worker -Q bench.echo --pool threads``): the portal's control
 worker never imports this module, so ``bench.echo`` exists nowhere else. The app reads the same
 ``CELERY_*`` Django settings as the portal's app (broker URL and transport options, e.g. the
 filesystem transport's polling interval), so both round trips ride the same broker the same way.
@@ -59,7 +59,7 @@ def echo(token: str, reply_to: str) -> None:
         )
 
 
-# ``python -m celery`` after ``django.setup()``: importing ``scheduling.bench`` (the package of
+# ``python -m celery`` after ``django.setup()``: importing ``benchmarks`` (the package of
 # this module) loads models, so the app registry must be ready before ``-A`` imports it.
 LAUNCHER = (
     "import sys, django; django.setup(); from celery.bin.celery import main; sys.exit(main())"
@@ -73,7 +73,7 @@ def worker_argv(python: str, concurrency: int, hostname: str) -> list[str]:
         "-c",
         LAUNCHER,
         "-A",
-        "scheduling.bench.echo",
+        "benchmarks.echo",
         "worker",
         "-Q",
         ECHO_QUEUE,
