@@ -33,9 +33,9 @@ demo: install
 test: install-dev
 	$(BIN)/python -m pytest
 
-# the suite without the tests that start real processes (about a minute and a half here)
+# the suite without the tests that start real processes, Hypothesis on a tenth of its budget
 test-fast: install-dev
-	$(BIN)/python -m pytest -m "not processes"
+	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest -m "not processes"
 
 # the boundaries (import-linter), lint, formatting and types: what CI and pre-commit check
 lint: install-dev

@@ -5,19 +5,12 @@ In CI (``CI=true``) a service a test needs and cannot reach is a failure, never 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from rest_framework.test import APIClient
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
-
-
-def need_service(what: str, error: Exception | str) -> None:
-    message = f"{what} is not reachable: {error}"
-    if IN_CI:
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+import tests.helpers.examples  # noqa: F401  (loads the Hypothesis profile)
+from tests.helpers.api import token_client
+from tests.helpers.services import IN_CI
 
 
 def pytest_sessionstart(session):
@@ -35,7 +28,6 @@ def pytest_sessionstart(session):
 # leaves them out; make test runs everything).
 PROCESS_MODULES = (
     "tests/integration/",
-    "tests/api/test_fuzzing.py",
     "tests/runtimed/test_end_to_end.py",
 )
 
@@ -56,15 +48,6 @@ def admin_user(django_user_model):
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user("alice", "alice@example.com", "pw")
-
-
-def token_client(user) -> APIClient:
-    from rest_framework.authtoken.models import Token
-
-    token, _ = Token.objects.get_or_create(user=user)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token.key}")
-    return client
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,8 @@ import requests
 from django.conf import settings
 from django.db import connection
 
-from tests.conftest import need_service
+from tests.helpers.services import need_service
+from tests.helpers.waiting import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -138,21 +138,6 @@ def processes(request, broker, transactional_db, tmp_path):
     procs.stop()
     if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
         print(procs.output())
-
-
-def wait_until(predicate, timeout: float = 30.0, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -11,9 +11,8 @@ from celery import Celery
 
 from portal.machinery import store
 from portal.machinery.registry import registry
-from tests.operator import OPERATOR
-
-from .conftest import wait_until
+from tests.helpers.operator import OPERATOR
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

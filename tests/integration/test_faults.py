@@ -18,8 +18,10 @@ from collections import defaultdict
 
 import pytest
 
-from .conftest import api_session, free_port, up_process, wait_until
-from .test_up_end_to_end import API, RUNTIME
+from tests.helpers.live import API, RUNTIME
+from tests.helpers.waiting import free_port, wait_until
+
+from .conftest import api_session, up_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RUNS = 100
@@ -134,7 +136,7 @@ def private_redis(tmp_path):
     """A Redis of the test's own, which it may stop and start again (keeping its data)."""
     server = shutil.which("redis-server")
     if server is None:
-        from tests.conftest import need_service
+        from tests.helpers.services import need_service
 
         need_service("redis-server", "not installed")
     port = free_port()

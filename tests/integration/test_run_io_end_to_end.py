@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import wait_until
-from .test_up_end_to_end import API, RUNTIME, _phase, _ready_pods, _running_with, run_manifest
+from tests.helpers.live import API, RUNTIME, phase, ready_pods, running_with, script_run
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STORE = {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}}
@@ -31,10 +31,10 @@ def test_outputs_artifacts_logs_cancel_and_cleanup(portal_up, tmp_path):
     session, base = portal_up
     runtime = {**RUNTIME, "spec": {**RUNTIME["spec"], "artifactStore": STORE}}
     assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
-    assert wait_until(lambda: _ready_pods() == 2, timeout=60), "Runtime Pods never got ready"
+    assert wait_until(lambda: ready_pods() == 2, timeout=60), "Runtime Pods never got ready"
 
-    session.post(f"{base}{API}/runs", json=run_manifest("build", BUILD), timeout=10)
-    assert wait_until(lambda: _phase(session, base, "build") == "Succeeded", timeout=30)
+    session.post(f"{base}{API}/runs", json=script_run("build", BUILD), timeout=10)
+    assert wait_until(lambda: phase(session, base, "build") == "Succeeded", timeout=30)
     build = _status(session, base, "build")
     assert build["outputs"] == {"tests": "passed"}
     (dist,) = build["artifactRefs"]
@@ -42,12 +42,10 @@ def test_outputs_artifacts_logs_cancel_and_cleanup(portal_up, tmp_path):
     assert build["artifactStore"] == STORE
 
     uid = session.get(f"{base}{API}/runs/build", timeout=5).json()["metadata"]["uid"]
-    verify = run_manifest("verify", f'test "$(cat dist/app.txt)" = "payload-{uid}"')
+    verify = script_run("verify", f'test "$(cat dist/app.txt)" = "payload-{uid}"')
     verify["spec"]["artifactInputs"] = [{"ref": dist, "path": "dist"}]
     session.post(f"{base}{API}/runs", json=verify, timeout=10)
-    assert wait_until(
-        lambda: _phase(session, base, "verify") in ("Succeeded", "Failed"), timeout=30
-    )
+    assert wait_until(lambda: phase(session, base, "verify") in ("Succeeded", "Failed"), timeout=30)
     assert _status(session, base, "verify")["phase"] == "Succeeded", _status(
         session, base, "verify"
     )
@@ -57,8 +55,8 @@ def test_outputs_artifacts_logs_cancel_and_cleanup(portal_up, tmp_path):
     )
 
     marker = f"300.{os.getpid()}{time.monotonic_ns() % 10**6}"
-    session.post(f"{base}{API}/runs", json=run_manifest("sleeper", f"sleep {marker}"), timeout=10)
-    assert wait_until(lambda: _running_with(f"sleep\0{marker}"), timeout=30)
+    session.post(f"{base}{API}/runs", json=script_run("sleeper", f"sleep {marker}"), timeout=10)
+    assert wait_until(lambda: running_with(f"sleep\0{marker}"), timeout=30)
     patched = session.patch(
         f"{base}{API}/runs/sleeper",
         json={"spec": {"cancelRequested": True}},
@@ -67,9 +65,9 @@ def test_outputs_artifacts_logs_cancel_and_cleanup(portal_up, tmp_path):
     )
     assert patched.status_code == 200, patched.text
     asked = time.monotonic()
-    assert wait_until(lambda: _phase(session, base, "sleeper") == "Cancelled", timeout=30)
+    assert wait_until(lambda: phase(session, base, "sleeper") == "Cancelled", timeout=30)
     print(f"cancel -> Cancelled in {time.monotonic() - asked:.2f}s")
-    assert not _running_with(f"sleep\0{marker}")
+    assert not running_with(f"sleep\0{marker}")
 
     # portal_up's data dir: where its local pods keep the artifact volumes
     stored = (

@@ -7,8 +7,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from .conftest import wait_until
-from .test_up_end_to_end import API, RUNTIME, _phase, _ready_pods, run_manifest
+from tests.helpers.live import API, RUNTIME, phase, ready_pods, script_run
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 KEYS = {"aws_access_key_id": "e2e-key", "aws_secret_access_key": "e2e-secret"}
@@ -42,9 +42,9 @@ def test_artifacts_through_s3_and_their_cleanup(portal_up, s3_endpoint):
     session, base = portal_up
     runtime = {**RUNTIME, "spec": {**RUNTIME["spec"], "artifactStore": store}}
     assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
-    assert wait_until(lambda: _ready_pods() == 2, timeout=60), "Runtime Pods never got ready"
+    assert wait_until(lambda: ready_pods() == 2, timeout=60), "Runtime Pods never got ready"
 
-    build = run_manifest(
+    build = script_run(
         "build",
         """
 mkdir -p "$KRUNTIME_ARTIFACTS_DIR/site"
@@ -53,7 +53,7 @@ echo "<h1>$KRUNTIME_RUN_UID</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"
 """,
     )
     session.post(f"{base}{API}/runs", json=build, timeout=10)
-    assert wait_until(lambda: _phase(session, base, "build") in ("Succeeded", "Failed"), timeout=60)
+    assert wait_until(lambda: phase(session, base, "build") in ("Succeeded", "Failed"), timeout=60)
     built = session.get(f"{base}{API}/runs/build", timeout=5).json()
     assert built["status"]["phase"] == "Succeeded", built["status"]
     refs = {ref["name"]: ref for ref in built["status"]["artifactRefs"]}
@@ -65,7 +65,7 @@ echo "<h1>$KRUNTIME_RUN_UID</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"
     assert head["ContentLength"] == 6000000 == refs["big.bin"]["sizeBytes"]
     assert head["ETag"].strip('"').endswith("-2")  # above uploadPartSize: multipart
 
-    verify = run_manifest(
+    verify = script_run(
         "verify",
         f'grep -q "<h1>{uid}</h1>" site/index.html && test "$(wc -c < big.bin)" -eq 6000000',
     )
@@ -74,10 +74,8 @@ echo "<h1>$KRUNTIME_RUN_UID</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"
         {"ref": refs["big.bin"], "path": "big.bin"},
     ]
     session.post(f"{base}{API}/runs", json=verify, timeout=10)
-    assert wait_until(
-        lambda: _phase(session, base, "verify") in ("Succeeded", "Failed"), timeout=60
-    )
-    assert _phase(session, base, "verify") == "Succeeded", session.get(
+    assert wait_until(lambda: phase(session, base, "verify") in ("Succeeded", "Failed"), timeout=60)
+    assert phase(session, base, "verify") == "Succeeded", session.get(
         f"{base}{API}/runs/verify", timeout=5
     ).json()["status"]
 

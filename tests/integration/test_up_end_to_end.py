@@ -9,62 +9,20 @@ import time
 
 import pytest
 
-from .conftest import wait_until
+from tests.helpers.live import API, RUNTIME, phase, ready_pods, running_with, script_run
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-API = "/apis/kruntimes.io/v1alpha1/namespaces/default"
-RUNTIME = {
-    "apiVersion": "kruntimes.io/v1alpha1",
-    "kind": "Runtime",
-    "metadata": {"name": "bash"},
-    "spec": {
-        "template": {"spec": {"containers": [{"name": "runtime", "image": "bash:5"}]}},
-        "replicas": 2,
-    },
-}
-
-
-def run_manifest(name: str, script: str) -> dict:
-    return {
-        "apiVersion": "kruntimes.io/v1alpha1",
-        "kind": "Run",
-        "metadata": {"name": name},
-        "spec": {"runtime": "bash", "source": {"inline": script}, "mode": {"task": {}}},
-    }
-
-
-def _phase(session, base, name) -> str:
-    return (
-        session.get(f"{base}{API}/runs/{name}", timeout=5).json().get("status", {}).get("phase", "")
-    )
-
-
-def _running_with(marker: str) -> bool:
-    """Is any process running with ``marker`` in its command line?"""
-    for proc in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{proc}/cmdline", "rb") as handle:
-                if marker.encode() in handle.read():
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-def _ready_pods() -> int:
-    from scheduling.models import RuntimePod
-
-    return RuntimePod.objects.filter(ready=True).count()
 
 
 def test_a_run_created_over_http_succeeds_on_a_local_runtime_pod(portal_up):
     session, base = portal_up
     assert session.post(f"{base}{API}/runtimes", json=RUNTIME, timeout=10).status_code == 201
-    assert wait_until(lambda: _ready_pods() == 2, timeout=60), "Runtime Pods never got ready"
+    assert wait_until(lambda: ready_pods() == 2, timeout=60), "Runtime Pods never got ready"
     started = time.monotonic()
-    created = session.post(f"{base}{API}/runs", json=run_manifest("hello", "echo hi"), timeout=10)
+    created = session.post(f"{base}{API}/runs", json=script_run("hello", "echo hi"), timeout=10)
     assert created.status_code == 201, created.text
-    assert wait_until(lambda: _phase(session, base, "hello") == "Succeeded", timeout=30)
+    assert wait_until(lambda: phase(session, base, "hello") == "Succeeded", timeout=30)
     latency = time.monotonic() - started
     run = session.get(f"{base}{API}/runs/hello", timeout=5).json()
     assert run["status"]["exitCode"] == 0
@@ -81,27 +39,27 @@ def test_a_failing_step_and_a_lost_pod(portal_up):
 
     session, base = portal_up
     session.post(f"{base}{API}/runtimes", json=RUNTIME, timeout=10)
-    assert wait_until(lambda: _ready_pods() == 2, timeout=60)
-    session.post(f"{base}{API}/runs", json=run_manifest("fails", "exit 3"), timeout=10)
+    assert wait_until(lambda: ready_pods() == 2, timeout=60)
+    session.post(f"{base}{API}/runs", json=script_run("fails", "exit 3"), timeout=10)
     marker = f"120.{os.getpid()}{time.monotonic_ns() % 10**6}"  # a unique sleep argument
-    session.post(f"{base}{API}/runs", json=run_manifest("sleeps", f"sleep {marker}"), timeout=10)
-    assert wait_until(lambda: _phase(session, base, "fails") == "Failed", timeout=30)
+    session.post(f"{base}{API}/runs", json=script_run("sleeps", f"sleep {marker}"), timeout=10)
+    assert wait_until(lambda: phase(session, base, "fails") == "Failed", timeout=30)
     failed = session.get(f"{base}{API}/runs/fails", timeout=5).json()["status"]
     assert (failed["reason"], failed["exitCode"]) == ("RuntimeExecute", 3)
-    assert wait_until(lambda: _phase(session, base, "sleeps") == "Running", timeout=30)
-    assert wait_until(lambda: _running_with(f"sleep\0{marker}"), timeout=10)
+    assert wait_until(lambda: phase(session, base, "sleeps") == "Running", timeout=30)
+    assert wait_until(lambda: running_with(f"sleep\0{marker}"), timeout=10)
     pod_name = session.get(f"{base}{API}/runs/sleeps", timeout=5).json()["status"]["assignedPod"]
     pid = RuntimePod.objects.get(name=pod_name).pid
     os.kill(pid, signal.SIGKILL)  # the pod dies mid-Run
     killed = time.monotonic()
-    assert wait_until(lambda: _phase(session, base, "sleeps") == "Failed", timeout=30)
+    assert wait_until(lambda: phase(session, base, "sleeps") == "Failed", timeout=30)
     lost = session.get(f"{base}{API}/runs/sleeps", timeout=5).json()["status"]
     assert lost["reason"] in ("PodGone", "ExecutionLost")
     print(f"pod killed -> Run {lost['reason']} in {time.monotonic() - killed:.1f}s")
     # the step died with its pod: nothing of it is left running
-    assert wait_until(lambda: not _running_with(f"sleep\0{marker}"), timeout=10)
+    assert wait_until(lambda: not running_with(f"sleep\0{marker}"), timeout=10)
     # the supervisor brought the pod back as a new one
     assert wait_until(
-        lambda: _ready_pods() == 2 and not RuntimePod.objects.filter(name=pod_name).exists(),
+        lambda: ready_pods() == 2 and not RuntimePod.objects.filter(name=pod_name).exists(),
         timeout=60,
     )

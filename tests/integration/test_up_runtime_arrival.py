@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from .conftest import wait_until
-from .test_up_end_to_end import API, RUNTIME, _phase
+from tests.helpers.live import API, RUNTIME, phase
+from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,7 +48,7 @@ def test_a_run_waits_for_its_runtime_and_a_bad_source_fails_once(portal_up):
     runtime = {**RUNTIME, "metadata": {"name": "late"}, "spec": {**RUNTIME["spec"], "replicas": 1}}
     started = time.monotonic()
     assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
-    assert wait_until(lambda: _phase(session, base, "early") == "Succeeded", timeout=60)
+    assert wait_until(lambda: phase(session, base, "early") == "Succeeded", timeout=60)
     print(f"Runtime created -> waiting Run Succeeded in {time.monotonic() - started:.1f}s")
 
     bad = _run(
@@ -59,7 +59,7 @@ def test_a_run_waits_for_its_runtime_and_a_bad_source_fails_once(portal_up):
         retryPolicy={"maxAttempts": 3},
     )
     assert session.post(f"{base}{API}/runs", json=bad, timeout=10).status_code == 201
-    assert wait_until(lambda: _phase(session, base, "bad-source") == "Failed", timeout=30)
+    assert wait_until(lambda: phase(session, base, "bad-source") == "Failed", timeout=30)
     status = _status(session, base, "bad-source")
     assert (status["reason"], status["attempt"]) == ("PrepareSource", 1)
     assert status["message"].startswith("git clone failed")

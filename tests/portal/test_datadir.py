@@ -11,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 from setuptools import find_packages
 
@@ -38,12 +39,14 @@ def python(code: str, data: Path, **env: str) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.processes
 def test_importing_the_settings_and_setting_django_up_creates_no_file(tmp_path):
     data = tmp_path / "data"
     python("import django; django.setup(); from django.conf import settings; settings.DEBUG", data)
     assert not data.exists()
 
 
+@pytest.mark.processes
 def test_the_entry_point_makes_the_data_directory_and_the_broker_folders(tmp_path):
     data = tmp_path / "data"
     python("import sys; sys.argv = ['manage.py', 'check']; import manage; manage.main()", data)
@@ -55,6 +58,7 @@ def test_the_entry_point_makes_the_data_directory_and_the_broker_folders(tmp_pat
     ]
 
 
+@pytest.mark.processes
 def test_the_secret_key_is_made_on_first_use_with_mode_0600_and_kept(tmp_path):
     data = tmp_path / "data"
     sign = "import django; django.setup(); from django.core import signing; "
@@ -68,6 +72,7 @@ def test_the_secret_key_is_made_on_first_use_with_mode_0600_and_kept(tmp_path):
     assert [p.name for p in data.iterdir()] == ["secret_key"]
 
 
+@pytest.mark.processes
 def test_a_set_secret_key_writes_no_key_file(tmp_path):
     data = tmp_path / "data"
     python(

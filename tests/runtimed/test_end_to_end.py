@@ -16,9 +16,8 @@ import pytest
 from celery import Celery
 from kombu import Connection, Exchange, Queue
 
-from tests.conftest import need_service
-
-from .conftest import make_payload
+from tests.helpers.payloads import make_payload
+from tests.helpers.services import need_service
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/14"

@@ -243,7 +243,10 @@ def test_processes_that_left_the_group_die_with_the_step(tmp_path, clock, name, 
     text = text.format(pids=pidfile)
     text += {"success": "exit 0\n", "failure": "exit 3\n", "timeout": "sleep 1000\n"}[ending]
     result = run_step(
-        step(tmp_path, text, timeout=2.0 if ending == "timeout" else None), clock=clock, grace=0.5
+        # the 20 sessions need a moment to start before the timeout; the others start at once
+        step(tmp_path, text, timeout=(2.0 if count > 1 else 1.0) if ending == "timeout" else None),
+        clock=clock,
+        grace=0.5,
     )
     assert (
         result.phase == {"success": "Succeeded", "failure": "Failed", "timeout": "Timeout"}[ending]

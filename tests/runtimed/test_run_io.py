@@ -13,8 +13,7 @@ import boto3
 import pytest
 
 from runtimed.tasks import RunService
-
-from .conftest import make_payload
+from tests.helpers.payloads import make_payload
 
 FS_STORE = {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}}
 BUILD = """

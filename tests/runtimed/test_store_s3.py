@@ -18,7 +18,7 @@ RUN_KEY = "namespaces/ci/runs/uid-1"
 DUMMY = {"aws_access_key_id": "AKIDTESTDUMMY", "aws_secret_access_key": "dummy-secret-value"}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def s3(s3_endpoint):
     """A plain boto3 client to set up and inspect the server."""
     return boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1", **DUMMY)

@@ -11,8 +11,7 @@ import pytest
 
 import runtimed.execute
 from runtimed.tasks import ActiveRuns, RunService
-
-from .conftest import make_payload
+from tests.helpers.payloads import make_payload
 
 
 @pytest.fixture

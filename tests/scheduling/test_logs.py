@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from scheduling import logs
 from scheduling.models import Run, RunLogChunk
-from tests.scheduler.fixtures import make_run
+from tests.helpers.records import make_run
 
 pytestmark = pytest.mark.django_db
 

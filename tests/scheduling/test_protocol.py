@@ -102,7 +102,7 @@ def test_every_key_read_from_a_message_is_in_the_protocol(module, variable, mess
 def test_the_payload_the_control_plane_sends_has_exactly_the_protocol_keys():
     from runtimed.payload import parse
     from scheduling import dispatch
-    from tests.scheduler.fixtures import make_run, make_runtime
+    from tests.helpers.records import make_run, make_runtime
 
     make_runtime()
     run = make_run("r", source={"inline": "echo hi"})

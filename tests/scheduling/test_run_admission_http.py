@@ -8,8 +8,7 @@ import requests
 from rest_framework.authtoken.models import Token
 
 from scheduling.models import Run
-
-from . import artifact_ref, run_manifest, runs_url
+from tests.helpers.runs import artifact_ref, run_manifest, runs_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scheduling.models import Run
-
-from . import (
+from tests.helpers.runs import (
     DUP,
     FORB,
     INV,

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from scheduling import run_status
 from scheduling.models import Run
-from tests.scheduler.fixtures import fresh, make_run
+from tests.helpers.records import fresh, make_run
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

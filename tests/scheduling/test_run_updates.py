@@ -9,8 +9,7 @@ import pytest
 
 from portal.machinery.manifest import merge_patch as apply_merge
 from scheduling.models import Run
-
-from . import artifact_ref, causes, merge_patch, run_manifest, runs_url, term
+from tests.helpers.runs import artifact_ref, causes, merge_patch, run_manifest, runs_url, term
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ from django.core.management import call_command
 
 from portal.machinery.manifest import merge_patch as apply_merge
 from scheduling.models import Run
-
-from . import (
+from tests.helpers.runs import (
     DUP,
     FORB,
     INV,

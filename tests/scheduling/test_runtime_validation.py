@@ -10,8 +10,7 @@ from django.core.management import call_command
 
 from portal.machinery.manifest import merge_patch as apply_merge
 from scheduling.models import Runtime
-
-from . import (
+from tests.helpers.runs import (
     API_VERSION,
     DUP,
     FORB,

@@ -21,8 +21,8 @@ from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
 from portal.machinery.yaml import dump
 from portal.models import Role, RoleBinding
-from tests.conftest import token_client
-from tests.operator import OPERATOR
+from tests.helpers.api import token_client
+from tests.helpers.operator import OPERATOR
 from tests.testapp.kinds import GROUP
 from tests.testapp.models import Widget
 

@@ -1,0 +1,218 @@
+"""Kubernetes deletion: deletionTimestamp and finalizers, owner-reference cascade in the
+background (Background, Foreground, Orphan), Namespace termination, and the beat pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from portal import tasks
+from portal.machinery import gc, store
+from portal.machinery.registry import registry
+from tests.helpers.api import API_VERSION, assert_status, gadgets, merge_patch, widget, widgets
+from tests.helpers.operator import OPERATOR
+
+pytestmark = pytest.mark.django_db
+
+
+def owned_by(owner: dict, **extra) -> dict:
+    meta = owner["metadata"]
+    return {
+        "metadata": {
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    **extra,
+                }
+            ]
+        }
+    }
+
+
+def names(client, namespace="default") -> list[str]:
+    return [i["metadata"]["name"] for i in client.get(widgets(namespace)).json()["items"]]
+
+
+def test_delete_without_finalizers_is_immediate(admin_api):
+    admin_api.post(widgets(), widget("a"), format="json")
+    body = admin_api.delete(f"{widgets()}/a").json()
+    assert body["status"] == "Success" and body["details"]["name"] == "a"
+    assert_status(admin_api.get(f"{widgets()}/a"), 404, "NotFound")
+
+
+def test_finalizer_holds_the_object_until_removed(admin_api):
+    admin_api.post(
+        widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
+    )
+    held = admin_api.delete(f"{widgets()}/a")
+    assert held.status_code == 200
+    meta = held.json()["metadata"]
+    assert meta["deletionTimestamp"] and meta["finalizers"] == ["example.com/hold"]
+    # a second delete changes nothing (not even resourceVersion) and answers with the object
+    again = admin_api.delete(f"{widgets()}/a").json()["metadata"]
+    assert (again["deletionTimestamp"], again["resourceVersion"]) == (
+        meta["deletionTimestamp"],
+        meta["resourceVersion"],
+    )
+    released = merge_patch(admin_api, f"{widgets()}/a", {"metadata": {"finalizers": None}})
+    assert released.status_code == 200
+    assert_status(admin_api.get(f"{widgets()}/a"), 404, "NotFound")
+
+
+def test_no_new_finalizers_while_terminating(admin_api):
+    admin_api.post(
+        widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
+    )
+    admin_api.delete(f"{widgets()}/a")
+    response = merge_patch(
+        admin_api,
+        f"{widgets()}/a",
+        {"metadata": {"finalizers": ["example.com/hold", "example.com/another"]}},
+    )
+    assert_status(response, 422, "Invalid")
+
+
+def test_delete_precondition_on_resource_version(admin_api):
+    admin_api.post(widgets(), widget("a"), format="json")
+    merge_patch(admin_api, f"{widgets()}/a", {"spec": {"size": 2}})
+    response = admin_api.delete(
+        f"{widgets()}/a", {"preconditions": {"resourceVersion": "1"}}, format="json"
+    )
+    assert_status(response, 409, "Conflict")
+    assert names(admin_api) == ["a"]
+
+
+@pytest.fixture
+def owner(admin_api) -> dict:
+    manifest = {
+        "apiVersion": API_VERSION,
+        "kind": "Gadget",
+        "metadata": {"name": "owner"},
+        "spec": {"size": 1},
+    }
+    return admin_api.post(gadgets(), manifest, format="json").json()
+
+
+def test_background_cascade_deletes_dependents(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
+    admin_api.post(widgets(), widget("child", **owned_by(owner)), format="json")
+    admin_api.post(widgets(), widget("stranger"), format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_api.delete(f"{gadgets()}/owner")
+    assert names(admin_api) == ["stranger"]
+
+
+def test_dependent_with_a_living_second_owner_survives(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
+    other = admin_api.post(
+        gadgets(),
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Gadget",
+            "metadata": {"name": "other"},
+            "spec": {"size": 1},
+        },
+        format="json",
+    ).json()
+    refs = (
+        owned_by(owner)["metadata"]["ownerReferences"]
+        + owned_by(other)["metadata"]["ownerReferences"]
+    )
+    admin_api.post(widgets(), widget("shared", metadata={"ownerReferences": refs}), format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_api.delete(f"{gadgets()}/owner")
+    assert names(admin_api) == ["shared"]
+
+
+def test_orphan_keeps_dependents_and_strips_the_reference(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
+    admin_api.post(widgets(), widget("child", **owned_by(owner)), format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_api.delete(f"{gadgets()}/owner?propagationPolicy=Orphan")
+    child = admin_api.get(f"{widgets()}/child").json()
+    assert "ownerReferences" not in child["metadata"]
+
+
+def test_foreground_keeps_owner_until_dependents_are_gone(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
+    meta = {**owned_by(owner)["metadata"], "finalizers": ["example.com/hold"]}
+    admin_api.post(widgets(), widget("child", metadata=meta), format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        body = admin_api.delete(
+            f"{gadgets()}/owner", {"propagationPolicy": "Foreground"}, format="json"
+        ).json()
+    assert body["metadata"]["finalizers"] == ["foregroundDeletion"]
+    child = admin_api.get(f"{widgets()}/child").json()
+    assert child["metadata"]["deletionTimestamp"]  # deleting, held by its own finalizer
+    assert admin_api.get(f"{gadgets()}/owner").status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        merge_patch(admin_api, f"{widgets()}/child", {"metadata": {"finalizers": None}})
+    assert_status(admin_api.get(f"{gadgets()}/owner"), 404, "NotFound")
+
+
+def test_unknown_propagation_policy(admin_api, owner):
+    response = admin_api.delete(f"{gadgets()}/owner?propagationPolicy=Sideways")
+    assert_status(response, 400, "BadRequest")
+
+
+def test_beat_pass_heals_a_lost_cascade_event(admin_api, owner):
+    """The on-commit event is never sent here (callbacks not executed): beat finds the orphan."""
+    admin_api.post(widgets(), widget("child", **owned_by(owner)), format="json")
+    admin_api.delete(f"{gadgets()}/owner")
+    assert names(admin_api) == ["child"]
+    result = tasks.garbage_collect()
+    assert result["deleted"] == 1
+    assert names(admin_api) == []
+
+
+def test_gc_pass_is_batched_and_resumable(admin_api, owner, settings, monkeypatch):
+    for i in range(5):
+        admin_api.post(widgets(), widget(f"c{i}", **owned_by(owner)), format="json")
+    kind = registry.get("testing.kruntimes.io", "v1", "gadgets")
+    store.delete(kind, None, "owner", context=OPERATOR)
+    progress, resume = gc.collect_orphans(0, batch_size=2)
+    assert (progress.deleted, progress.more) == (2, True) and resume is not None
+    progress, resume = gc.collect_orphans(resume, batch_size=2)
+    assert progress.deleted == 2
+    settings.KRUNTIMES_GC_BATCH_SIZE = 2
+    tasks.garbage_collect()  # eager: re-enqueues itself until done
+    assert names(admin_api) == []
+
+
+def test_namespace_termination_deletes_content_then_the_namespace(
+    admin_api, django_capture_on_commit_callbacks
+):
+    assert (
+        admin_api.post(
+            "/api/v1/namespaces", {"metadata": {"name": "team"}}, format="json"
+        ).status_code
+        == 201
+    )
+    admin_api.post(widgets("team"), widget("a"), format="json")
+    admin_api.post(
+        widgets("team"), widget("held", metadata={"finalizers": ["example.com/x"]}), format="json"
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        ns = admin_api.delete("/api/v1/namespaces/team").json()
+    assert ns["status"]["phase"] == "Terminating"
+    body = assert_status(
+        admin_api.post(widgets("team"), widget("late"), format="json"), 403, "Forbidden"
+    )
+    assert "being terminated" in body["message"]
+    assert names(admin_api, "team") == ["held"]  # the held one waits for its finalizer
+    assert admin_api.get("/api/v1/namespaces/team").status_code == 200
+    merge_patch(admin_api, f"{widgets('team')}/held", {"metadata": {"finalizers": None}})
+    tasks.garbage_collect()
+    assert_status(admin_api.get("/api/v1/namespaces/team"), 404, "NotFound")
+
+
+def test_default_namespace_exists_and_names_are_labels(admin_api):
+    assert admin_api.get("/api/v1/namespaces/default").json()["status"]["phase"] == "Active"
+    response = admin_api.post("/api/v1/namespaces", {"metadata": {"name": "a.b"}}, format="json")
+    assert_status(response, 422, "Invalid")

@@ -1,0 +1,75 @@
+"""Discovery documents and the OpenAPI schema."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.helpers.api import assert_status
+
+pytestmark = pytest.mark.django_db
+
+
+def test_group_list_names_every_served_group(admin_api):
+    body = admin_api.get("/apis").json()
+    assert body["kind"] == "APIGroupList"
+    groups = {g["name"]: g for g in body["groups"]}
+    assert {"rbac.authorization.k8s.io", "testing.kruntimes.io"} <= set(groups)
+    assert groups["testing.kruntimes.io"]["preferredVersion"] == {
+        "groupVersion": "testing.kruntimes.io/v1",
+        "version": "v1",
+    }
+
+
+def test_resource_list_includes_status_subresources(admin_api):
+    body = admin_api.get("/apis/testing.kruntimes.io/v1").json()
+    resources = {r["name"]: r for r in body["resources"]}
+    assert resources["widgets"]["namespaced"] is True
+    assert resources["widgets"]["shortNames"] == ["wd"]
+    assert resources["widgets/status"]["verbs"] == ["get", "patch", "update"]
+    assert resources["gadgets"]["namespaced"] is False
+    assert "roles/status" not in {
+        r["name"] for r in admin_api.get("/apis/rbac.authorization.k8s.io/v1").json()["resources"]
+    }
+
+
+def test_core_group(admin_api):
+    assert admin_api.get("/api").json()["versions"] == ["v1"]
+    core = admin_api.get("/api/v1").json()
+    assert [r["name"] for r in core["resources"]] == ["namespaces", "namespaces/status"]
+
+
+def test_unknown_group_version(admin_api):
+    assert_status(admin_api.get("/apis/testing.kruntimes.io/v2"), 404, "NotFound")
+
+
+def test_openapi_schema_describes_every_kind(admin_api):
+    response = admin_api.get("/api/schema/")
+    assert response.status_code == 200
+    schema = yaml.safe_load(response.content)
+    paths = schema["paths"]
+    widgets = "/apis/testing.kruntimes.io/v1/namespaces/{namespace}/widgets"
+    assert set(paths[widgets]) >= {"get", "post"}
+    assert set(paths[widgets + "/{name}"]) >= {"get", "put", "patch", "delete"}
+    assert widgets + "/{name}/status" in paths
+    assert "/apis/rbac.authorization.k8s.io/v1/clusterroles" in paths
+    spec = schema["components"]["schemas"]["WidgetSpec"]
+    assert spec["properties"]["size"]["maximum"] == 10
+    # the server refuses unknown fields, and the schema says so
+    assert spec["additionalProperties"] is False
+    components = schema["components"]["schemas"]
+    for name in ("RunSpec", "RunManifest", "ObjectMeta", "CodeSource", "ArtifactRef"):
+        strict = components.get(name) or components.get(f"{name}Request")
+        assert strict["additionalProperties"] is False, name
+
+
+def test_swagger_ui_is_served(admin_api):
+    assert admin_api.get("/api/docs/").status_code == 200
+
+
+def test_resource_list_includes_served_subresources(admin_api):
+    body = admin_api.get("/apis/kruntimes.io/v1alpha1").json()
+    resources = {r["name"]: r for r in body["resources"]}
+    assert resources["runs/log"]["verbs"] == ["get"]
+    assert resources["runs/log"]["kind"] == "Run"
+    assert "runtimes/log" not in resources

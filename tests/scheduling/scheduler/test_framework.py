@@ -1,0 +1,64 @@
+"""Framework extension points: PreScore lets a scorer sit out a Run; Filter asks only the
+plugins that filter; affinity targets are resolved once per Run."""
+
+from __future__ import annotations
+
+from scheduling.scheduler.framework import Framework, Plugin
+from scheduling.scheduler.plugins import PreferredRunAffinity, RunAffinity, default_plugins
+from scheduling.scheduler.snapshot import Snapshot
+from tests.helpers.snapshots import NOW, placed, pod, preferred, required, run, snapshot
+
+BUILD = {"job": "build"}
+
+
+class Recording(Plugin):
+    scores = True
+
+    def __init__(self, name: str, has_a_say: bool, prefers: str = "") -> None:
+        self.name, self.has_a_say, self.prefers, self.scored = name, has_a_say, prefers, []
+
+    def pre_score(self, run, snapshot, state):
+        return self.has_a_say
+
+    def score(self, run, pod, snapshot, state):
+        self.scored.append(pod.name)
+        return 100.0 if pod.name == self.prefers else 0.0
+
+
+def test_a_scorer_with_nothing_to_say_is_not_asked():
+    quiet, loud = Recording("Quiet", False, prefers="c"), Recording("Loud", True, prefers="b")
+    decision = Framework([quiet, loud]).schedule_one(
+        run(), snapshot([pod("a"), pod("b"), pod("c")])
+    )
+    assert decision.pod.name == "b"
+    assert quiet.scored == [] and loud.scored == ["a", "b", "c"]
+
+
+def test_plugins_score_by_default():
+    assert Plugin().pre_score(run(), snapshot([]), {}) is True
+
+
+def test_preferred_affinity_has_a_say_only_when_some_pod_has_a_target():
+    plugin, the_run = PreferredRunAffinity(), run(affinity=preferred("runAffinity", (10, BUILD)))
+    assert not plugin.pre_score(the_run, snapshot([pod("a")]), {})
+    assert plugin.pre_score(the_run, snapshot([pod("a")], placed("a", BUILD)), {})
+    assert not plugin.pre_score(run(), snapshot([pod("a")], placed("a", BUILD)), {})
+
+
+def test_only_filtering_plugins_are_asked_per_pod():
+    framework = Framework(default_plugins())
+    assert [p.name for p in framework.filters] == ["RuntimePodAvailability", "RunAffinity"]
+
+
+def test_required_targets_are_resolved_once_per_run():
+    asked = []
+
+    class Counting(Snapshot):
+        def targets(self, namespace, selector):
+            asked.append(selector)
+            return super().targets(namespace, selector)
+
+    snap = Counting(NOW, [pod(name) for name in "abcd"], {})
+    the_run = run(labels=BUILD, affinity=required("runAffinity", BUILD))
+    assert Framework([RunAffinity()]).schedule_one(the_run, snap).pod.name == "a"
+    assert len(asked) == 1
