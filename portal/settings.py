@@ -16,6 +16,7 @@ from portal import task_names as portal_tasks
 from portal.datadir import secret_key
 from runtimed.protocol import CONTROL_QUEUE
 from scheduling import task_names as scheduling_tasks
+from workspaces import task_names as workspace_tasks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -234,6 +235,12 @@ CELERY_BEAT_SCHEDULE = {
     # Pods and Runs on a short beat: a lost pod fails its Runs within 30 s.
     "scheduling-reconcile": {
         "task": scheduling_tasks.RECONCILE,
+        "schedule": 5.0,
+        "options": {"queue": CONTROL_QUEUE, "expires": 15.0},
+    },
+    # PersistentWorkspace binding (a gone pod turns its workspaces Lost), use and cleanup.
+    "workspaces-reconcile": {
+        "task": workspace_tasks.RECONCILE,
         "schedule": 5.0,
         "options": {"queue": CONTROL_QUEUE, "expires": 15.0},
     },

@@ -127,6 +127,11 @@ class Run(NamespacedObject):
     ttl_after_finished = models.DurationField(null=True, blank=True, editable=False)
     # When the cancel of a bound Run was last sent to its pod (re-sent until it ends).
     cancel_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # spec.workspace.name: the PersistentWorkspace the Run uses ("" for none), indexed so the
+    # workspace controller tracks active use and the scheduler fences by it.
+    workspace = models.CharField(
+        max_length=253, blank=True, default="", db_index=True, editable=False
+    )
 
     class Meta(NamespacedObject.Meta):
         constraints = [unique_name_constraint("run", namespaced=True)]
@@ -152,6 +157,7 @@ class Run(NamespacedObject):
     def sync_columns(self) -> None:
         spec = self.spec or {}
         self.runtime = spec.get("runtime", "")
+        self.workspace = (spec.get("workspace") or {}).get("name", "") or ""
         for column, value in self.status_columns(self.status).items():
             setattr(self, column, value)
         self.cancel_requested = bool(spec.get("cancelRequested"))

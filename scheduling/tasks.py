@@ -23,6 +23,7 @@ from scheduling import (
 from scheduling.models import Run, RunPhase
 from scheduling.scheduler import default_framework
 from scheduling.scheduler.loop import schedule_while_requested
+from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ def runtime_pod_heartbeat(heartbeat: dict) -> None:
     if became_ready:
         runtime_status.sync_runtime_status(timezone.now(), pod.namespace, pod.runtime)
         triggers.request_scheduling("pod")
+        runtime_pods_changed.send(sender=None, namespace=pod.namespace)
 
 
 @shared_task(name=task_names.RECONCILE, ignore_result=True)
@@ -78,6 +80,8 @@ def reconcile() -> dict:
         "cancels": dispatch.resend_cancels(now),
         "runtimes": runtime_status.sync_runtime_status(now),
     }
+    if result["not_ready"] or result["removed"]:
+        runtime_pods_changed.send(sender=None, namespace=None)
     triggers.request_scheduling("beat")
     return result
 

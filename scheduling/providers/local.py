@@ -25,6 +25,7 @@ from portal.processes import Child, Supervisor
 from runtimed import proctree
 from scheduling import cleanup, lifecycle, recovery, resources, task_names
 from scheduling.models import PodPhase, Runtime, RuntimePod
+from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -153,6 +154,7 @@ def unregister(pod: PodIdentity) -> None:
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
     shutil.rmtree(pod.workspace.parent, ignore_errors=True)
     send_on_commit(task_names.RECONCILE)
+    runtime_pods_changed.send(sender=None, namespace=pod.namespace)
 
 
 def runtimed_argv() -> list[str]:
@@ -227,4 +229,6 @@ class LocalProvider:
             row.delete()
             if workspace is not None and workspace.resolve().is_relative_to(pods_root):
                 shutil.rmtree(workspace.parent, ignore_errors=True)
+        if rows:
+            runtime_pods_changed.send(sender=None, namespace=None)
         return len(rows)

@@ -1,0 +1,45 @@
+"""The kind the workspaces app serves: kruntimes.io/v1alpha1 PersistentWorkspace (``pw``)."""
+
+from __future__ import annotations
+
+from portal.machinery.registry import Column, ResourceKind, registry
+
+GROUP = "kruntimes.io"
+VERSION = "v1alpha1"
+
+
+def _age_of_last_use(obj) -> str:
+    return (obj.status or {}).get("lastUsedTime", "") or ""
+
+
+def register_workspace_kind() -> ResourceKind:
+    from .models import WORKSPACE_CLEANUP, PersistentWorkspace
+    from .serializers import PersistentWorkspaceSpecSerializer, PersistentWorkspaceStatusSerializer
+    from .triggers import on_workspace_change
+    from .validators import WORKSPACE_VALIDATORS
+
+    return registry.register(
+        ResourceKind(
+            group=GROUP,
+            version=VERSION,
+            kind="PersistentWorkspace",
+            plural="persistentworkspaces",
+            model=PersistentWorkspace,
+            short_names=("pw",),
+            body={
+                "spec": PersistentWorkspaceSpecSerializer,
+                "status": PersistentWorkspaceStatusSerializer,
+            },
+            validators=WORKSPACE_VALIDATORS,
+            # every workspace holds until its bytes are gone (or it never had any)
+            default_finalizers=(WORKSPACE_CLEANUP,),
+            on_change=(on_workspace_change,),
+            columns=(
+                Column("PHASE", lambda o: o.phase),
+                Column("RUNTIME", lambda o: o.runtime),
+                Column("BOUND POD", lambda o: o.bound_pod),
+                Column("BOUND POD UID", lambda o: o.bound_pod_uid, wide=True),
+                Column("LAST USED", _age_of_last_use, wide=True),
+            ),
+        )
+    )

@@ -1,0 +1,43 @@
+"""PersistentWorkspace spec and status on the wire (seed 002, API.md)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from portal.machinery.serializers import StrictSerializer, field_error
+from portal.machinery.validation import label_value_errors
+from scheduling.serializers.common import ConditionsField
+from scheduling.serializers.fields import INT32_MAX, StrictCharField, StrictIntegerField, TimeField
+
+from .models import CleanupPolicy, WorkspaceMode, WorkspacePhase
+
+# The condition types the workspace controller keeps.
+CONDITION_TYPES = ("PodReady", "Cleanup")
+
+
+class PersistentWorkspaceSpecSerializer(StrictSerializer):
+    runtime = StrictCharField(max_length=63)
+    mode = serializers.ChoiceField(
+        choices=WorkspaceMode.values, default=WorkspaceMode.RUNTIME_POD_LOCAL
+    )
+    ttlSecondsAfterUnused = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    cleanupPolicy = serializers.ChoiceField(
+        choices=CleanupPolicy.values, default=CleanupPolicy.DELETE_AFTER_TTL
+    )
+
+    def validate_runtime(self, value: str) -> str:
+        messages = label_value_errors(value)
+        if messages:
+            raise field_error(f'Invalid value: "{value}": {messages[0]}')
+        return value
+
+
+class PersistentWorkspaceStatusSerializer(StrictSerializer):
+    phase = serializers.ChoiceField(choices=WorkspacePhase.values, required=False)
+    runtime = StrictCharField(max_length=63, required=False, allow_blank=True)
+    boundPod = StrictCharField(max_length=253, required=False, allow_blank=True)
+    boundPodUID = StrictCharField(max_length=36, required=False, allow_blank=True)
+    path = StrictCharField(max_length=4096, required=False, allow_blank=True)
+    lastUsedTime = TimeField(required=False)
+    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    conditions = ConditionsField(required=False)
