@@ -29,7 +29,7 @@ from django.db.models import Max, Q
 
 from portal.auth.identities import register_controller
 from portal.machinery import store
-from portal.machinery.admission import WriteContext
+from portal.machinery.admission import WriteContext, authorize
 from portal.machinery.conditions import parse_time
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
@@ -98,7 +98,11 @@ def expired(ws: PersistentWorkspace, active: bool, now: datetime) -> bool:
 def release(
     ws: PersistentWorkspace, now: datetime, reason: str, message: str, context: WriteContext
 ) -> bool:
-    """Rule 3: Released, then deletion requested (the finalizer keeps the object)."""
+    """Rule 3: Released, then deletion requested (the finalizer keeps the object).
+
+    Releasing is the start of a deletion: the writer must be allowed to delete the workspace
+    before anything is written (a 403 leaves it Bound)."""
+    context = authorize(context, _kind(), "delete", ws.namespace, ws.name)
     if ws.phase == WorkspacePhase.BOUND:
         status = workspace_status.released(ws.status or {}, reason, message, now, ws.generation)
         if not workspace_status.write(ws, status):

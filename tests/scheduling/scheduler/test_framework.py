@@ -47,7 +47,11 @@ def test_preferred_affinity_has_a_say_only_when_some_pod_has_a_target():
 
 def test_only_filtering_plugins_are_asked_per_pod():
     framework = Framework(default_plugins())
-    assert [p.name for p in framework.filters] == ["RuntimePodAvailability", "RunAffinity"]
+    assert [p.name for p in framework.filters] == [
+        "WorkspaceFencing",
+        "RuntimePodAvailability",
+        "RunAffinity",
+    ]
 
 
 def test_required_targets_are_resolved_once_per_run():

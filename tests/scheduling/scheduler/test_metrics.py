@@ -10,7 +10,7 @@ from django.utils import timezone
 from scheduling import lifecycle
 from scheduling.metrics import ATTEMPT_REASONS
 from scheduling.models import Run
-from scheduling.scheduler import default_framework, run_pass
+from scheduling.scheduler import default_framework, default_plugins, run_pass
 from scheduling.scheduler.framework import REASON_TEXT
 from scheduling.triggers import SOURCES
 from tests.helpers.records import make_pod, make_run, make_runtime, required
@@ -30,7 +30,7 @@ SERIES = (
     "kruntimes_run_log_bytes_total",
 )
 ALLOWED_LABELS = {
-    "plugin": {"RuntimePodAvailability", "RunAffinity"},
+    "plugin": {plugin.name for plugin in default_plugins()},
     "reason": set(REASON_TEXT) | ATTEMPT_REASONS,
     "result": {"bound", "unschedulable", "failed", "cleaned"},
     "phase": {"Succeeded", "Failed", "Timeout", "Cancelled"},
