@@ -236,6 +236,7 @@ def run_scheduler_bench(
         "runs": work.runs,
         "pods": work.pods,
         "affinity": work.affinity,
+        "workspaces": work.workspaces,
         "bound_per_s": round(bulk.bound / bulk.seconds, 1) if bulk.seconds else 0.0,
         "total_s": round(bulk.seconds, 4),
         "pass_p50_ms": round(percentile(ms, 0.5), 2),

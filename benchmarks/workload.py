@@ -13,6 +13,10 @@ Affinity modes (``group`` Runs share the label the terms select):
 - ``preferred``: the same cohorts with a preferred term of weight 50.
 - ``anti``: groups labelled ``spread=s<k>`` of at most min(10, P // 2) Runs, each Run with a
   required runAntiAffinity term against its own group, so no two share a pod.
+
+``workspaces=W`` (``--workspaces W``): W PersistentWorkspaces, Bound round-robin to the pods
+(setup writes the status the binding controller would), and Run i uses workspace i mod W (a
+cohort shares its workspace), so every Run goes through the Workspace filter's fencing.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from portal.machinery.registry import registry
 from portal.machinery.store import WriteContext
 from scheduling import resources
 from scheduling.models import Run, Runtime, RuntimePod
+from workspaces.models import PersistentWorkspace, workspace_path
 
 AFFINITY_MODES = ("none", "required", "preferred", "anti")
 RUNTIME = "bench"
@@ -82,6 +87,7 @@ class Workload:
     runs: int
     pods: int
     affinity: str = "none"
+    workspaces: int = 0
     _templates: dict[str, Run] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +97,10 @@ class Workload:
             raise ValueError("--runs and --pods must be at least 1")
         if self.affinity == "anti" and self.pods < 2:
             raise ValueError("--affinity anti needs at least 2 pods")
+        if self.workspaces < 0:
+            raise ValueError("--workspaces must not be negative")
+        if self.workspaces and self.affinity == "anti":
+            raise ValueError("--workspaces fences a group onto one pod: not with --affinity anti")
 
     # --- shape ---------------------------------------------------------------------------
 
@@ -110,9 +120,22 @@ class Workload:
 
     @property
     def capacity(self) -> int:
-        """``runs`` capacity per pod: an even share, plus a whole cohort/group of slack (a
-        cohort lands on one pod), plus one for the probe Run measured afterwards."""
-        return math.ceil(self.runs / self.pods) + self.group_size + 1
+        """``runs`` capacity per pod: an even share (with workspaces: the Runs of the busiest
+        pod's workspaces), plus a whole cohort/group of slack (a cohort lands on one pod),
+        plus one for the probe Run measured afterwards."""
+        if not self.workspaces:
+            return math.ceil(self.runs / self.pods) + self.group_size + 1
+        per_pod = [0] * self.pods
+        for group in range(self.groups):
+            members = min(self.group_size, self.runs - group * self.group_size)
+            per_pod[self.pod_of_workspace(group % self.workspaces)] += members
+        return max(per_pod) + self.group_size + 1
+
+    def workspace_name(self, group: int) -> str:
+        return f"ws-{group % self.workspaces:05d}" if self.workspaces else ""
+
+    def pod_of_workspace(self, index: int) -> int:
+        return index % self.pods
 
     def labels_of(self, group: int) -> dict[str, str]:
         labels = {"app": "bench"}
@@ -129,6 +152,8 @@ class Workload:
         affinity = affinity_for(self.affinity, selected)
         if affinity:
             spec["affinity"] = affinity
+        if self.workspaces:
+            spec["workspace"] = {"name": self.workspace_name(group)}
         return {
             "apiVersion": API_VERSION,
             "kind": "Run",
@@ -200,6 +225,7 @@ def delete_namespace(namespace: str) -> None:
     from portal.models import Namespace, OwnerLink
 
     Run.objects.filter(namespace=namespace).delete()
+    PersistentWorkspace.objects.filter(namespace=namespace).delete()
     RuntimePod.objects.filter(namespace=namespace).delete()
     Runtime.objects.filter(namespace=namespace).delete()
     OwnerLink.objects.filter(dependent_namespace=namespace).delete()
@@ -270,6 +296,8 @@ def create(workload: Workload, log: Log) -> None:
         ]
     )
     log(f"namespace {namespace}: {workload.pods} pods with capacity {capacity}")
+    if workload.workspaces:
+        bind_workspaces(workload, log)
     runs = workload.pending_runs(now)
     log(f"validated {workload.distinct_manifests} distinct Run manifest(s) through the store")
     Run.objects.bulk_create(runs, batch_size=BULK_BATCH)
@@ -278,3 +306,39 @@ def create(workload: Workload, log: Log) -> None:
         f"{workload.groups} group(s) of {workload.group_size})"
     )
     vacuum(log)
+
+
+def bind_workspaces(workload: Workload, log: Log) -> None:
+    """W workspaces through the store, then Bound round-robin as the binding controller would
+    write them (setup, untimed: the bench measures the scheduler, not the binding)."""
+    kind = _kind("kruntimes.io", "v1alpha1", "persistentworkspaces")
+    pods = list(
+        RuntimePod.objects.filter(namespace=workload.namespace)
+        .order_by("name")
+        .values("name", "uid")
+    )
+    for index in range(workload.workspaces):
+        name = workload.workspace_name(index)
+        ws = store.create(
+            kind,
+            {
+                "apiVersion": API_VERSION,
+                "kind": "PersistentWorkspace",
+                "metadata": {"name": name},
+                "spec": {"runtime": RUNTIME},
+            },
+            namespace=workload.namespace,
+            context=OPERATOR,
+        )
+        pod = pods[workload.pod_of_workspace(index)]
+        status = {
+            "phase": "Bound",
+            "runtime": RUNTIME,
+            "boundPod": pod["name"],
+            "boundPodUID": str(pod["uid"]),
+            "path": workspace_path(name),
+        }
+        PersistentWorkspace.objects.filter(pk=ws.pk).update(
+            status=status, **PersistentWorkspace.status_columns(status)
+        )
+    log(f"{workload.workspaces} workspaces bound round-robin to {len(pods)} pods")

@@ -26,11 +26,13 @@ POD_QUEUE_PREFIX = "runtimed."  # each Runtime Pod consumes runtimed.<pod-name>
 EXECUTE_RUN_TASK = "runtimed.execute_run"
 CANCEL_RUN_TASK = "runtimed.cancel_run"
 CONFIRM_REPORTS_TASK = "runtimed.confirm_reports"
+DELETE_WORKSPACE_TASK = "runtimed.delete_workspace"
 
 # runtimed -> control plane (on CONTROL_QUEUE)
 REPORT_RUN_TASK = "scheduling.report_run"
 HEARTBEAT_TASK = "scheduling.runtime_pod_heartbeat"
 APPEND_LOG_TASK = "scheduling.append_log"
+WORKSPACE_DELETED_TASK = "workspaces.workspace_deleted"
 
 
 def pod_queue(pod_name: str) -> str:
@@ -138,3 +140,22 @@ class LogChunk(LogIdentity):
     offset: int  # raw-byte offset of the chunk in the attempt's output
     size: int  # raw bytes the chunk covers
     text: str
+
+
+class DeleteWorkspaceRequest(TypedDict):
+    """``runtimed.delete_workspace``: delete ``/workspace/persistent/<name>`` once unused."""
+
+    namespace: str
+    name: str
+    uid: str  # the PersistentWorkspace's UID
+    pod: PodIdentity
+
+
+class WorkspaceDeleted(TypedDict):
+    """``workspaces.workspace_deleted``: the bytes are gone; the controller may finalize."""
+
+    namespace: str
+    name: str
+    uid: str
+    podName: str
+    podUID: str

@@ -5,6 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
+from runtimed import protocol
+
 from . import binding, cleanup, task_names
 
 
@@ -17,3 +19,9 @@ def reconcile(namespace: str | None = None) -> dict:
     else:
         bound = binding.reconcile_namespace(namespace, now)
     return {"binding": bound, **cleanup.reconcile(now, namespace)}
+
+
+@shared_task(name=protocol.WORKSPACE_DELETED_TASK, ignore_result=True)
+def workspace_deleted(reply: dict) -> bool:
+    """The bound pod's runtimed deleted a workspace's bytes: release its finalizer."""
+    return cleanup.confirm_deleted(reply)  # type: ignore[arg-type]

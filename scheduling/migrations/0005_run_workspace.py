@@ -3,6 +3,15 @@
 from django.db import migrations, models
 
 
+def fill_workspace(apps, schema_editor):
+    """Existing Runs that reference a workspace get the column the controllers index."""
+    Run = apps.get_model("scheduling", "Run")
+    for run in Run.objects.exclude(spec__workspace=None).only("pk", "spec").iterator():
+        name = ((run.spec or {}).get("workspace") or {}).get("name", "")
+        if name:
+            Run.objects.filter(pk=run.pk).update(workspace=name)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -15,4 +24,5 @@ class Migration(migrations.Migration):
             name='workspace',
             field=models.CharField(blank=True, db_index=True, default='', editable=False, max_length=253),
         ),
+        migrations.RunPython(fill_workspace, migrations.RunPython.noop),
     ]

@@ -89,6 +89,7 @@ class Pass:
         after: Cursor | None = None
         while True:
             page = pending_runs(self.options.page_size, after, now=self.now)
+            snapshot.load_workspaces(page)
             for run in page:
                 self._schedule(run, snapshot)
             self._flush(snapshot)

@@ -80,6 +80,10 @@ REASON_TEXT = {
     "NoAffinityTarget": ("waits for a runAffinity target", "wait for a runAffinity target"),
     "AffinityMismatch": ("does not match runAffinity", "do not match runAffinity"),
     "AntiAffinityViolation": ("violates runAntiAffinity", "violate runAntiAffinity"),
+    "WorkspaceFenced": (
+        "is not the workspace's bound pod (name and UID)",
+        "are not the workspace's bound pod (name and UID)",
+    ),
 }
 
 

@@ -18,8 +18,16 @@ from django.db.models.lookups import In
 from portal.machinery.labels import DOES_NOT_EXIST, EXISTS, NOT_EQUALS, NOT_IN, Selector
 from scheduling import resources
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime, RuntimePod
+from workspaces.models import PersistentWorkspace
 
-from .snapshot import PendingRun, PlacedRun, PodState, Snapshot
+from .snapshot import (
+    PendingRun,
+    PlacedRun,
+    PodState,
+    Snapshot,
+    WorkspaceKey,
+    WorkspaceState,
+)
 from .usage import active_usage, run_requests
 
 SQL_SELECTORS_PER_PASS = 16
@@ -109,7 +117,45 @@ def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) ->
         if pod is not None and pod.uid == pod_uid:
             resources.add(pod.used, used)
     runtimes = set(Runtime.objects.values_list("namespace", "name"))
-    return Snapshot(now, pods, {}, source=DatabasePlacements(sql_selectors), runtimes=runtimes)
+    return Snapshot(
+        now,
+        pods,
+        {},
+        source=DatabasePlacements(sql_selectors),
+        runtimes=runtimes,
+        workspaces=DatabaseWorkspaces(),
+    )
+
+
+class DatabaseWorkspaces:
+    """The PersistentWorkspaces a page of Runs references, one query per namespace."""
+
+    def workspaces(self, keys: set[WorkspaceKey]) -> dict[WorkspaceKey, WorkspaceState]:
+        by_namespace: dict[str, set[str]] = {}
+        for namespace, name in keys:
+            by_namespace.setdefault(namespace, set()).add(name)
+        query = Q()
+        for namespace, names in by_namespace.items():
+            query |= Q(namespace=namespace, name__in=sorted(names))
+        rows = PersistentWorkspace.objects.filter(query).values(
+            "namespace",
+            "name",
+            "runtime",
+            "phase",
+            "bound_pod",
+            "bound_pod_uid",
+            "deletion_timestamp",
+        )
+        return {
+            (row["namespace"], row["name"]): WorkspaceState(
+                runtime=row["runtime"],
+                phase=row["phase"],
+                bound_pod=row["bound_pod"],
+                bound_pod_uid=row["bound_pod_uid"],
+                deleting=row["deletion_timestamp"] is not None,
+            )
+            for row in rows
+        }
 
 
 def pending_runs(
@@ -142,6 +188,7 @@ def pending_runs(
         "cancel_requested",
         "priority",
         "creation_timestamp",
+        "workspace",
         affinity=KeyTransform("affinity", "spec"),
     )[:limit]
     runs = []
@@ -164,6 +211,7 @@ def pending_runs(
                 cancel_requested=row["cancel_requested"],
                 priority=row["priority"],
                 creation_timestamp=row["creation_timestamp"],
+                workspace=row["workspace"],
             )
         )
     return runs

@@ -20,7 +20,15 @@ from scheduling import resources
 
 from .targets import PlacedRun, Targets
 
-__all__ = ["PendingRun", "PlacedRun", "PlacedSource", "PodState", "Snapshot"]
+__all__ = [
+    "PendingRun",
+    "PlacedRun",
+    "PlacedSource",
+    "PodState",
+    "Snapshot",
+    "WorkspaceSource",
+    "WorkspaceState",
+]
 
 
 @dataclass
@@ -58,6 +66,27 @@ class PendingRun:
     cancel_requested: bool
     priority: int = 0
     creation_timestamp: datetime | None = None
+    workspace: str = ""  # spec.workspace.name: the PersistentWorkspace it must run in
+
+
+@dataclass(frozen=True)
+class WorkspaceState:
+    """What the scheduler fences on: a PersistentWorkspace's runtime, phase and bound pod."""
+
+    runtime: str
+    phase: str
+    bound_pod: str = ""
+    bound_pod_uid: str = ""
+    deleting: bool = False
+
+
+WorkspaceKey = tuple[str, str]  # (namespace, name)
+
+
+class WorkspaceSource(Protocol):
+    """PersistentWorkspaces as the database has them: one read for many keys."""
+
+    def workspaces(self, keys: set[WorkspaceKey]) -> dict[WorkspaceKey, WorkspaceState]: ...
 
 
 class PlacedSource(Protocol):
@@ -77,8 +106,14 @@ class Snapshot:
         placed: dict[str, list[PlacedRun]],
         source: PlacedSource | None = None,
         runtimes: set[tuple[str, str]] | None = None,
+        workspaces: WorkspaceSource | dict[WorkspaceKey, WorkspaceState] | None = None,
     ) -> None:
         self.now = now
+        # Each referenced workspace is read once per pass (None: it does not exist).
+        self._workspace_source = None if isinstance(workspaces, dict) else workspaces
+        self._workspaces: dict[WorkspaceKey, WorkspaceState | None] = (
+            dict(workspaces) if isinstance(workspaces, dict) else {}
+        )
         # (namespace, name) of every Runtime; None: not known, every Runtime is taken to exist
         self.runtimes = runtimes
         self.pods_by_key = {pod.key: pod for pod in pods}
@@ -93,6 +128,22 @@ class Snapshot:
 
     def candidates(self, run: PendingRun) -> list[PodState]:
         return self.by_runtime.get((run.namespace, run.runtime), [])
+
+    def load_workspaces(self, runs: list[PendingRun]) -> None:
+        """Read, in one go, the workspaces these Runs reference that this pass has not read."""
+        wanted = {(run.namespace, run.workspace) for run in runs if run.workspace}
+        wanted -= self._workspaces.keys()
+        if not wanted or self._workspace_source is None:
+            return
+        found = self._workspace_source.workspaces(wanted)
+        for key in wanted:
+            self._workspaces[key] = found.get(key)
+
+    def workspace(self, namespace: str, name: str) -> WorkspaceState | None:
+        key = (namespace, name)
+        if key not in self._workspaces and self._workspace_source is not None:
+            self._workspaces[key] = self._workspace_source.workspaces({key}).get(key)
+        return self._workspaces.get(key)
 
     def runtime_exists(self, namespace: str, name: str) -> bool:
         return self.runtimes is None or (namespace, name) in self.runtimes

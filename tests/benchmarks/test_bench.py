@@ -19,6 +19,7 @@ KEYS = {
     "runs",
     "pods",
     "affinity",
+    "workspaces",
     "bound_per_s",
     "total_s",
     "pass_p50_ms",
@@ -61,6 +62,7 @@ def test_every_run_is_bound_and_the_line_has_the_keys(mode):
     result, progress = bench("--affinity", mode, "--keep")
     assert set(result) == KEYS
     assert (result["runs"], result["pods"], result["affinity"]) == (40, 4, mode)
+    assert result["workspaces"] == 0
     assert result["bound_per_s"] > 0 and result["total_s"] > 0 and result["floor_s"] > 0
     assert 0 < result["pass_p50_ms"] <= result["pass_p99_ms"]
     assert result["queries_per_bind"] > 0
@@ -86,6 +88,30 @@ def test_every_run_is_bound_and_the_line_has_the_keys(mode):
         assert all(len(set(pods)) == len(pods) for pods in pods_by_label("spread").values())
 
 
+@pytest.mark.parametrize("mode", ("none", "required"))
+def test_with_workspaces_every_run_lands_on_its_workspaces_bound_pod(mode):
+    from workspaces.models import PersistentWorkspace
+
+    result, progress = bench("--workspaces", "6", "--affinity", mode, "--keep")
+    assert result["workspaces"] == 6
+    assert "6 workspaces bound" in progress
+    bound = {
+        ws.name: (ws.bound_pod, ws.bound_pod_uid)
+        for ws in PersistentWorkspace.objects.filter(namespace="bench")
+    }
+    assert len(bound) == 6 and len({pod for pod, _ in bound.values()}) == 4
+    runs = Run.objects.filter(namespace="bench")
+    assert runs.count() == 40
+    for run in runs:
+        assert run.phase == "Scheduled"
+        assert (run.assigned_pod, run.assigned_pod_uid) == bound[run.workspace]
+
+
+def test_workspaces_with_anti_affinity_is_a_command_error():
+    with pytest.raises(CommandError, match="not with --affinity anti"):
+        bench("--workspaces", "2", "--affinity", "anti")
+
+
 def test_the_namespace_is_deleted_afterwards_and_leftovers_are_replaced():
     bench("--keep", "--runs", "12")
     assert Run.objects.filter(namespace="bench").count() == 12
@@ -94,6 +120,11 @@ def test_the_namespace_is_deleted_afterwards_and_leftovers_are_replaced():
     assert not Run.objects.filter(namespace="bench").exists()
     assert not RuntimePod.objects.filter(namespace="bench").exists()
     assert not Runtime.objects.filter(namespace="bench").exists()
+    from workspaces.models import PersistentWorkspace
+
+    bench("--keep", "--workspaces", "3")
+    bench("--probes", "0")
+    assert not PersistentWorkspace.objects.filter(namespace="bench").exists()
     assert not Namespace.objects.filter(name="bench").exists()
 
 

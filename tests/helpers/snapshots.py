@@ -46,6 +46,7 @@ def run(
     fractional: list | None = None,
     namespace: str = "default",
     runtime: str = "bash",
+    workspace: str = "",
 ) -> PendingRun:
     return PendingRun(
         pk=abs(hash(name)) % 10_000,
@@ -62,6 +63,7 @@ def run(
         status={},
         cancel_requested=False,
         creation_timestamp=NOW,
+        workspace=workspace,
     )
 
 
@@ -73,11 +75,13 @@ def placed(
     )
 
 
-def snapshot(pods: list[PodState], *placements: tuple[str, PlacedRun]) -> Snapshot:
+def snapshot(
+    pods: list[PodState], *placements: tuple[str, PlacedRun], workspaces: dict | None = None
+) -> Snapshot:
     by_namespace: dict[str, list[PlacedRun]] = {}
     for namespace, placement in placements:
         by_namespace.setdefault(namespace, []).append(placement)
-    return Snapshot(NOW, pods, by_namespace)
+    return Snapshot(NOW, pods, by_namespace, workspaces=workspaces or {})
 
 
 def term(match_labels: dict) -> dict:

@@ -1,5 +1,5 @@
-"""PersistentWorkspaces in the database, created through the store and moved through their
-phases by the workspace status writer, as the controllers do."""
+"""PersistentWorkspaces in the database, created through the store as an operator would and
+moved through their phases by the workspace status writer, as the controllers do."""
 
 from __future__ import annotations
 
@@ -16,6 +16,40 @@ from workspaces.models import PersistentWorkspace
 WORKSPACES = registry.get("kruntimes.io", "v1alpha1", "persistentworkspaces")
 
 
+def workspace_manifest(
+    name: str = "ws", runtime: str = "bash", *, labels: dict | None = None, **spec
+) -> dict:
+    metadata: dict = {"name": name}
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "PersistentWorkspace",
+        "metadata": metadata,
+        "spec": {"runtime": runtime, **spec},
+    }
+
+
+def make_workspace(
+    name: str = "ws",
+    runtime: str = "bash",
+    namespace: str = "default",
+    *,
+    labels: dict | None = None,
+    **spec,
+) -> PersistentWorkspace:
+    return store.create(
+        WORKSPACES,
+        workspace_manifest(name, runtime, labels=labels, **spec),
+        namespace=namespace,
+        context=OPERATOR,
+    )
+
+
+def fresh_workspace(ws: PersistentWorkspace) -> PersistentWorkspace | None:
+    return PersistentWorkspace.objects.filter(pk=ws.pk).first()
+
+
 def make_namespace(name: str) -> None:
     store.create(
         registry.for_model(Namespace),
@@ -24,35 +58,9 @@ def make_namespace(name: str) -> None:
     )
 
 
-def make_workspace(
-    name: str,
-    *,
-    runtime: str = "bash",
-    namespace: str = "default",
-    labels: dict | None = None,
-    **spec,
-) -> PersistentWorkspace:
-    store.create(
-        WORKSPACES,
-        {
-            "apiVersion": "kruntimes.io/v1alpha1",
-            "kind": "PersistentWorkspace",
-            "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"runtime": runtime, **spec},
-        },
-        namespace=namespace,
-        context=OPERATOR,
-    )
-    return PersistentWorkspace.objects.get(namespace=namespace, name=name)
-
-
-def fresh(ws: PersistentWorkspace) -> PersistentWorkspace:
-    return PersistentWorkspace.objects.get(pk=ws.pk)
-
-
 def bind(ws: PersistentWorkspace, pod: RuntimePod) -> PersistentWorkspace:
     """Bound to ``pod`` as the binding controller would write it."""
-    ws = fresh(ws)
+    ws = PersistentWorkspace.objects.get(pk=ws.pk)
     status = workspace_status.bound(ws.status or {}, ws, pod.name, str(pod.uid), timezone.now())
     assert workspace_status.write(ws, status)
     return ws
@@ -60,7 +68,7 @@ def bind(ws: PersistentWorkspace, pod: RuntimePod) -> PersistentWorkspace:
 
 def lose(ws: PersistentWorkspace, reason: str = "RuntimePodGone") -> PersistentWorkspace:
     """Lost: its pod went away (the binding controller's transition)."""
-    ws = fresh(ws)
+    ws = PersistentWorkspace.objects.get(pk=ws.pk)
     status = workspace_status.lost(
         ws.status or {},
         reason,
@@ -73,8 +81,8 @@ def lose(ws: PersistentWorkspace, reason: str = "RuntimePodGone") -> PersistentW
 
 
 def use(ws: PersistentWorkspace, when=None) -> PersistentWorkspace:
-    ws = fresh(ws)
-    assert workspace_status.write(
-        ws, workspace_status.used(ws.status or {}, when or timezone.now())
-    )
+    """``lastUsedTime`` set, as the cleanup controller does when the last Run using it ends."""
+    ws = PersistentWorkspace.objects.get(pk=ws.pk)
+    status = workspace_status.used(ws.status or {}, when or timezone.now())
+    assert workspace_status.write(ws, status)
     return ws

@@ -20,7 +20,7 @@ from tests.helpers.records import RUNS, make_pod, make_run, make_runtime
 from tests.helpers.workspaces import (
     WORKSPACES,
     bind,
-    fresh,
+    fresh_workspace,
     lose,
     make_namespace,
     make_workspace,
@@ -91,7 +91,7 @@ def bound_ws():
     make_run("r-active-2", workspace={"name": "cache"})
     finish(make_run("r-done", workspace={"name": "cache"}))
     make_run("r-other")  # uses no workspace
-    return fresh(ws), pod
+    return fresh_workspace(ws), pod
 
 
 # ------------------------------------------------------------------------------ list
@@ -210,7 +210,7 @@ def test_recover_creates_a_new_workspace_with_the_same_spec_and_leaves_the_old_l
     assert new.spec == lost.spec and new.labels == {"team": "a"}
     assert new.phase == WorkspacePhase.PENDING and not new.bound_pod
     assert new.uid != lost.uid and WORKSPACE_CLEANUP in new.finalizers
-    after = fresh(lost)
+    after = fresh_workspace(lost)
     assert after.phase == WorkspacePhase.LOST and after.status == lost.status  # not rebound
     text = " ".join(messages_of(response))
     assert new.name in text
@@ -273,7 +273,7 @@ def test_force_remove_finalizer_needs_a_superuser(client, staff, bound_ws):
     client.force_login(staff)
     response = act(client, FORCE, ws, post="yes")
     assert response.status_code == 302
-    assert fresh(ws).finalizers == [WORKSPACE_CLEANUP]
+    assert fresh_workspace(ws).finalizers == [WORKSPACE_CLEANUP]
     assert any("Only a superuser" in m for m in messages_of(response))
     assert not LogEntry.objects.exists()
 
@@ -288,13 +288,18 @@ def test_force_remove_finalizer_confirms_removes_and_audits(client, admin_user, 
     assert "Pod-local data may be left" in html
     assert ">default/cache</a>" in html and ">default/other</a>" in html
     assert 'name="post" value="yes"' in html and "Terminating" in html
-    assert fresh(ws).finalizers == [WORKSPACE_CLEANUP]  # nothing happens before confirming
+    assert fresh_workspace(ws).finalizers == [
+        WORKSPACE_CLEANUP
+    ]  # nothing happens before confirming
 
     with caplog.at_level(logging.WARNING, logger="workspaces.admin"):
         response = act(client, FORCE, ws, other, post="yes")
     assert response.status_code == 302
     assert not PersistentWorkspace.objects.filter(pk=ws.pk).exists()  # was Terminating
-    assert fresh(other).finalizers == [] and fresh(other).deletion_timestamp is None
+    assert (
+        fresh_workspace(other).finalizers == []
+        and fresh_workspace(other).deletion_timestamp is None
+    )
     entries = {e.object_id: e for e in LogEntry.objects.filter(action_flag=CHANGE)}
     assert set(entries) == {str(ws.pk), str(other.pk)}
     assert entries[str(ws.pk)].user == admin_user

@@ -57,6 +57,13 @@ class Command(BaseCommand):
         scheduler.add_argument("--runs", type=int, required=True, help="pending Runs to bind")
         scheduler.add_argument("--pods", type=int, required=True, help="ready Runtime Pods")
         scheduler.add_argument(
+            "--workspaces",
+            type=int,
+            default=0,
+            help="Runs spread over N PersistentWorkspaces bound round-robin to the pods "
+            "(every Run goes through workspace fencing); 0: none",
+        )
+        scheduler.add_argument(
             "--affinity", default="none", choices=["none", "required", "preferred", "anti"]
         )
         scheduler.add_argument(
@@ -153,14 +160,31 @@ class Command(BaseCommand):
         self.stderr.flush()
 
     def handle_scheduler(
-        self, *, runs, pods, affinity, namespace, keep, probes, page_size, bind_batch, **options
+        self,
+        *,
+        runs,
+        pods,
+        affinity,
+        workspaces,
+        namespace,
+        keep,
+        probes,
+        page_size,
+        bind_batch,
+        **options,
     ) -> None:
         from benchmarks.measure import run_scheduler_bench
         from benchmarks.workload import Workload
         from scheduling.scheduler import PassOptions
 
         try:
-            work = Workload(namespace=namespace, runs=runs, pods=pods, affinity=affinity)
+            work = Workload(
+                namespace=namespace,
+                runs=runs,
+                pods=pods,
+                affinity=affinity,
+                workspaces=workspaces,
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         pass_options = PassOptions()
@@ -170,7 +194,8 @@ class Command(BaseCommand):
             pass_options.bind_batch = bind_batch
         vendor = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         self.log(
-            f"bench scheduler: {runs} Runs on {pods} pods, affinity {affinity}, database {vendor}"
+            f"bench scheduler: {runs} Runs on {pods} pods, affinity {affinity}, "
+            f"{workspaces} workspaces, database {vendor}"
         )
         result = run_scheduler_bench(
             work, probes=probes, keep=keep, options=pass_options, log=self.log

@@ -4,10 +4,18 @@ from ..framework import Plugin
 from .affinity import PreferredRunAffinity, RunAffinity
 from .availability import RuntimePodAvailability
 from .spread import LeastLoaded
+from .workspace import WorkspaceFencing
 
 
 def default_plugins() -> list[Plugin]:
-    return [RuntimePodAvailability(), RunAffinity(), PreferredRunAffinity(), LeastLoaded()]
+    # fencing first: its Filter is the cheapest and leaves at most one pod for the others
+    return [
+        WorkspaceFencing(),
+        RuntimePodAvailability(),
+        RunAffinity(),
+        PreferredRunAffinity(),
+        LeastLoaded(),
+    ]
 
 
 __all__ = [
@@ -15,5 +23,6 @@ __all__ = [
     "PreferredRunAffinity",
     "RunAffinity",
     "RuntimePodAvailability",
+    "WorkspaceFencing",
     "default_plugins",
 ]
