@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from portal.machinery import store
+from portal.machinery.admission import authorize
 from portal.machinery.errors import StatusError
 from portal.resource_admin import (
     NONE,
@@ -402,6 +403,7 @@ class PersistentWorkspaceAdmin(ResourceAdmin):
     @admin.action(permissions=["change"], description="Release now (start cleanup)")
     def release_workspaces(self, request, queryset):
         """Start a Bound workspace's cleanup at once, exactly as its TTL expiring would."""
+        kind = self.resource_kind
         now = timezone.now()
         user = request.user.get_username()
         released, skipped, failed = [], [], []
@@ -411,12 +413,15 @@ class PersistentWorkspaceAdmin(ResourceAdmin):
                 skipped.append(f"{label} ({ws.phase})")
                 continue
             try:
+                # release writes the status before its one object write (the delete that
+                # cleanup's finalizer then holds): ask first, so a denied user changes nothing
+                context = authorize(self._context(request), kind, "delete", ws.namespace, ws.name)
                 done = cleanup.release(
                     ws,
                     now,
                     reason="ReleasedByOperator",
                     message=f"released by {user} from the admin console",
-                    context=self._context(request),
+                    context=context,
                 )
             except StatusError as exc:
                 failed.append(f"{label}: {exc.message}")

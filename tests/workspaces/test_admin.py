@@ -27,6 +27,7 @@ from tests.helpers.workspaces import (
     use,
 )
 from workspaces.models import WORKSPACE_CLEANUP, PersistentWorkspace, WorkspacePhase
+from workspaces.status import condition
 
 pytestmark = pytest.mark.django_db
 
@@ -238,31 +239,42 @@ def test_recovered_name_fits_a_long_name():
 # ------------------------------------------------------------------------------ release
 
 
-@pytest.fixture
-def releases(monkeypatch):
-    """Record what the admin asks ``workspaces.cleanup.release`` to do."""
-    calls = []
-
-    def release(ws, now, *, reason, message, context):
-        calls.append({"ws": ws, "reason": reason, "message": message, "user": context.user})
-        return True
-
-    monkeypatch.setattr("workspaces.cleanup.release", release, raising=False)
-    return calls
-
-
-def test_release_now_starts_cleanup_as_the_user(client, admin_user, bound_ws, releases):
+def test_release_now_starts_cleanup_as_a_ttl_expiry_would(client, bound_ws):
     ws, _pod = bound_ws
     pending = make_workspace("waiting")
     response = act(client, "release_workspaces", ws, pending)
     assert response.status_code == 302
-    assert [(c["ws"].pk, c["reason"], c["user"]) for c in releases] == [
-        (ws.pk, "ReleasedByOperator", admin_user)
-    ]
-    assert "admin" in releases[0]["message"]
+    after = fresh_workspace(ws)
+    assert after.phase == WorkspacePhase.RELEASED
+    cleanup_condition = condition(after.status, "Cleanup")
+    assert (cleanup_condition["status"], cleanup_condition["reason"]) == (
+        "True",
+        "ReleasedByOperator",
+    )
+    assert "admin" in cleanup_condition["message"]
+    # deletion requested; the finalizer holds the object until runtimed deleted the bytes
+    assert after.deletion_timestamp is not None and after.finalizers == [WORKSPACE_CLEANUP]
+    untouched = fresh_workspace(pending)
+    assert untouched.phase == WorkspacePhase.PENDING and untouched.deletion_timestamp is None
     text = " ".join(messages_of(response))
     assert "Released 1 workspaces: default/cache" in text
     assert "Not released" in text and "default/waiting (Pending)" in text
+
+
+def test_release_now_calls_cleanup_release_with_the_users_context(
+    client, admin_user, bound_ws, monkeypatch
+):
+    ws, _pod = bound_ws
+    calls = []
+
+    def release(ws, now, reason, message, context):
+        calls.append((ws.pk, reason, context.user))
+        return False  # lost a race with a controller
+
+    monkeypatch.setattr("workspaces.cleanup.release", release)
+    response = act(client, "release_workspaces", ws)
+    assert calls == [(ws.pk, "ReleasedByOperator", admin_user)]
+    assert any("changed meanwhile" in m for m in messages_of(response))
 
 
 # ------------------------------------------------------------------------------ force remove
@@ -322,7 +334,7 @@ def test_the_generic_remove_finalizers_action_is_not_offered(client, bound_ws):
 
 
 def test_staff_without_rbac_sees_pages_and_gets_a_message_not_a_500(client, staff, bound_ws):
-    ws, _pod = bound_ws
+    ws, pod = bound_ws
     lost = lose(ws)
     client.force_login(staff)
     assert client.get(url("changelist")).status_code == 200
@@ -333,3 +345,11 @@ def test_staff_without_rbac_sees_pages_and_gets_a_message_not_a_500(client, staf
     text = " ".join(messages_of(response))
     assert "Could not recover default/cache" in text and "is forbidden" in text
     assert 'User "bob" cannot create' in text
+
+    bound = bind(make_workspace("b"), pod)
+    response = act(client, "release_workspaces", bound)
+    assert response.status_code == 302
+    after = fresh_workspace(bound)
+    assert after.phase == WorkspacePhase.BOUND and after.deletion_timestamp is None
+    text = " ".join(messages_of(response))
+    assert "Could not release default/b" in text and 'User "bob" cannot delete' in text
