@@ -9,6 +9,8 @@ import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import Permission
 from django.contrib.messages import get_messages
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -153,6 +155,17 @@ def test_filters_and_search(client, bound_ws):
     assert listed(f"?q={str(pod.uid)[:13]}") == ["cache"]  # bound pod UID
     assert listed(f"?q={lost.uid}") == ["gone"]  # the workspace's own UID
     assert listed("?q=team%3Da") == ["cache"]  # label selector
+
+
+def test_changelist_does_not_query_per_row(client, bound_ws):
+    with CaptureQueriesContext(connection) as one:
+        client.get(url("changelist"))
+    for index in range(4):
+        make_workspace(f"ws-{index}")
+        make_run(f"uses-{index}", workspace={"name": f"ws-{index}"})
+    with CaptureQueriesContext(connection) as five:
+        client.get(url("changelist"))
+    assert len(five) == len(one)
 
 
 # ------------------------------------------------------------------------------ detail
