@@ -142,7 +142,7 @@ class LogChunk(LogIdentity):
     text: str
 
 
-class DeleteWorkspaceRequest(TypedDict):
+class DeleteWorkspacePayload(TypedDict):
     """``runtimed.delete_workspace``: delete ``/workspace/persistent/<name>`` once unused."""
 
     namespace: str

@@ -124,7 +124,7 @@ def _remove_finalizer(ws: PersistentWorkspace) -> bool:
     return True
 
 
-def delete_request(ws: PersistentWorkspace) -> protocol.DeleteWorkspaceRequest:
+def delete_request(ws: PersistentWorkspace) -> protocol.DeleteWorkspacePayload:
     return {
         "namespace": ws.namespace,
         "name": ws.name,
@@ -137,7 +137,7 @@ def _ask_pod(ws: PersistentWorkspace, app) -> bool:
     try:
         app.send_task(
             protocol.DELETE_WORKSPACE_TASK,
-            kwargs={"request": delete_request(ws)},
+            kwargs={"payload": delete_request(ws)},
             queue=protocol.pod_queue(ws.bound_pod),
         )
     except Exception:  # noqa: BLE001 - broker down: the next pass re-sends

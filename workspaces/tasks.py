@@ -22,6 +22,6 @@ def reconcile(namespace: str | None = None) -> dict:
 
 
 @shared_task(name=protocol.WORKSPACE_DELETED_TASK, ignore_result=True)
-def workspace_deleted(reply: dict) -> bool:
+def workspace_deleted(payload: dict) -> bool:
     """The bound pod's runtimed deleted a workspace's bytes: release its finalizer."""
-    return cleanup.confirm_deleted(reply)  # type: ignore[arg-type]
+    return cleanup.confirm_deleted(payload)  # type: ignore[arg-type]

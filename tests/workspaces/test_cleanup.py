@@ -156,7 +156,7 @@ def test_step_4_the_bound_pod_is_asked_until_it_answers_then_the_finalizer_goes(
             (
                 protocol.DELETE_WORKSPACE_TASK,
                 {
-                    "request": {
+                    "payload": {
                         "namespace": "default",
                         "name": "ws",
                         "uid": str(ws.uid),
