@@ -73,9 +73,7 @@ class SubjectAccessReviewAuthorizer:
             api = client.AuthorizationV1Api(
                 api_client(host=getattr(settings, "KRUNTIMES_KUBERNETES_HOST", None))
             )
-            result = api.create_subject_access_review(
-                body, _request_timeout=timeout
-            )
+            result = api.create_subject_access_review(body, _request_timeout=timeout)
             status = result.status
             if status is None:
                 raise ValueError("the SubjectAccessReview came back without a status")
