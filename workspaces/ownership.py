@@ -50,7 +50,7 @@ def is_workflow_controller(user: UserInfo) -> bool:
     own = f"{CONTROLLER_PREFIX}{WORKFLOW_CONTROLLER}"
     if user.username == own and CONTROLLERS_GROUP in user.groups:
         return True
-    configured = getattr(settings, "KRUNTIMES_WORKFLOW_CONTROLLER_USERNAME", "")
+    configured = settings.KRUNTIMES_WORKFLOW_CONTROLLER_USERNAME
     return bool(configured) and user.username == configured
 
 

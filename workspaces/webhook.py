@@ -97,8 +97,8 @@ def decide(req: dict[str, Any]) -> dict[str, Any]:
     if req.get("resource") != RUN_RESOURCE or req.get("kind") != RUN_KIND or req.get("subResource"):
         raise Refused("this webhook admits only creates of runs.kruntimes.io/v1alpha1")
     run = req.get("object")
-    if not isinstance(run, dict) or not isinstance(run.get("spec") or {}, dict):
-        raise Refused("request.object must be a Run")
+    if not isinstance(run, dict) or not isinstance(run.get("spec", {}), dict):
+        raise Refused("request.object must be a Run with an object spec")
     if not (run.get("spec") or {}).get("workspace"):
         return {"allowed": True}
     meta = run.get("metadata") or {}

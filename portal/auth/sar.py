@@ -57,7 +57,7 @@ def _failure(exc: Exception, timeout: float) -> str:
     if isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(
         exc, urllib3.exceptions.NewConnectionError
     ):
-        return f"no answer within {timeout:g}s"
+        return f"no answer within {timeout:.3g}s"
     if isinstance(exc, urllib3.exceptions.HTTPError):
         return f"cannot reach the Kubernetes API ({type(exc).__name__})"
     return type(exc).__name__

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from portal.machinery import store
+from portal.machinery import admission, store
 from portal.machinery.admission import WriteContext
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
@@ -30,6 +31,7 @@ from tests.helpers.workspaces import (
     make_workspace,
     workspace_run,
 )
+from workspaces import review
 
 pytestmark = pytest.mark.django_db
 
@@ -262,3 +264,65 @@ def test_cli_with_use_applies(staff, tmp_path):
     )
 
     assert Run.objects.filter(name="r").exists()
+
+
+# ------------------------------------------------------------------ SubjectAccessReview
+
+
+@pytest.fixture
+def sar_user(user, access_reviews, sar_backend, settings):
+    """alice, authorized by the cluster: every review is answered by ``access_reviews``."""
+    make_workspace("ws")
+    return user
+
+
+def test_sar_use_review_is_asked_and_allows(sar_user, access_reviews):
+    access_reviews.allow()
+
+    assert create(workspace_run(), sar_user).name == "r"
+    use = access_reviews.bodies[-1]["spec"]["resourceAttributes"]
+    assert (use["verb"], use["resource"], use["subresource"], use["name"]) == (
+        "use",
+        "persistentworkspaces",
+        "use",
+        "ws",
+    )
+
+
+def test_sar_timeout_is_a_denial(sar_user, access_reviews, settings, monkeypatch):
+    settings.KRUNTIMES_SAR_TIMEOUT_SECONDS = 30.0
+    monkeypatch.setattr(review, "USE_REVIEW_SECONDS", 0.3)
+    access_reviews.allow()
+
+    # the create authorization is asked first, then the use review: hold from the second on
+    real = admission.authorize
+
+    def authorize_then_hold(*args, **kwargs):
+        result = real(*args, **kwargs)
+        access_reviews.hold()
+        return result
+
+    monkeypatch.setattr("portal.machinery.store.authorize", authorize_then_hold)
+
+    started = time.monotonic()
+    error = refusal(workspace_run(), sar_user)
+
+    assert error.code == 403
+    assert "authorization check failed: no answer within 0.3s" in error.message
+    assert time.monotonic() - started < 2.0
+    assert not Run.objects.exists()
+
+
+def test_sar_error_is_a_denial(sar_user, access_reviews, monkeypatch):
+    real = admission.authorize
+
+    def authorize_then_fail(*args, **kwargs):
+        result = real(*args, **kwargs)
+        access_reviews.fail(500)
+        return result
+
+    monkeypatch.setattr("portal.machinery.store.authorize", authorize_then_fail)
+
+    error = refusal(workspace_run(), sar_user)
+
+    assert error.code == 403 and "HTTP 500" in error.message
