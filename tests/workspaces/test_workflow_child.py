@@ -15,6 +15,7 @@ from portal.machinery.errors import StatusError
 from tests.helpers.workspaces import (
     JOB_LABEL,
     UID_LABEL,
+    grant_runs,
     kind,
     make_workflow_run,
     make_workspace,
@@ -62,8 +63,6 @@ def test_a_child_run_of_the_owning_workflow_run_is_admitted(workflow_controller,
 
 
 def test_another_user_with_copied_labels_and_owners_is_reviewed(user, wfr):
-    from tests.helpers.workspaces import grant_runs
-
     grant_runs()
     make_workspace("ws", **owned_by(wfr))
 
@@ -71,12 +70,12 @@ def test_another_user_with_copied_labels_and_owners_is_reviewed(user, wfr):
 
 
 def test_a_name_like_the_controller_outside_the_controllers_group_is_reviewed(wfr):
+    """A user named like the controller (allowed to create Runs by RBAC) is not the controller."""
     impostor = UserInfo(username="system:kruntimes:workflow-controller", groups=("devs",))
+    grant_runs(impostor.username)
     make_workspace("ws", **owned_by(wfr))
 
-    with pytest.raises(StatusError) as caught:
-        create(workspace_run(metadata=owned_by(wfr)), impostor)
-    assert caught.value.code == 403
+    assert_use_denied(workspace_run(metadata=owned_by(wfr)), impostor)
 
 
 def test_a_workflow_run_being_deleted_is_stale(workflow_controller, wfr):
@@ -100,12 +99,13 @@ def test_another_job_label_is_cross_job(workflow_controller, wfr):
 
 
 def test_owner_references_to_different_workflow_runs(workflow_controller, wfr):
+    """Labels agree everywhere, but the workspace's controller is another WorkflowRun."""
     other = make_workflow_run("other")
-    make_workspace("ws", **owned_by(other))
-    meta = owned_by(wfr)
-    meta["labels"][UID_LABEL] = str(other.uid)  # labels agree with the workspace, owner does not
+    make_workspace(
+        "ws", labels=owned_by(wfr)["labels"], ownerReferences=owned_by(other)["ownerReferences"]
+    )
 
-    assert_use_denied(workspace_run(metadata=meta), workflow_controller)
+    assert_use_denied(workspace_run(metadata=owned_by(wfr)), workflow_controller)
 
 
 def test_a_uid_label_that_is_not_the_owner(workflow_controller, wfr):
