@@ -51,6 +51,12 @@ KRUNTIMES_AUTHORIZER = env("KRUNTIMES_AUTHORIZER") or (
     "subjectaccessreview" if KRUNTIMES_CLUSTER == "kubernetes" else "rbac"
 )
 KRUNTIMES_SAR_TIMEOUT_SECONDS = env("KRUNTIMES_SAR_TIMEOUT_SECONDS")
+# The workflow controller's ServiceAccount as the cluster's API server names it in the
+# admission webhook's userInfo (e.g. system:serviceaccount:<ns>:<name>); "" trusts only the
+# portal's own system:kruntimes:workflow-controller (workspaces/ownership.py).
+KRUNTIMES_WORKFLOW_CONTROLLER_USERNAME = env.str(
+    "KRUNTIMES_WORKFLOW_CONTROLLER_USERNAME", default=""
+)
 # Optional kubeconfig path for the kubernetes client; in-cluster config is used when absent.
 KRUNTIMES_KUBECONFIG = env.str("KUBECONFIG", default="")
 

@@ -1,5 +1,6 @@
 """What the workspaces app adds to the Run kind: its use of a workspace is tracked (a Run
-starting or ending wakes the workspace controller)."""
+starting or ending wakes the workspace controller), and a Run may reference only a workspace
+that exists, matches its Runtime and that its writer may use (``review``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ from portal.machinery.registry import registry
 def register_run_hooks() -> None:
     from scheduling.models import Run
 
+    from .ownership import register_workflow_controller
+    from .review import check_run_workspace
     from .triggers import on_run_change
 
     kind = registry.for_model(Run)
     if on_run_change not in kind.on_change:
         kind.on_change = (*kind.on_change, on_run_change)
+    if check_run_workspace not in kind.admission:
+        kind.admission = (*kind.admission, check_run_workspace)
+    register_workflow_controller()

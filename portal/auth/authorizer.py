@@ -2,10 +2,16 @@
 
 ``review(user, verb, group, resource, subresource, namespace, name) -> Decision``; the API,
 the admission webhook and admission checks such as ``persistentworkspaces/use`` all ask here.
+``with budget(seconds):`` bounds the reviews asked inside it: a backend that waits on a remote
+answer (SubjectAccessReview) waits at most ``time_left(...)``, and denies once it runs out.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
@@ -64,6 +70,32 @@ class Decision:
 
 class Authorizer(Protocol):
     def review(self, user: UserInfo, attributes: ResourceAttributes) -> Decision: ...
+
+
+# The monotonic time by which the reviews being asked must be answered (None: no budget).
+_deadline: ContextVar[float | None] = ContextVar("kruntimes_review_deadline", default=None)
+
+
+@contextmanager
+def budget(seconds: float) -> Iterator[None]:
+    """Reviews asked inside take at most ``seconds`` in all; a budget inside another keeps
+    whichever ends first."""
+    deadline = time.monotonic() + seconds
+    current = _deadline.get()
+    token = _deadline.set(deadline if current is None else min(current, deadline))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def time_left(default: float) -> float:
+    """How long a review may wait now: ``default``, or less when a budget ends sooner (0 once
+    it has run out)."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return default
+    return max(0.0, min(default, deadline - time.monotonic()))
 
 
 BACKENDS = {

@@ -1,6 +1,7 @@
 """Authorization by the cluster: an ``authorization.k8s.io/v1`` SubjectAccessReview.
 
-Fails closed: a timeout, a transport error, a 5xx or an unreadable answer denies.
+Fails closed: a timeout, a transport error, a 5xx or an unreadable answer denies. A review
+waits at most ``KRUNTIMES_SAR_TIMEOUT_SECONDS``, or less inside an ``authorizer.budget``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from kubernetes import client
 
 from portal.kube import api_client
 
-from .authorizer import Decision, ResourceAttributes, UserInfo
+from .authorizer import Decision, ResourceAttributes, UserInfo, time_left
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def review_body(user: UserInfo, attrs: ResourceAttributes) -> client.V1SubjectAc
     )
 
 
-def _failure(exc: Exception) -> str:
+def _failure(exc: Exception, timeout: float) -> str:
     """A short, secret-free account of why the review did not come back."""
     status = getattr(exc, "status", None)
     if isinstance(exc, client.ApiException) and isinstance(status, int) and status:
@@ -56,7 +57,7 @@ def _failure(exc: Exception) -> str:
     if isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(
         exc, urllib3.exceptions.NewConnectionError
     ):
-        return f"no answer within {settings.KRUNTIMES_SAR_TIMEOUT_SECONDS}s"
+        return f"no answer within {timeout:.3g}s"
     if isinstance(exc, urllib3.exceptions.HTTPError):
         return f"cannot reach the Kubernetes API ({type(exc).__name__})"
     return type(exc).__name__
@@ -65,13 +66,14 @@ def _failure(exc: Exception) -> str:
 class SubjectAccessReviewAuthorizer:
     def review(self, user: UserInfo, attrs: ResourceAttributes) -> Decision:
         body = review_body(user, attrs)
+        timeout = time_left(settings.KRUNTIMES_SAR_TIMEOUT_SECONDS)
+        if timeout <= 0:
+            return Decision(False, "authorization check failed: no time left to ask")
         try:
             api = client.AuthorizationV1Api(
                 api_client(host=getattr(settings, "KRUNTIMES_KUBERNETES_HOST", None))
             )
-            result = api.create_subject_access_review(
-                body, _request_timeout=settings.KRUNTIMES_SAR_TIMEOUT_SECONDS
-            )
+            result = api.create_subject_access_review(body, _request_timeout=timeout)
             status = result.status
             if status is None:
                 raise ValueError("the SubjectAccessReview came back without a status")
@@ -83,7 +85,7 @@ class SubjectAccessReviewAuthorizer:
                 attrs.resource,
                 exc_info=True,
             )
-            return Decision(False, f"authorization check failed: {_failure(exc)}")
+            return Decision(False, f"authorization check failed: {_failure(exc, timeout)}")
         reason = status.reason or status.evaluation_error or ""
         if status.allowed and not status.denied:
             return Decision(True, reason)

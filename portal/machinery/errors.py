@@ -60,6 +60,7 @@ TOO_LONG = "FieldValueTooLong"
 TOO_MANY = "FieldValueTooMany"
 FORBIDDEN = "FieldValueForbidden"
 TYPE_INVALID = "FieldValueTypeInvalid"
+NOT_FOUND = "FieldValueNotFound"
 
 
 def required(path: str, message: str = "Required value") -> FieldError:
@@ -79,6 +80,10 @@ def not_supported(path: str, value: object, supported: Iterable[object]) -> Fiel
 
 def forbidden(path: str, message: str) -> FieldError:
     return FieldError(path, FORBIDDEN, message)
+
+
+def field_not_found(path: str, message: str) -> FieldError:
+    return FieldError(path, NOT_FOUND, message)
 
 
 def too_long(path: str, limit: int) -> FieldError:

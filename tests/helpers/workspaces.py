@@ -17,11 +17,18 @@ WORKSPACES = registry.get("kruntimes.io", "v1alpha1", "persistentworkspaces")
 
 
 def workspace_manifest(
-    name: str = "ws", runtime: str = "bash", *, labels: dict | None = None, **spec
+    name: str = "ws",
+    runtime: str = "bash",
+    *,
+    labels: dict | None = None,
+    ownerReferences: list | None = None,  # noqa: N803 - the manifest's own key
+    **spec,
 ) -> dict:
     metadata: dict = {"name": name}
     if labels:
         metadata["labels"] = labels
+    if ownerReferences:
+        metadata["ownerReferences"] = ownerReferences
     return {
         "apiVersion": "kruntimes.io/v1alpha1",
         "kind": "PersistentWorkspace",
@@ -36,11 +43,12 @@ def make_workspace(
     namespace: str = "default",
     *,
     labels: dict | None = None,
+    ownerReferences: list | None = None,  # noqa: N803 - the manifest's own key
     **spec,
 ) -> PersistentWorkspace:
     return store.create(
         WORKSPACES,
-        workspace_manifest(name, runtime, labels=labels, **spec),
+        workspace_manifest(name, runtime, labels=labels, ownerReferences=ownerReferences, **spec),
         namespace=namespace,
         context=OPERATOR,
     )

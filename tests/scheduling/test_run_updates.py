@@ -10,8 +10,16 @@ import pytest
 from portal.machinery.manifest import merge_patch as apply_merge
 from scheduling.models import Run
 from tests.helpers.runs import artifact_ref, causes, merge_patch, run_manifest, runs_url, term
+from tests.helpers.workspaces import make_workspace
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def workspace():
+    """A Run may reference only a workspace that exists (workspaces/review.py)."""
+    make_workspace("ci-build-workspace")
+
 
 INV = "FieldValueInvalid"
 URL = f"{runs_url()}/r"

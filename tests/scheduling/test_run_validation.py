@@ -29,8 +29,18 @@ from tests.helpers.runs import (
     term,
     weighted,
 )
+from tests.helpers.workspaces import make_workspace
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def workspaces():
+    """The workspaces the Runs here reference: a Run may reference only one that exists
+    (workspaces/review.py)."""
+    make_workspace("ci-build-workspace")
+    make_workspace(subdomain(253))
+
 
 OK = None
 REQ_TERMS = "spec.affinity.runAffinity.requiredDuringSchedulingIgnoredDuringExecution"

@@ -110,8 +110,10 @@ def test_status_is_checked_on_the_status_subresource(admin_api):
 def test_served_with_short_name_pw_and_printer_columns(admin_api):
     resources = admin_api.get("/apis/kruntimes.io/v1alpha1").json()["resources"]
     pw = next(r for r in resources if r["name"] == "persistentworkspaces")
-    assert pw["shortNames"] == ["pw"] and pw["namespaced"] is True and pw["kind"] == (
-        "PersistentWorkspace"
+    assert (
+        pw["shortNames"] == ["pw"]
+        and pw["namespaced"] is True
+        and pw["kind"] == ("PersistentWorkspace")
     )
     assert create(admin_api).status_code == 201
     out = io.StringIO()

@@ -231,3 +231,27 @@ def test_rest_api_superuser_needs_no_review(sar_backend, access_reviews, admin_a
 
     assert admin_api.get(WIDGETS).status_code == 200
     assert access_reviews.bodies == []
+
+
+def test_a_budget_shortens_the_wait(access_reviews, settings):
+    from portal.auth.authorizer import budget
+
+    settings.KRUNTIMES_SAR_TIMEOUT_SECONDS = 30.0
+    access_reviews.hold()
+
+    started = time.monotonic()
+    with budget(0.3):
+        decision = review()
+
+    assert not decision.allowed
+    assert decision.reason == "authorization check failed: no answer within 0.3s"
+    assert time.monotonic() - started < 2.0
+
+
+def test_a_spent_budget_denies_without_asking(access_reviews):
+    from portal.auth.authorizer import budget
+
+    with budget(0):
+        decision = review()
+
+    assert not decision.allowed and access_reviews.bodies == []

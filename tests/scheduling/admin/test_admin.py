@@ -17,6 +17,7 @@ from portal.machinery.registry import registry
 from scheduling import run_status
 from scheduling.models import Run, RunPhase, Runtime, RuntimePod
 from tests.helpers.operator import OPERATOR
+from tests.helpers.workspaces import make_workspace
 
 pytestmark = pytest.mark.django_db
 
@@ -295,6 +296,7 @@ def test_run_changelist_does_not_query_per_row(client):
 def test_run_change_page_shows_spec_timeline_conditions_and_pod_link(client):
     runtime = make_runtime()
     pod = make_pod("bash-0")
+    make_workspace("cache")  # a Run may reference only a workspace that exists
     run = make_run(
         "r1",
         labels={"app": "web"},
