@@ -26,11 +26,13 @@ POD_QUEUE_PREFIX = "runtimed."  # each Runtime Pod consumes runtimed.<pod-name>
 EXECUTE_RUN_TASK = "runtimed.execute_run"
 CANCEL_RUN_TASK = "runtimed.cancel_run"
 CONFIRM_REPORTS_TASK = "runtimed.confirm_reports"
+DELETE_WORKSPACE_TASK = "runtimed.delete_workspace"
 
 # runtimed -> control plane (on CONTROL_QUEUE)
 REPORT_RUN_TASK = "scheduling.report_run"
 HEARTBEAT_TASK = "scheduling.runtime_pod_heartbeat"
 APPEND_LOG_TASK = "scheduling.append_log"
+WORKSPACE_DELETED_TASK = "workspaces.workspace_deleted"
 
 
 def pod_queue(pod_name: str) -> str:
@@ -53,16 +55,33 @@ class PodIdentity(TypedDict):
 
 
 class Identity(TypedDict):
-    """Which attempt of which Run on which pod incarnation: every message to a pod carries it
-    (the whole kwarg ``payload`` of ``runtimed.cancel_run``)."""
+    """Which attempt of which Run on which pod incarnation: every message about a Run carries
+    it (with the Run's workspace, all of ``runtimed.cancel_run``'s kwarg ``payload``)."""
 
     run: RunIdentity
     pod: PodIdentity
 
 
-class ExecutePayload(Identity):
+class WorkspaceRef(TypedDict):
+    """The PersistentWorkspace a Run uses (its ``spec.workspace.name``)."""
+
+    name: str
+
+
+class RunWorkspace(TypedDict, total=False):
+    """Only for a Run with ``spec.workspace``: its directory is in that workspace (see
+    ``runtimed.persistent``), so each message about its attempt says which."""
+
+    workspace: WorkspaceRef
+
+
+class CancelPayload(Identity, RunWorkspace):
+    """The ``runtimed.cancel_run`` kwarg ``payload``."""
+
+
+class ExecutePayload(Identity, RunWorkspace):
     """The ``runtimed.execute_run`` kwarg ``payload``: everything runtimed needs, so it never
-    asks back."""
+    asks back. ``workspace`` only for a Run with ``spec.workspace``."""
 
     source: Mapping[str, Any]
     mode: Mapping[str, Any]
@@ -71,6 +90,18 @@ class ExecutePayload(Identity):
     workingDir: str | None
     artifactStore: Mapping[str, Any] | None
     artifactInputs: list[Mapping[str, Any]]
+
+
+class DeleteWorkspacePayload(TypedDict):
+    """The ``runtimed.delete_workspace`` kwarg ``payload`` (cleanup of a PersistentWorkspace
+    bound to this pod): runtimed deletes ``<workspace>/persistent/<name>`` when no local Run
+    uses it, then sends ``workspaces.workspace_deleted``; while one does it does nothing and
+    the controller sends this again later."""
+
+    namespace: str
+    name: str
+    uid: str  # the PersistentWorkspace's UID
+    pod: PodIdentity
 
 
 # ---------------------------------------------------------------- runtimed -> control plane
@@ -138,3 +169,14 @@ class LogChunk(LogIdentity):
     offset: int  # raw-byte offset of the chunk in the attempt's output
     size: int  # raw bytes the chunk covers
     text: str
+
+
+class WorkspaceDeleted(TypedDict):
+    """The ``workspaces.workspace_deleted`` kwarg ``payload``: the pod deleted the workspace's
+    directory (or it was already gone); the controller may remove its cleanup finalizer."""
+
+    namespace: str
+    name: str
+    uid: str  # the PersistentWorkspace's UID, as the delete request had it
+    podName: str
+    podUID: str
