@@ -60,10 +60,12 @@ def test_it_deletes_only_that_workspace_and_confirms(service, reporter, config):
 
 
 def test_a_missing_directory_counts_as_deleted(service, reporter, config):
-    assert service.delete_workspace(request("never-used"))
+    assert service.delete_workspace(request("never-used"))  # no persistent workspace at all
     assert [c["name"] for c in confirmations(reporter)] == ["never-used"]
+    make_workspace(config, "other")  # the persistent root exists, the workspace does not
     assert service.delete_workspace(request("never-used"))  # a re-sent request: confirmed again
-    assert len(confirmations(reporter)) == 2
+    assert [c["name"] for c in confirmations(reporter)] == ["never-used", "never-used"]
+    assert (config.workspace / "persistent" / "other" / "deep" / "file").exists()
 
 
 def test_a_symlink_out_of_persistent_is_refused(service, reporter, config, tmp_path):

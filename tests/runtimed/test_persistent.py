@@ -126,7 +126,17 @@ def test_a_symlinked_workspace_directory_is_refused(service, reporter, config, t
     shared(config).symlink_to(outside)
     final = service.execute_run(make_payload("touch planted", workspace={"name": "shared"}))
     assert (final["phase"], final["reason"]) == ("Failed", "RuntimeError")
-    assert "symlink" in final["message"]
+    assert final["message"].endswith(f"{shared(config)} is a symlink")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlinked_persistent_root_is_refused(service, reporter, config, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (config.workspace / "persistent").symlink_to(outside)
+    final = service.execute_run(make_payload("touch planted", workspace={"name": "shared"}))
+    assert (final["phase"], final["reason"]) == ("Failed", "RuntimeError")
+    assert final["message"].endswith(f"{config.workspace / 'persistent'} is a symlink")
     assert list(outside.iterdir()) == []
 
 
