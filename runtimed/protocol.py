@@ -4,9 +4,10 @@ shape (every key) of each message.
 Both sides import these (the control plane may import runtimed; runtimed imports nothing of
 the control plane), so a name cannot drift on one side only; mypy checks runtimed's messages
 against the TypedDicts, and ``tests/scheduling/test_protocol.py`` checks that the control plane
-builds and reads only these keys. Parsing a payload is ``runtimed.payload``; building the
-messages runtimed sends is ``runtimed.reporting.run_report``,
-``runtimed.heartbeat.heartbeat_message`` and ``runtimed.logship``.
+builds and reads only these keys. Parsing a payload is ``runtimed.payload`` (a workspace
+delete request: ``runtimed.cleanup``); building the messages runtimed sends is
+``runtimed.reporting.run_report``, ``runtimed.heartbeat.heartbeat_message``,
+``runtimed.logship`` and ``runtimed.cleanup`` (``workspaces.workspace_deleted``).
 """
 
 from __future__ import annotations
