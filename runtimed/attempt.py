@@ -4,6 +4,10 @@ Prepare stages the source and the artifact inputs (failures: PrepareSource); the
 with ``KRUNTIME_OUTPUTS`` and ``KRUNTIME_ARTIFACTS_DIR`` pointing into the attempt's own
 directory; after a successful step the outputs are parsed (OutputsInvalid, OutputsTooLarge)
 and the artifacts packed (ArtifactInvalid) and uploaded to the Runtime's ArtifactStore.
+
+The step's current directory (and ``KRUNTIME_WORKSPACE``) is the Run's root: its
+PersistentWorkspace's directory when it names one (shared with the other Runs using it), else
+the pod's workspace; a relative ``workingDir`` is resolved below that root.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import execute
+from . import execute, persistent
 from .artifacts import ArtifactError, Packed, collect
 from .config import PodConfig
 from .execute import FAILED, SUCCEEDED, Clock, Result, Step, StepControl
@@ -111,6 +115,7 @@ class Attempt:
     ) -> None:
         self.config, self.ref, self.spec = config, ref, spec
         self.files = AttemptFiles(run_dir, ref.attempt)
+        self.base = self.run_root(config, spec)
         self.clock, self.control, self.on_output = clock, control, on_output
         self.grace, self.git_timeout = grace, git_timeout
         self.store_factory = store_factory
@@ -135,6 +140,13 @@ class Attempt:
             return Outcome(self._failed(result, failure.reason, failure.message))
         return Outcome(result, outputs, refs)
 
+    @staticmethod
+    def run_root(config: PodConfig, spec: RunPayload) -> Path:
+        """Where the step runs: its persistent workspace, or the pod's workspace."""
+        if spec.workspace is None:
+            return config.workspace
+        return persistent.path(config.workspace, spec.workspace)
+
     # --- prepare ---------------------------------------------------------------------------
 
     def _prepare(self) -> tuple[Path, Path]:
@@ -146,7 +158,7 @@ class Attempt:
             staged = stage(
                 spec.source, spec.entrypoint, self.files.run_dir, git_timeout=self.git_timeout
             )
-            cwd = execute.working_directory(self.config.workspace, spec.working_dir)
+            cwd = execute.working_directory(self.base, spec.working_dir)
         except PrepareError as exc:
             raise Failure("PrepareSource", exc.message) from None
         except OSError as exc:
@@ -189,7 +201,7 @@ class Attempt:
                     run_uid=self.ref.uid,
                     attempt=self.ref.attempt,
                     pod_name=self.config.pod_name,
-                    workspace=self.config.workspace,
+                    workspace=self.base,
                     run_dir=self.files.run_dir,
                 ),
                 "KRUNTIME_OUTPUTS": str(self.files.outputs),

@@ -7,7 +7,11 @@ Shape (unknown keys are ignored)::
      "mode": {"task": {"entrypoint": str?, "args": [str]}},
      "env": [{"name", "value"}], "timeoutSeconds": float | null, "workingDir": str | null,
      "artifactStore": Runtime.spec.artifactStore | null,
-     "artifactInputs": [{"ref": ArtifactRef, "path": str}]}
+     "artifactInputs": [{"ref": ArtifactRef, "path": str}],
+     "workspace": {"name": str}?}
+
+``workspace`` (absent for a Run without one) is validated again here: its name must be a
+DNS-1123 subdomain, since it names a directory (``runtimed.persistent``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from .persistent import WorkspaceError, check_name
 
 # A Run UID names a directory: keep it to one safe path component.
 _UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -64,6 +70,7 @@ class RunPayload:
     working_dir: str | None = None
     artifact_store: Mapping[str, Any] | None = None  # Runtime.spec.artifactStore
     artifact_inputs: tuple[ArtifactInput, ...] = ()
+    workspace: str | None = None  # the PersistentWorkspace's name
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -97,8 +104,20 @@ def parse(payload: Any) -> RunPayload:
         working_dir=_optional_string(payload, "workingDir", "payload"),
         artifact_store=_optional_mapping(payload.get("artifactStore"), "artifactStore"),
         artifact_inputs=_artifact_inputs(payload.get("artifactInputs")),
+        workspace=workspace_name(payload),
         raw=payload,
     )
+
+
+def workspace_name(payload: Mapping[str, Any]) -> str | None:
+    """The name of the workspace the Run uses, or None; a PayloadError if it is not valid."""
+    workspace = payload.get("workspace")
+    if workspace is None:
+        return None
+    try:
+        return check_name(_mapping(workspace, "workspace").get("name"))
+    except WorkspaceError as exc:
+        raise PayloadError(f"workspace.name: {exc.message}") from None
 
 
 def _source(value: Any) -> Source:

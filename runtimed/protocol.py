@@ -4,9 +4,10 @@ shape (every key) of each message.
 Both sides import these (the control plane may import runtimed; runtimed imports nothing of
 the control plane), so a name cannot drift on one side only; mypy checks runtimed's messages
 against the TypedDicts, and ``tests/scheduling/test_protocol.py`` checks that the control plane
-builds and reads only these keys. Parsing a payload is ``runtimed.payload``; building the
-messages runtimed sends is ``runtimed.reporting.run_report``,
-``runtimed.heartbeat.heartbeat_message`` and ``runtimed.logship``.
+builds and reads only these keys. Parsing a payload is ``runtimed.payload`` (a workspace
+delete request: ``runtimed.cleanup``); building the messages runtimed sends is
+``runtimed.reporting.run_report``, ``runtimed.heartbeat.heartbeat_message``,
+``runtimed.logship`` and ``runtimed.cleanup`` (``workspaces.workspace_deleted``).
 """
 
 from __future__ import annotations
@@ -55,16 +56,33 @@ class PodIdentity(TypedDict):
 
 
 class Identity(TypedDict):
-    """Which attempt of which Run on which pod incarnation: every message to a pod carries it
-    (the whole kwarg ``payload`` of ``runtimed.cancel_run``)."""
+    """Which attempt of which Run on which pod incarnation: every message about a Run carries
+    it (with the Run's workspace, all of ``runtimed.cancel_run``'s kwarg ``payload``)."""
 
     run: RunIdentity
     pod: PodIdentity
 
 
-class ExecutePayload(Identity):
+class WorkspaceRef(TypedDict):
+    """The PersistentWorkspace a Run uses (its ``spec.workspace.name``)."""
+
+    name: str
+
+
+class RunWorkspace(TypedDict, total=False):
+    """Only for a Run with ``spec.workspace``: its directory is in that workspace (see
+    ``runtimed.persistent``), so each message about its attempt says which."""
+
+    workspace: WorkspaceRef
+
+
+class CancelPayload(Identity, RunWorkspace):
+    """The ``runtimed.cancel_run`` kwarg ``payload``."""
+
+
+class ExecutePayload(Identity, RunWorkspace):
     """The ``runtimed.execute_run`` kwarg ``payload``: everything runtimed needs, so it never
-    asks back."""
+    asks back. ``workspace`` only for a Run with ``spec.workspace``."""
 
     source: Mapping[str, Any]
     mode: Mapping[str, Any]
@@ -73,6 +91,18 @@ class ExecutePayload(Identity):
     workingDir: str | None
     artifactStore: Mapping[str, Any] | None
     artifactInputs: list[Mapping[str, Any]]
+
+
+class DeleteWorkspacePayload(TypedDict):
+    """The ``runtimed.delete_workspace`` kwarg ``payload`` (cleanup of a PersistentWorkspace
+    bound to this pod): runtimed deletes ``<workspace>/persistent/<name>`` when no local Run
+    uses it, then sends ``workspaces.workspace_deleted``; while one does it does nothing and
+    the controller sends this again later."""
+
+    namespace: str
+    name: str
+    uid: str  # the PersistentWorkspace's UID
+    pod: PodIdentity
 
 
 # ---------------------------------------------------------------- runtimed -> control plane
@@ -142,20 +172,12 @@ class LogChunk(LogIdentity):
     text: str
 
 
-class DeleteWorkspacePayload(TypedDict):
-    """``runtimed.delete_workspace``: delete ``/workspace/persistent/<name>`` once unused."""
-
-    namespace: str
-    name: str
-    uid: str  # the PersistentWorkspace's UID
-    pod: PodIdentity
-
-
 class WorkspaceDeleted(TypedDict):
-    """``workspaces.workspace_deleted``: the bytes are gone; the controller may finalize."""
+    """The ``workspaces.workspace_deleted`` kwarg ``payload``: the pod deleted the workspace's
+    directory (or it was already gone); the controller may remove its cleanup finalizer."""
 
     namespace: str
     name: str
-    uid: str
+    uid: str  # the PersistentWorkspace's UID, as the delete request had it
     podName: str
     podUID: str

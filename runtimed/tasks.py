@@ -6,6 +6,11 @@ delivery never executes again; if the attempt already finished it re-sends the r
 so a lost report heals. A runtimed that died mid-Run leaves a marker without a result: the Run
 is not executed again (the control plane fails it ExecutionLost). A cancel for an attempt that
 has not started claims it first, so a late dispatch never runs it.
+
+A Run's directory is ``.kruntimes/runs/<run-uid>/`` under the pod's workspace, or under its
+PersistentWorkspace's directory when the payload names one (``persistent``); both the execute
+and the cancel message carry the workspace, so they find the same markers. Which workspaces
+the Runs here use is tracked for ``runtimed.delete_workspace`` (``cleanup``).
 """
 
 from __future__ import annotations
@@ -14,14 +19,17 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
 
+from . import persistent
 from .attempt import Attempt, Outcome, StoreFactory
+from .cleanup import WorkspaceCleaner
 from .config import PodConfig
 from .execute import (
     CANCELLED,
@@ -34,10 +42,11 @@ from .execute import (
 )
 from .logship import LogShipper
 from .outbox import Key, Outbox, report_key
-from .payload import PayloadError, RunRef, parse, parse_run_ref
+from .payload import PayloadError, RunRef, parse, parse_run_ref, workspace_name
 from .protocol import (
     CANCEL_RUN_TASK,
     CONFIRM_REPORTS_TASK,
+    DELETE_WORKSPACE_TASK,
     EXECUTE_RUN_TASK,
     ActiveRun,
     LogChunk,
@@ -150,9 +159,35 @@ class RunService:
         self.ship_logs = ship_logs
         self._controls_lock = threading.Lock()
         self._controls: dict[Key, StepControl] = {}
+        self.workspaces = persistent.WorkspaceUse()
+        self.cleaner = WorkspaceCleaner(config, reporter, self.workspaces)
 
     def execute_run(self, payload: Any) -> Report | None:
         """Handle one delivery; returns the final report, or None when nothing was done."""
+        with self._using_workspace(payload):
+            return self._execute_delivery(payload)
+
+    def delete_workspace(self, payload: Any) -> bool:
+        """Cleanup of a PersistentWorkspace of this pod: see ``cleanup``."""
+        return self.cleaner.delete(payload)
+
+    @contextmanager
+    def _using_workspace(self, payload: Any) -> Iterator[None]:
+        """Mark the message's workspace in use while it is handled (a delete waits)."""
+        try:
+            name = workspace_name(payload) if isinstance(payload, dict) else None
+        except PayloadError:
+            name = None  # _accept fails the Run
+        if name is None:
+            yield
+            return
+        self.workspaces.enter(name)
+        try:
+            yield
+        finally:
+            self.workspaces.leave(name)
+
+    def _execute_delivery(self, payload: Any) -> Report | None:
         accepted = self._accept(payload)
         if not isinstance(accepted, tuple):
             return accepted
@@ -193,6 +228,10 @@ class RunService:
 
     def cancel_run(self, payload: Any) -> Report | None:
         """Cancel an attempt: kill it if it runs here, or make sure it never starts."""
+        with self._using_workspace(payload):
+            return self._cancel(payload)
+
+    def _cancel(self, payload: Any) -> Report | None:
         accepted = self._accept(payload)
         if not isinstance(accepted, tuple):
             return accepted
@@ -218,7 +257,8 @@ class RunService:
 
     def _accept(self, payload: Any) -> tuple[RunRef, Path] | RunReport | None:
         """The Run a message names and its directory; None when the message is not for this
-        pod, or the failure report already sent when the workspace is broken."""
+        pod, or the failure report already sent when its workspace name is invalid or the
+        disk is broken."""
         try:
             ref = parse_run_ref(payload)
         except PayloadError as exc:
@@ -227,15 +267,32 @@ class RunService:
         if not self._for_this_pod(ref, payload):
             return None
         try:
-            return ref, ensure_run_dir(self.config.workspace, ref.uid)
-        except (OSError, PrepareError) as exc:  # the workspace itself is broken
+            return ref, self._run_dir(ref, payload)
+        except PayloadError as exc:  # a workspace name runtimed must not use
+            log.warning("Run %s attempt %s cannot start: %s", ref.uid, ref.attempt, exc)
+            return self._fail_unclaimed(ref, "PrepareSource", f"the Run cannot be executed: {exc}")
+        except (OSError, PrepareError, persistent.WorkspaceError) as exc:  # a broken disk
             log.error("Run %s attempt %s cannot start: %s", ref.uid, ref.attempt, exc)
-            now = self.clock()
-            final = self._report(
-                ref, FAILED, "RuntimeError", f"runtimed cannot start the Run: {exc}", None, now, now
+            return self._fail_unclaimed(
+                ref, "RuntimeError", f"runtimed cannot start the Run: {exc}"
             )
-            self.reporter.report_run(final)
-            return final
+
+    def _run_dir(self, ref: RunRef, payload: Mapping[str, Any]) -> Path:
+        """The Run's directory, under its PersistentWorkspace (created if missing) or the pod's
+        workspace."""
+        name = workspace_name(payload)
+        root = self.config.workspace
+        if name is not None:
+            root = persistent.ensure(self.config.workspace, name)
+        return ensure_run_dir(root, ref.uid)
+
+    def _fail_unclaimed(self, ref: RunRef, reason: str, message: str) -> RunReport:
+        """End an attempt that cannot even be claimed: report it, record nothing (nothing ran;
+        a redelivery fails it the same way)."""
+        now = self.clock()
+        final = self._report(ref, FAILED, reason, message, None, now, now)
+        self.reporter.report_run(final)
+        return final
 
     def _control(self, key: Key) -> StepControl:
         with self._controls_lock:
@@ -437,8 +494,8 @@ class RunService:
 
 
 def register(app: Celery, service: RunService) -> Task[[dict[str, Any]], None]:
-    """Register ``runtimed.execute_run``, ``runtimed.cancel_run`` and
-    ``runtimed.confirm_reports`` on ``app``."""
+    """Register ``runtimed.execute_run``, ``runtimed.cancel_run``,
+    ``runtimed.confirm_reports`` and ``runtimed.delete_workspace`` on ``app``."""
 
     @app.task(name=EXECUTE_RUN_TASK, ignore_result=True, acks_late=False)
     def execute_run(payload: dict[str, Any]) -> None:
@@ -451,5 +508,9 @@ def register(app: Celery, service: RunService) -> Task[[dict[str, Any]], None]:
     @app.task(name=CONFIRM_REPORTS_TASK, ignore_result=True, acks_late=False)
     def confirm_reports(payload: dict[str, Any]) -> None:
         service.confirm_reports(payload)
+
+    @app.task(name=DELETE_WORKSPACE_TASK, ignore_result=True, acks_late=False)
+    def delete_workspace(payload: dict[str, Any]) -> None:
+        service.delete_workspace(payload)
 
     return execute_run

@@ -1,5 +1,8 @@
 """Handing bound Runs to their pod's runtimed: a self-contained payload on ``runtimed.<pod>``.
 
+A Run with ``spec.workspace`` carries its workspace's name in both its execute and its cancel
+message: runtimed keeps that Run's directory in the workspace (``runtimed.persistent``).
+
 Sending is retried by the periodic pass for every Scheduled Run not yet started, so a Run
 bound while the broker was down is dispatched when it returns; runtimed ignores duplicates.
 """
@@ -40,12 +43,27 @@ def identity(run: Run) -> protocol.Identity:
     }
 
 
+def workspace_ref(run: Run) -> protocol.WorkspaceRef | None:
+    """The PersistentWorkspace the Run uses (spec.workspace.name), or None."""
+    name = ((run.spec or {}).get("workspace") or {}).get("name")
+    return {"name": name} if name else None
+
+
+def cancel_payload(run: Run) -> protocol.CancelPayload:
+    """The identity, and the Run's workspace (runtimed keeps the attempt's markers there)."""
+    message: protocol.CancelPayload = {**identity(run)}
+    if (workspace := workspace_ref(run)) is not None:
+        message["workspace"] = workspace
+    return message
+
+
 def payload(run: Run, artifact_store: dict | None = None) -> protocol.ExecutePayload:
-    """Everything runtimed needs, so it never asks back: the Run's execution inputs and the
-    Runtime's artifact store (which runtimed echoes in its reports for cleanup)."""
+    """Everything runtimed needs, so it never asks back: the Run's execution inputs, the
+    Runtime's artifact store (which runtimed echoes in its reports for cleanup) and, for a Run
+    with spec.workspace, the PersistentWorkspace it runs in."""
     spec = run.spec or {}
     timeout = spec.get("timeout")
-    return {
+    message: protocol.ExecutePayload = {
         **identity(run),
         "source": spec.get("source") or {},
         "mode": spec.get("mode") or {},
@@ -55,6 +73,9 @@ def payload(run: Run, artifact_store: dict | None = None) -> protocol.ExecutePay
         "artifactStore": artifact_store,
         "artifactInputs": list(spec.get("artifactInputs") or []),
     }
+    if (workspace := workspace_ref(run)) is not None:
+        message["workspace"] = workspace
+    return message
 
 
 def _artifact_stores(runs: list[Run]) -> dict[tuple[str, str], dict | None]:
@@ -170,7 +191,9 @@ def send_cancels(run_pks: list[int], now: datetime, app=None) -> int:
     for run in Run.objects.filter(STOPPING, pk__in=run_pks, phase__in=ACTIVE_PHASES):
         try:
             app.send_task(
-                CANCEL_TASK, kwargs={"payload": identity(run)}, queue=pod_queue(run.assigned_pod)
+                CANCEL_TASK,
+                kwargs={"payload": cancel_payload(run)},
+                queue=pod_queue(run.assigned_pod),
             )
             sent.append(run.pk)
         except Exception:  # noqa: BLE001 - resend_cancels sends it again

@@ -1,7 +1,8 @@
 """Reading a gone Runtime Pod's disk for the final reports it recorded.
 
 runtimed records every final report on the pod's disk before it sends it (the Run's
-``attempt-<n>.result.json``, and its outbox). A provider that can still reach that disk
+``attempt-<n>.result.json``, and its outbox). A Run's directory is under the pod's workspace,
+or under the PersistentWorkspace it ran in (``<workspace>/persistent/<name>``): both are read. A provider that can still reach that disk
 (the local provider always can) applies them before it fails the pod's Runs as lost, so an
 attempt that finished while its report was in flight is never failed, nor run again.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from runtimed.outbox import OUTBOX_DIR
+from runtimed.persistent import run_roots
 from runtimed.staging import RUNS_DIR
 from scheduling import lifecycle, metrics
 
@@ -23,9 +25,14 @@ MAX_REPORTS = 10_000  # what one pod's disk is read for at most
 
 
 def recorded_reports(workspace: Path) -> list[dict]:
-    """The final reports under a pod's workspace, each (uid, attempt) once."""
+    """The final reports under a pod's workspace and its persistent workspaces, each
+    (uid, attempt) once."""
     found: dict[tuple, dict] = {}
-    paths = sorted((workspace / RUNS_DIR).glob("*/attempt-*.result.json"))
+    paths = [
+        path
+        for root in run_roots(workspace)
+        for path in sorted((root / RUNS_DIR).glob("*/attempt-*.result.json"))
+    ]
     paths += sorted((workspace / OUTBOX_DIR).glob("*.json"))
     for path in paths[:MAX_REPORTS]:
         try:

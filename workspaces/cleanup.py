@@ -34,7 +34,7 @@ from portal.machinery.conditions import parse_time
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
 from runtimed import protocol
-from scheduling.models import TERMINAL_PHASES, Run, RuntimePod
+from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RuntimePod
 
 from . import status as workspace_status
 from .models import WORKSPACE_CLEANUP, CleanupPolicy, PersistentWorkspace, WorkspacePhase
@@ -164,7 +164,18 @@ def finish_deletion(ws: PersistentWorkspace, now: datetime, counts: Counts, app=
     pod = RuntimePod.objects.filter(namespace=ws.namespace, name=ws.bound_pod).first()
     if pod is None or str(pod.uid) != ws.bound_pod_uid:
         return  # the binding controller turns it Lost; the next pass releases the finalizer
+    if bound_runs(ws):
+        return  # a Run bound before the release may still be on its way to the pod
     counts.requested += _ask_pod(ws, app or current_app)
+
+
+def bound_runs(ws: PersistentWorkspace) -> bool:
+    """Runs using the workspace that were bound and have not ended: runtimed may not have
+    started them yet (a message fetched, not begun), so it cannot see them; wait for them. A
+    Pending one never will be bound (Released is fenced) and does not hold cleanup."""
+    return Run.objects.filter(
+        namespace=ws.namespace, workspace=ws.name, phase__in=ACTIVE_PHASES
+    ).exists()
 
 
 def confirm_deleted(reply: protocol.WorkspaceDeleted) -> bool:

@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from portal.machinery.events import send_on_commit
 from portal.processes import Child, Supervisor
-from runtimed import proctree
+from runtimed import persistent, proctree
+from runtimed.staging import RUNS_DIR
 from scheduling import cleanup, lifecycle, recovery, resources, task_names
 from scheduling.models import PodPhase, Runtime, RuntimePod
 from scheduling.signals import runtime_pods_changed
@@ -109,9 +110,11 @@ def register(pod: PodIdentity) -> dict[str, int]:
 
 def kill_leftover_steps(pod: PodIdentity, workspace: Path | None = None) -> int:
     """A pod's processes die with it: kill step process groups a dead runtimed left behind
-    (runtimed names each running step's group in ``attempt-<n>.pgid``)."""
+    (runtimed names each running step's group in ``attempt-<n>.pgid``, in the Run's directory
+    under the pod's workspace or under one of its persistent workspaces)."""
     killed = proctree.kill_pod_leftovers(pod.name)  # also what left its process group
-    for pgid_file in (workspace or pod.workspace).glob(".kruntimes/runs/*/attempt-*.pgid"):
+    roots = persistent.run_roots(workspace or pod.workspace)
+    for pgid_file in (f for root in roots for f in (root / RUNS_DIR).glob("*/attempt-*.pgid")):
         try:
             os.killpg(int(pgid_file.read_text()), signal.SIGKILL)
             killed += 1

@@ -30,7 +30,6 @@ def test_running_then_succeeded(service, reporter, config):
         env=[{"name": "GREETING", "value": "hello"}],
         mode={"task": {"args": ["world"]}},
         futureField=[{"ignored": True}],
-        workspace={"name": "later"},
     )
     final = service.execute_run(payload)
     running, done = reporter.reports

@@ -16,19 +16,25 @@ NAMES = [
     protocol.EXECUTE_RUN_TASK,
     protocol.CANCEL_RUN_TASK,
     protocol.CONFIRM_REPORTS_TASK,
+    protocol.DELETE_WORKSPACE_TASK,
     protocol.REPORT_RUN_TASK,
     protocol.HEARTBEAT_TASK,
     protocol.APPEND_LOG_TASK,
+    protocol.WORKSPACE_DELETED_TASK,
 ]
 
 
 def test_the_control_plane_registers_every_task_runtimed_sends():
     import scheduling.tasks  # noqa: F401 - registers the control tasks
+    import workspaces.tasks  # noqa: F401
     from portal.celery import app
 
-    assert {protocol.REPORT_RUN_TASK, protocol.HEARTBEAT_TASK, protocol.APPEND_LOG_TASK} <= set(
-        app.tasks
-    )
+    assert {
+        protocol.REPORT_RUN_TASK,
+        protocol.HEARTBEAT_TASK,
+        protocol.APPEND_LOG_TASK,
+        protocol.WORKSPACE_DELETED_TASK,
+    } <= set(app.tasks)
 
 
 def test_no_source_file_but_the_protocol_spells_a_task_name():
@@ -50,6 +56,10 @@ def test_no_source_file_but_the_protocol_spells_a_task_name():
 
 def keys(message_type) -> set[str]:
     return set(message_type.__required_keys__ | message_type.__optional_keys__)
+
+
+def required_keys(message_type) -> set[str]:
+    return set(message_type.__required_keys__)
 
 
 def reads(path: Path, variable: str) -> set[str]:
@@ -88,6 +98,7 @@ READERS = [
     ("scheduling/logs.py", "chunk", protocol.LogChunk),
     ("runtimed/payload.py", "payload", protocol.ExecutePayload),
     ("runtimed/payload.py", "run", protocol.RunIdentity),
+    ("runtimed/cleanup.py", "payload", protocol.DeleteWorkspacePayload),
 ]
 
 
@@ -108,12 +119,35 @@ def test_the_payload_the_control_plane_sends_has_exactly_the_protocol_keys():
     run = make_run("r", source={"inline": "echo hi"})
     run.assigned_pod, run.assigned_pod_uid = "pod-a", "uid-a"
     sent = dispatch.payload(run, {"type": "filesystem"})
-    assert set(sent) == keys(protocol.ExecutePayload)
+    # a Run without a workspace: every key but the optional workspace, as before
+    assert set(sent) == required_keys(protocol.ExecutePayload)
+    assert keys(protocol.ExecutePayload) - set(sent) == {"workspace"}
     assert set(sent["run"]) == keys(protocol.RunIdentity)
     assert set(sent["pod"]) == keys(protocol.PodIdentity)
     assert set(dispatch.identity(run)) == keys(protocol.Identity)
+    assert set(dispatch.cancel_payload(run)) == required_keys(protocol.CancelPayload)
     parsed = parse(sent)  # and runtimed reads it back whole
     assert (parsed.run.namespace, parsed.run.name, parsed.pod_name) == ("default", "r", "pod-a")
+    assert parsed.workspace is None
+
+
+@pytest.mark.django_db
+def test_a_run_with_a_workspace_sends_its_name_to_execute_and_cancel():
+    from runtimed.payload import parse
+    from scheduling import dispatch
+    from tests.helpers.records import make_run, make_runtime
+
+    make_runtime()
+    run = make_run("r", source={"inline": "echo hi"}, workspace={"name": "shared.data"})
+    run.assigned_pod, run.assigned_pod_uid = "pod-a", "uid-a"
+    sent = dispatch.payload(run, None)
+    assert set(sent) == keys(protocol.ExecutePayload)
+    assert sent["workspace"] == {"name": "shared.data"}
+    assert set(sent["workspace"]) == keys(protocol.WorkspaceRef)
+    cancel = dispatch.cancel_payload(run)
+    assert set(cancel) == keys(protocol.CancelPayload)
+    assert cancel["workspace"] == {"name": "shared.data"}
+    assert parse(sent).workspace == "shared.data"  # runtimed reads it back
 
 
 def test_runtimed_sends_a_report_of_the_protocol_keys():
@@ -133,3 +167,25 @@ def test_runtimed_sends_a_report_of_the_protocol_keys():
     )
     assert set(report) <= keys(protocol.RunReport)
     assert keys(protocol.RunReport) - set(report) <= {"artifactRefs", "log"}
+
+
+def test_runtimed_confirms_a_deleted_workspace_with_the_protocol_keys(tmp_path):
+    from runtimed.cleanup import WorkspaceCleaner
+    from runtimed.config import PodConfig
+    from runtimed.persistent import WorkspaceUse
+    from tests.helpers.payloads import FakeReporter
+
+    config = PodConfig("pod-a", "uid-a", "ns", "bash", tmp_path)
+    reporter = FakeReporter()
+    request = {
+        "namespace": "ns",
+        "name": "w",
+        "uid": "ws-uid",
+        "pod": {"name": "pod-a", "uid": "uid-a"},
+    }
+    assert set(request) == keys(protocol.DeleteWorkspacePayload)
+    assert WorkspaceCleaner(config, reporter, WorkspaceUse()).delete(request)
+    [(name, kwargs)] = reporter.sent
+    assert name == protocol.WORKSPACE_DELETED_TASK
+    assert set(kwargs) == {"payload"}
+    assert set(kwargs["payload"]) == keys(protocol.WorkspaceDeleted)

@@ -222,6 +222,18 @@ def test_step_4_a_pod_that_is_not_ready_is_still_asked_and_the_object_waits(pod)
     assert fresh_workspace(ws).phase == WorkspacePhase.RELEASED
 
 
+def test_step_4_the_pod_is_not_asked_while_a_bound_run_using_it_has_not_ended(pod):
+    ws = bound(cleanupPolicy="Retain")
+    running = uses("running", ws, phase=RunPhase.SCHEDULED)
+    store.delete(WORKSPACES, "default", "ws", context=OPERATOR)
+    _, app = reconcile()
+    assert fresh_workspace(ws).phase == WorkspacePhase.RELEASED
+    assert app.sent == []
+    finish(running, timezone.now())
+    _, app = reconcile()
+    assert [name for name, _, _ in app.sent] == [protocol.DELETE_WORKSPACE_TASK]
+
+
 def test_step_5_a_gone_pods_workspace_is_released_without_waiting(pod):
     ws = bound(ttlSecondsAfterUnused=0)
     later = timezone.now() + timedelta(seconds=1)

@@ -112,17 +112,16 @@ def _record(workspace, run, pod_uid, phase="Succeeded", where="runs", **extra):
         "completionTime": None,
         **extra,
     }
-    if where == "runs":
-        path = (
-            workspace / ".kruntimes" / "runs" / str(run.uid) / f"attempt-{run.attempt}.result.json"
-        )
+    if where in ("runs", "persistent"):
+        root = workspace / "persistent" / "data" if where == "persistent" else workspace
+        path = root / ".kruntimes" / "runs" / str(run.uid) / f"attempt-{run.attempt}.result.json"
     else:
         path = workspace / ".kruntimes" / "outbox" / f"{run.uid}.{run.attempt}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report))
 
 
-@pytest.mark.parametrize("where", ["runs", "outbox"])
+@pytest.mark.parametrize("where", ["runs", "persistent", "outbox"])
 def test_a_gone_pods_recorded_reports_are_applied_before_its_runs_fail(provider, where):
     pod = started_pod(provider)
     finished, unknown = make_run("r1"), make_run("r2")
@@ -150,6 +149,22 @@ def test_after_a_restart_old_pods_are_read_for_what_they_recorded(provider, sett
     assert (retried.phase, retried.attempt) == ("Pending", 2)
     assert "PodGone" in retried.status["message"]
     assert not RuntimePod.objects.exists() and not workspace.exists()
+
+
+def test_leftover_steps_of_runs_in_a_persistent_workspace_are_killed(tmp_path):
+    import subprocess
+
+    step = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        run_dir = tmp_path / "persistent" / "data" / ".kruntimes" / "runs" / "run-uid"
+        run_dir.mkdir(parents=True)
+        (run_dir / "attempt-1.pgid").write_text(str(step.pid))
+        pod = local.PodIdentity("ci", "bash", "bash-leftovers", "uid-1")
+        assert local.kill_leftover_steps(pod, tmp_path) >= 1
+        assert step.wait(5) == -9
+    finally:
+        step.kill()
+        step.wait()
 
 
 def test_pods_get_a_termination_grace_shorter_than_the_providers(settings):
