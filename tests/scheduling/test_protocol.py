@@ -136,8 +136,10 @@ def test_a_run_with_a_workspace_sends_its_name_to_execute_and_cancel():
     from runtimed.payload import parse
     from scheduling import dispatch
     from tests.helpers.records import make_run, make_runtime
+    from tests.helpers.workspaces import make_workspace
 
     make_runtime()
+    make_workspace("shared.data")
     run = make_run("r", source={"inline": "echo hi"}, workspace={"name": "shared.data"})
     run.assigned_pod, run.assigned_pod_uid = "pod-a", "uid-a"
     sent = dispatch.payload(run, None)
