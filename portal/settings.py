@@ -16,6 +16,7 @@ from portal import task_names as portal_tasks
 from portal.datadir import secret_key
 from runtimed.protocol import CONTROL_QUEUE
 from scheduling import task_names as scheduling_tasks
+from workflows import task_names as workflow_tasks
 from workspaces import task_names as workspace_tasks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -229,6 +230,11 @@ KRUNTIMES_ARTIFACT_VOLUMES = Path(
 # Artifact limits runtimed enforces (bytes): per artifact (a directory counts packed) and per Run.
 KRUNTIMES_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_ARTIFACT_MAX_BYTES", default=1 << 30)
 KRUNTIMES_RUN_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_RUN_ARTIFACT_MAX_BYTES", default=10 << 30)
+# The job-local PersistentWorkspace the workflow controller makes for each steps job: removed
+# this long after its last Run ended (the job's artifacts outlive it in the artifact store).
+KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS = env.int(
+    "KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS", default=600
+)
 # Secrets (e.g. S3 credentials) as <dir>/<namespace>/<secret>/<key> files; empty: none.
 KRUNTIMES_SECRETS_DIR = env.str("KRUNTIMES_SECRETS_DIR", default="")
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
@@ -247,6 +253,12 @@ CELERY_BEAT_SCHEDULE = {
     # PersistentWorkspace binding (a gone pod turns its workspaces Lost), use and cleanup.
     "workspaces-reconcile": {
         "task": workspace_tasks.RECONCILE,
+        "schedule": 5.0,
+        "options": {"queue": CONTROL_QUEUE, "expires": 15.0},
+    },
+    # WorkflowRuns: the controller's level-triggered pass (events start it at once).
+    "workflows-reconcile": {
+        "task": workflow_tasks.RECONCILE,
         "schedule": 5.0,
         "options": {"queue": CONTROL_QUEUE, "expires": 15.0},
     },

@@ -23,6 +23,7 @@ from django.db import connection
 from portal.machinery.conditions import format_time, set_condition
 from runtimed.reporting import status_message
 from scheduling.models import Run, RunPhase
+from scheduling.signals import run_phase_changed
 
 MESSAGE_LIMIT = 4096
 ASSIGNED = "Assigned"  # the Scheduled condition's reason once the Run is bound
@@ -171,12 +172,15 @@ def write(run: Versioned, status: dict, guard: Guard = ANY, **columns: Any) -> b
         query = query.filter(phase=guard.phase)
     if guard.live:
         query = query.filter(deletion_timestamp__isnull=True)
+    before = (run.status or {}).get("phase") or RunPhase.PENDING
     if not query.update(status=status, resource_version=run.resource_version + 1, **values):
         return False
     run.status, run.resource_version = status, run.resource_version + 1
     for column, value in values.items():
         if hasattr(run, column):
             setattr(run, column, value)
+    if values["phase"] != before:
+        run_phase_changed.send(sender=None, run=run, phase=values["phase"])
     return True
 
 

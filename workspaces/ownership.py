@@ -35,10 +35,20 @@ WORKFLOW_JOB_LABEL = "kruntimes.io/workflow-job"
 WORKFLOW_CONTROLLER_RULES = [
     {
         "apiGroups": ["kruntimes.io"],
-        "resources": ["runs", "persistentworkspaces"],
+        "resources": ["runs"],
+        "verbs": ["create", "get", "list", "patch", "delete"],
+    },
+    {
+        "apiGroups": ["kruntimes.io"],
+        "resources": ["persistentworkspaces"],
         "verbs": ["create", "get", "list", "delete"],
     },
-    {"apiGroups": ["kruntimes.io"], "resources": ["workflowruns"], "verbs": ["get"]},
+    # child WorkflowRuns of reusable-workflow jobs, and their cancel
+    {
+        "apiGroups": ["kruntimes.io"],
+        "resources": ["workflowruns"],
+        "verbs": ["get", "list", "create", "patch"],
+    },
 ]
 
 

@@ -1,0 +1,571 @@
+"""The Workflow controller (seed 002, API.md): runs a WorkflowRun's jobs, each step as a child Run.
+
+Level-triggered and idempotent: ``reconcile`` reads the WorkflowRun and the children it owns
+(found by their deterministic names, checked by label and controller ownerReference), computes
+the whole status from them, creates the next child that is due, and writes the status. Running
+it again changes nothing until a child moves.
+
+- A job starts when every job in its ``needs`` succeeded; jobs without a dependency between them
+  run in parallel. A job whose need failed (or was skipped) is Skipped.
+- A steps job gets a job-local PersistentWorkspace owned by the WorkflowRun (spec from settings,
+  never from the Workflow); its steps run in order, each a child Run referencing it; a later
+  step also gets required Run affinity to the job's earlier Runs by the controller labels.
+- Expressions are resolved into ``run``, ``args``, ``env`` (and ``with``); one that cannot be
+  resolved fails the step before any Run is made for it. A step's ``artifacts`` become the
+  generic ``Run.spec.artifactInputs`` from the producing job's status; a name the job did not
+  produce fails the step deterministically.
+- ``uses: <Action>`` steps expand to the Action's run steps; ``uses: <Workflow>`` jobs run as a
+  child WorkflowRun (which owns its own job workspaces).
+- ``cancelRequested`` cancels the active children and ends the run Cancelled.
+
+The scheduler and runtimed see none of this: only Runs, workspaces, labels and affinity.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from portal.auth.identities import controller
+from portal.machinery import store
+from portal.machinery.admission import WriteContext
+from portal.machinery.errors import StatusError
+from portal.machinery.registry import registry
+from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase
+from workspaces.models import PersistentWorkspace, WorkspacePhase
+from workspaces.ownership import WORKFLOW_CONTROLLER
+
+from . import expressions
+from . import status as run_status
+from .expressions import Unresolved, Values
+from .models import Action, JobPhase, StepPhase, Workflow, WorkflowRun, WorkflowRunPhase
+from .names import API_VERSION, JOB_LABEL, UID_LABEL, child_labels, child_name, owned_by
+from .names import owner_reference as owner_of
+
+log = logging.getLogger(__name__)
+
+TOPOLOGY = "kruntimes.io/runtime-pod"
+DONE_JOBS = (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.SKIPPED)
+FAILED_RUN_PHASES = (RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED)
+
+
+class StepError(Exception):
+    """A step that cannot start: an unresolvable expression, a missing artifact or Action."""
+
+
+def context() -> WriteContext:
+    return WriteContext(user=controller(WORKFLOW_CONTROLLER))
+
+
+def _kind(name: str):
+    return registry.for_manifest(API_VERSION, name)
+
+
+def order(jobs: dict[str, Any]) -> list[str]:
+    """Jobs so that each comes after its needs (admission refuses cycles; a cycle that got in
+    anyway leaves its jobs out rather than looping)."""
+    done: list[str] = []
+    remaining = dict(jobs)
+    while remaining:
+        ready = sorted(
+            job for job, spec in remaining.items() if set(spec.get("needs") or []) <= set(done)
+        )
+        if not ready:
+            break
+        done += ready
+        for job in ready:
+            del remaining[job]
+    return done
+
+
+@dataclass
+class Children:
+    """What a WorkflowRun owns, by name (anything else under those names is not ours)."""
+
+    runs: dict[str, Run] = field(default_factory=dict)
+    workspaces: dict[str, PersistentWorkspace] = field(default_factory=dict)
+    workflow_runs: dict[str, WorkflowRun] = field(default_factory=dict)
+
+
+def _names(wfr: WorkflowRun) -> tuple[set[str], set[str]]:
+    """(child Run names, job-level names: workspaces and called WorkflowRuns)."""
+    runs, jobs = set(), set()
+    for job, spec in (wfr.spec.get("jobs") or {}).items():
+        jobs.add(child_name(wfr.name, job))
+        for step in spec.get("steps") or []:
+            runs.add(child_name(wfr.name, job, step["name"]))
+    return runs, jobs
+
+
+def load_children(wfr: WorkflowRun) -> Children:
+    run_names, job_names = _names(wfr)
+    ns = wfr.namespace
+    children = Children()
+    # by name (a foreign Run under a step's name is seen, and fails the job), and by label for
+    # the Runs of Action steps, named below their step
+    found = Run.objects.filter(namespace=ns, name__in=run_names) | Run.objects.filter(
+        namespace=ns, **{f"labels__{UID_LABEL}": str(wfr.uid)}
+    )
+    children.runs = {run.name: run for run in found}
+    children.workspaces = {
+        w.name: w for w in PersistentWorkspace.objects.filter(namespace=ns, name__in=job_names)
+    }
+    children.workflow_runs = {
+        w.name: w for w in WorkflowRun.objects.filter(namespace=ns, name__in=job_names)
+    }
+    return children
+
+
+class Reconciler:
+    """One pass over one WorkflowRun."""
+
+    def __init__(self, wfr: WorkflowRun, now: datetime, children: Children) -> None:
+        self.wfr, self.now, self.children = wfr, now, children
+        self.spec = wfr.spec or {}
+        self.jobs: dict[str, dict] = {}
+        self.cancel = wfr.cancel_requested
+        self.created = 0
+
+    # --- the whole run ------------------------------------------------------------------
+
+    def status(self) -> dict:
+        previous = (self.wfr.status or {}).get("jobs") or {}
+        specs = self.spec.get("jobs") or {}
+        for job in order(specs):
+            self.jobs[job] = self.job(job, specs[job], previous.get(job) or {})
+        for job in set(specs) - set(self.jobs):  # only a cycle can leave one out
+            self.jobs[job] = {"phase": JobPhase.FAILED, "message": "job is in a needs cycle"}
+        phase, message, outputs = self.overall()
+        status = {
+            **(self.wfr.status or {}),
+            "phase": phase,
+            "jobs": self.jobs,
+            "message": message,
+        }
+        if outputs is not None:
+            status["outputs"] = outputs
+        return run_status.with_conditions(status, self.wfr, self.now)
+
+    def overall(self) -> tuple[str, str, dict | None]:
+        phases = {job: s["phase"] for job, s in self.jobs.items()}
+        if any(phase not in DONE_JOBS for phase in phases.values()):
+            waiting = [s.get("message") for s in self.jobs.values() if s["phase"] == "Waiting"]
+            return WorkflowRunPhase.RUNNING, next((m for m in waiting if m), ""), None
+        if self.cancel:
+            return WorkflowRunPhase.CANCELLED, "cancelled", None
+        failed = sorted(job for job, phase in phases.items() if phase == JobPhase.FAILED)
+        if failed:
+            first = self.jobs[failed[0]].get("message") or "failed"
+            return WorkflowRunPhase.FAILED, f"job {failed[0]} failed: {first}", None
+        try:
+            outputs = {
+                name: expressions.resolve(str(out.get("value", "")), self.values())
+                for name, out in (self.spec.get("outputs") or {}).items()
+            }
+        except Unresolved as exc:
+            return WorkflowRunPhase.FAILED, f"workflow outputs: {exc}", None
+        return WorkflowRunPhase.SUCCEEDED, "", outputs
+
+    def values(self, steps: dict[str, dict] | None = None, needs: list[str] | None = None):
+        jobs = self.jobs if needs is None else {n: self.jobs.get(n, {}) for n in needs}
+        return Values(
+            inputs={k: str(v) for k, v in (self.spec.get("inputs") or {}).items()},
+            steps=steps or {},
+            jobs={name: job.get("outputs") or {} for name, job in jobs.items()},
+        )
+
+    # --- one job -------------------------------------------------------------------------
+
+    def job(self, job: str, spec: dict, previous: dict) -> dict:
+        if previous.get("phase") in DONE_JOBS:
+            return previous  # settled: a finished job never changes
+        needs = spec.get("needs") or []
+        blocked = [n for n in needs if self.jobs[n]["phase"] in (JobPhase.FAILED, JobPhase.SKIPPED)]
+        if blocked:
+            return {
+                "phase": JobPhase.SKIPPED,
+                "message": f"needs {blocked[0]}, which did not succeed",
+            }
+        if any(self.jobs[n]["phase"] != JobPhase.SUCCEEDED for n in needs):
+            if self.cancel:
+                return {"phase": JobPhase.SKIPPED, "message": "the WorkflowRun was cancelled"}
+            return {"phase": JobPhase.PENDING}
+        if spec.get("uses"):
+            return self.called_job(job, spec)
+        if self.cancel and not previous.get("steps"):
+            return {"phase": JobPhase.SKIPPED, "message": "the WorkflowRun was cancelled"}
+        return self.steps_job(job, spec)
+
+    def steps_job(self, job: str, spec: dict) -> dict:
+        workspace, problem = self.workspace(job, spec)
+        if problem is not None:
+            return problem
+        steps: list[dict] = []
+        outputs_by_step: dict[str, dict] = {}
+        artifacts: dict[str, dict] = {}
+        result: dict = {"phase": JobPhase.RUNNING, "steps": steps}
+        for index, step in enumerate(spec.get("steps") or []):
+            state = self.step(job, spec, index, step, outputs_by_step, workspace)
+            steps.append(state["status"])
+            if state["status"]["phase"] == StepPhase.SUCCEEDED:
+                outputs_by_step[step["name"]] = state["status"].get("outputs") or {}
+                for ref in state.get("artifacts", []):
+                    artifacts[ref["name"]] = ref  # a later step's artifact of a name wins
+                continue
+            if state["status"]["phase"] == StepPhase.FAILED:
+                result.update(phase=JobPhase.FAILED, message=state["message"])
+            elif state.get("waiting"):
+                result.update(phase=JobPhase.WAITING, message=state["waiting"])
+            for later in (spec.get("steps") or [])[index + 1 :]:
+                steps.append({"name": later["name"], "phase": StepPhase.PENDING})
+            return result
+        try:
+            values = self.values(outputs_by_step, spec.get("needs") or [])
+            outputs = {
+                key: expressions.resolve(str(expr), values)
+                for key, expr in (spec.get("outputs") or {}).items()
+            }
+        except Unresolved as exc:
+            return {**result, "phase": JobPhase.FAILED, "message": f"job outputs: {exc}"}
+        return {**result, "phase": JobPhase.SUCCEEDED, "outputs": outputs, "artifacts": artifacts}
+
+    def workspace(self, job: str, spec: dict) -> tuple[str, dict | None]:
+        """The job's workspace, made if missing; a problem status when the job cannot go on."""
+        name = child_name(self.wfr.name, job)
+        ws = self.children.workspaces.get(name)
+        if ws is None:
+            if not self.create(
+                "PersistentWorkspace",
+                {
+                    "metadata": {
+                        "name": name,
+                        "labels": child_labels(self.wfr, job),
+                        "ownerReferences": [owner_of(self.wfr)],
+                    },
+                    "spec": {
+                        "runtime": spec.get("runs-on", ""),
+                        "ttlSecondsAfterUnused": settings.KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS,
+                        "cleanupPolicy": "DeleteAfterTTL",
+                    },
+                },
+            ):
+                return name, {"phase": JobPhase.FAILED, "message": self.last_error}
+            return name, None
+        if not owned_by(ws, self.wfr):
+            message = f"a PersistentWorkspace named {name} exists and is not this WorkflowRun's"
+            return name, {"phase": JobPhase.FAILED, "message": message}
+        if ws.phase == WorkspacePhase.LOST:
+            message = "the job's workspace was lost with its Runtime Pod"
+            return name, {"phase": JobPhase.FAILED, "message": message}
+        return name, None
+
+    def called_job(self, job: str, spec: dict) -> dict:
+        """``uses: <Workflow>``: a child WorkflowRun, started once, followed to its end."""
+        name = child_name(self.wfr.name, job)
+        child = self.children.workflow_runs.get(name)
+        if child is None:
+            try:
+                body = self.called_spec(spec)
+            except StepError as exc:
+                return {"phase": JobPhase.FAILED, "message": str(exc)}
+            if self.cancel:
+                return {"phase": JobPhase.SKIPPED, "message": "the WorkflowRun was cancelled"}
+            if not self.create(
+                "WorkflowRun",
+                {
+                    "metadata": {
+                        "name": name,
+                        "labels": child_labels(self.wfr, job),
+                        "ownerReferences": [owner_of(self.wfr)],
+                    },
+                    "spec": body,
+                },
+            ):
+                return {"phase": JobPhase.FAILED, "message": self.last_error}
+            return {"phase": JobPhase.RUNNING, "workflowRunName": name}
+        if not owned_by(child, self.wfr):
+            message = f"a WorkflowRun named {name} exists and is not this WorkflowRun's"
+            return {"phase": JobPhase.FAILED, "message": message}
+        if self.cancel and not child.is_finished and not child.cancel_requested:
+            self.patch("WorkflowRun", name, {"spec": {"cancelRequested": True}})
+        state = {"workflowRunName": name}
+        if child.phase == WorkflowRunPhase.SUCCEEDED:
+            outputs = (child.status or {}).get("outputs") or {}
+            return {**state, "phase": JobPhase.SUCCEEDED, "outputs": outputs}
+        if child.is_finished:
+            why = (child.status or {}).get("message") or child.phase
+            return {**state, "phase": JobPhase.FAILED, "message": f"workflow {name}: {why}"}
+        return {**state, "phase": JobPhase.RUNNING}
+
+    def called_spec(self, spec: dict) -> dict:
+        workflow = Workflow.objects.filter(namespace=self.wfr.namespace, name=spec["uses"]).first()
+        if workflow is None:
+            raise StepError(f'Workflow "{spec["uses"]}" not found')
+        values = self.values(needs=spec.get("needs") or [])
+        given = self.resolve_map(spec.get("with") or {}, values)
+        declared = (workflow.spec or {}).get("inputs") or {}
+        inputs = self.inputs_for(declared, given, f'Workflow "{workflow.name}"')
+        return {
+            "workflowRef": {"name": workflow.name},
+            "inputs": inputs,
+            "outputs": (workflow.spec or {}).get("outputs") or {},
+            "jobs": (workflow.spec or {}).get("jobs") or {},
+        }
+
+    @staticmethod
+    def inputs_for(declared: dict, given: dict[str, str], what: str) -> dict[str, str]:
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            raise StepError(f"{what} has no input {unknown[0]}")
+        inputs = {}
+        for name, spec in declared.items():
+            if name in given:
+                inputs[name] = given[name]
+            elif "default" in (spec or {}):
+                inputs[name] = str(spec["default"])
+            elif (spec or {}).get("required"):
+                raise StepError(f"{what} needs input {name}")
+        return inputs
+
+    @staticmethod
+    def resolve_map(mapping: dict, values: Values) -> dict[str, str]:
+        try:
+            return {k: expressions.resolve(str(v), values) for k, v in mapping.items()}
+        except Unresolved as exc:
+            raise StepError(str(exc)) from None
+
+    # --- one step ------------------------------------------------------------------------
+
+    def step(
+        self, job: str, spec: dict, index: int, step: dict, outputs: dict, workspace: str
+    ) -> dict:
+        """{"status": StepStatus, "message"?, "waiting"?, "artifacts"?} of one step."""
+        if step.get("uses"):
+            return self.action_step(job, spec, index, step, outputs, workspace)
+        values = self.values(outputs, spec.get("needs") or [])
+        name = child_name(self.wfr.name, job, step["name"])
+        return self.run_child(job, spec, step, name, values, workspace, first=index == 0)
+
+    def action_step(
+        self, job: str, spec: dict, index: int, step: dict, outputs: dict, workspace: str
+    ) -> dict:
+        """``uses: <Action>``: its run steps in order, one child Run each, inside this step."""
+        base = {"name": step["name"]}
+        action = Action.objects.filter(namespace=self.wfr.namespace, name=step["uses"]).first()
+        if action is None:
+            return self.failed(base, f'step {step["name"]}: Action "{step["uses"]}" not found')
+        try:
+            given = self.resolve_map(
+                step.get("with") or {}, self.values(outputs, spec.get("needs"))
+            )
+            inputs = self.inputs_for(
+                (action.spec or {}).get("inputs") or {}, given, f'Action "{action.name}"'
+            )
+        except StepError as exc:
+            return self.failed(base, f"step {step['name']}: {exc}")
+        inner: dict[str, dict] = {}
+        statuses: list[dict] = []
+        artifacts: list[dict] = []
+        for position, action_step in enumerate((action.spec or {}).get("steps") or []):
+            values = Values(inputs=inputs, steps=inner, jobs={})
+            name = child_name(self.wfr.name, job, step["name"], action_step["name"])
+            state = self.run_child(
+                job, spec, action_step, name, values, workspace, first=index == 0 and position == 0
+            )
+            statuses.append(state["status"])
+            if state["status"]["phase"] != StepPhase.SUCCEEDED:
+                return {
+                    **state,
+                    "status": {**base, "phase": state["status"]["phase"], "actionSteps": statuses},
+                }
+            inner[action_step["name"]] = state["status"].get("outputs") or {}
+            artifacts += state.get("artifacts", [])
+        try:
+            values = Values(inputs=inputs, steps=inner, jobs={})
+            result = {
+                key: expressions.resolve(str(out.get("value", "")), values)
+                for key, out in ((action.spec or {}).get("outputs") or {}).items()
+            }
+        except Unresolved as exc:
+            return self.failed(base, f"step {step['name']}: Action outputs: {exc}")
+        status = {**base, "phase": StepPhase.SUCCEEDED, "outputs": result, "actionSteps": statuses}
+        return {"status": status, "artifacts": artifacts}
+
+    @staticmethod
+    def failed(base: dict, message: str) -> dict:
+        return {"status": {**base, "phase": StepPhase.FAILED}, "message": message}
+
+    def run_child(
+        self,
+        job: str,
+        spec: dict,
+        step: dict,
+        name: str,
+        values: Values,
+        workspace: str,
+        *,
+        first: bool,
+    ) -> dict:
+        base = {"name": step["name"], "runName": name}
+        run = self.children.runs.get(name)
+        if run is None:
+            if self.cancel:
+                return {"status": {**base, "phase": StepPhase.PENDING}}
+            try:
+                manifest = self.run_manifest(job, spec, step, name, values, workspace, first)
+            except StepError as exc:
+                return self.failed({"name": step["name"]}, f"step {step['name']}: {exc}")
+            if not self.create("Run", manifest):
+                return self.failed(base, f"step {step['name']}: {self.last_error}")
+            return self.pending(base)  # what the next pass reads from the new Pending Run
+        if not owned_by(run, self.wfr):
+            message = f"a Run named {name} exists and is not this WorkflowRun's"
+            return self.failed(base, message)
+        if self.cancel and run.phase not in TERMINAL_PHASES and not run.cancel_requested:
+            self.patch("Run", name, {"spec": {"cancelRequested": True}})
+        return self.from_run(base, run)
+
+    @staticmethod
+    def from_run(base: dict, run: Run) -> dict:
+        status = run.status or {}
+        if run.phase == RunPhase.SUCCEEDED:
+            done = {**base, "phase": StepPhase.SUCCEEDED, "outputs": status.get("outputs") or {}}
+            return {"status": done, "artifacts": list(status.get("artifactRefs") or [])}
+        if run.phase in FAILED_RUN_PHASES:
+            why = status.get("reason") or run.phase
+            detail = status.get("message") or ""
+            message = f"step {base['name']}: Run {run.name} {run.phase} ({why}){': ' if detail else ''}{detail}"
+            return {"status": {**base, "phase": StepPhase.FAILED}, "message": message}
+        if run.phase in ACTIVE_PHASES:
+            return {"status": {**base, "phase": StepPhase.RUNNING}}
+        return Reconciler.pending(base)
+
+    @staticmethod
+    def pending(base: dict) -> dict:
+        return {
+            "status": {**base, "phase": StepPhase.PENDING},
+            "waiting": f"step {base['name']} waits for a Runtime Pod with room for it "
+            "(its job's local workspace lives on one pod)",
+        }
+
+    def run_manifest(
+        self,
+        job: str,
+        spec: dict,
+        step: dict,
+        name: str,
+        values: Values,
+        workspace: str,
+        first: bool,
+    ) -> dict:
+        try:
+            script = expressions.resolve(step.get("run") or "", values)
+            args = [expressions.resolve(str(a), values) for a in step.get("args") or []]
+            env = [
+                {"name": k, "value": expressions.resolve(str(v), values)}
+                for k, v in (step.get("env") or {}).items()
+            ]
+        except Unresolved as exc:
+            raise StepError(str(exc)) from None
+        run_spec: dict[str, Any] = {
+            "runtime": spec.get("runs-on", ""),
+            "source": {"inline": script},
+            "mode": {"task": {"args": args} if args else {}},
+            "workspace": {"name": workspace},
+        }
+        if env:
+            run_spec["env"] = env
+        inputs = self.artifact_inputs(step, spec)
+        if inputs:
+            run_spec["artifactInputs"] = inputs
+        if not first:
+            # co-located with the job's earlier Runs, by labels only the controller sets
+            selector = {"matchLabels": {UID_LABEL: str(self.wfr.uid), JOB_LABEL: job}}
+            run_spec["affinity"] = {
+                "runAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": selector, "topologyKey": TOPOLOGY}
+                    ]
+                }
+            }
+        return {
+            "metadata": {
+                "name": name,
+                "labels": child_labels(self.wfr, job, step["name"]),
+                "ownerReferences": [owner_of(self.wfr)],
+            },
+            "spec": run_spec,
+        }
+
+    def artifact_inputs(self, step: dict, spec: dict) -> list[dict]:
+        inputs = []
+        for item in step.get("artifacts") or []:
+            source = str(item.get("from", ""))
+            parts = source.split(".", 3)
+            if len(parts) != 4 or parts[0] != "jobs" or parts[2] != "artifacts":
+                raise StepError(f"artifact {source}: not jobs.<job>.artifacts.<name>")
+            producer, artifact = parts[1], parts[3]
+            ref = ((self.jobs.get(producer) or {}).get("artifacts") or {}).get(artifact)
+            if ref is None:
+                raise StepError(f"job {producer} produced no artifact named {artifact}")
+            inputs.append({"ref": ref, "path": item.get("path", artifact)})
+        return inputs
+
+    # --- writes --------------------------------------------------------------------------
+
+    last_error = ""
+
+    def create(self, kind_name: str, manifest: dict) -> bool:
+        """Create a child (a 409 means an earlier pass made it: fine); False on refusal."""
+        kind = _kind(kind_name)
+        body = {"apiVersion": API_VERSION, "kind": kind_name, **manifest}
+        try:
+            store.create(kind, body, namespace=self.wfr.namespace, context=context())
+        except StatusError as exc:
+            if exc.code == 409:
+                return True
+            self.last_error = exc.message
+            log.warning(
+                "WorkflowRun %s: %s %s refused: %s",
+                self.wfr.name,
+                kind_name,
+                manifest["metadata"]["name"],
+                exc.message,
+            )
+            return False
+        self.created += 1
+        return True
+
+    def patch(self, kind_name: str, name: str, body: dict) -> None:
+        try:
+            store.patch(_kind(kind_name), self.wfr.namespace, name, body, context=context())
+        except StatusError as exc:  # the next pass tries again
+            log.info("WorkflowRun %s: cancelling %s deferred: %s", self.wfr.name, name, exc)
+
+
+def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
+    """One pass; returns whether the status changed."""
+    if wfr.is_finished or wfr.deletion_timestamp is not None:
+        return False
+    reconciler = Reconciler(wfr, now, load_children(wfr))
+    status = reconciler.status()
+    changed = run_status.write(wfr, status)
+    if reconciler.created and not changed:
+        # children were made but the status write lost a race: look again soon
+        from .triggers import request_reconcile
+
+        request_reconcile(wfr.namespace, wfr.name)
+    return changed
+
+
+def reconcile_active(now: datetime, batch: int = 500) -> int:
+    """The beat pass: every WorkflowRun not finished yet."""
+    active = WorkflowRun.objects.filter(
+        deletion_timestamp__isnull=True,
+        phase__in=(WorkflowRunPhase.PENDING, WorkflowRunPhase.RUNNING),
+    ).order_by("pk")[:batch]
+    return sum(reconcile(wfr, now) for wfr in active)
