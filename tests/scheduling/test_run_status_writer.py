@@ -80,11 +80,12 @@ def _version_writes(path: Path) -> list[int]:
 
 def test_no_module_but_the_status_writers_compare_and_sets_a_row():
     """Run status: run_status; Runtime status: runtime_status; PersistentWorkspace status:
-    workspaces.status; objects: the store."""
+    workspaces.status; WorkflowRun status: workflows.status; objects: the store."""
     owners = {
         "scheduling/run_status.py",
         "scheduling/runtime_status.py",
         "workspaces/status.py",
+        "workflows/status.py",
         "portal/machinery/store.py",
     }
     found = {}
