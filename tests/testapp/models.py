@@ -25,10 +25,11 @@ class Gadget(ClusterObject):
 
 class WorkflowRun(NamespacedObject):
     """A stand-in for kruntimes.io/v1alpha1 WorkflowRun until the workflows app serves one:
-    what the workspace admission check looks up (registered only while no real one is)."""
+    what the workspace admission check looks up (registered only while no real one is).
+    Its constraint is named apart from workflows.WorkflowRun's (system check models.E032)."""
 
     spec = models.JSONField(default=dict)
     status = models.JSONField(default=dict)
 
     class Meta(NamespacedObject.Meta):
-        constraints = [unique_name_constraint("workflowrun", namespaced=True)]
+        constraints = [unique_name_constraint("testapp_workflowrun", namespaced=True)]
