@@ -20,13 +20,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection, connections, models
 
 from scheduling.models import TERMINAL_PHASES, Run, RunPhase, RuntimePod
 
@@ -60,16 +60,19 @@ def runtime_shape(concurrency: int) -> tuple[int, int]:
     return replicas, max(1, math.ceil(concurrency / replicas))
 
 
-def runtime_manifest(replicas: int, capacity: int) -> dict:
+def runtime_manifest(replicas: int, capacity: int, artifact_store: dict | None = None) -> dict:
+    spec: dict = {
+        "template": {"spec": {"containers": [{"name": "runtime", "image": "bench"}]}},
+        "replicas": replicas,
+        "capacity": {"resources": {"runs": capacity}},
+    }
+    if artifact_store:
+        spec["artifactStore"] = artifact_store
     return {
         "apiVersion": API_VERSION,
         "kind": "Runtime",
         "metadata": {"name": RUNTIME},
-        "spec": {
-            "template": {"spec": {"containers": [{"name": "runtime", "image": "bench"}]}},
-            "replicas": replicas,
-            "capacity": {"resources": {"runs": capacity}},
-        },
+        "spec": spec,
     }
 
 
@@ -253,11 +256,21 @@ class RunsOptions:
 
 class PhaseWatcher:
     """One thread polls the phases of every Run a client waits for (one query per poll,
-    however many clients), noting when each phase was first seen."""
+    however many clients), noting when each phase was first seen. ``model`` and ``terminal``:
+    another kind with a ``phase`` column (``bench workflows`` watches WorkflowRuns too)."""
 
-    def __init__(self, namespace: str, poll: float) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        poll: float,
+        *,
+        model: type[models.Model] = Run,
+        terminal: Collection[str] = TERMINAL_PHASES,
+    ) -> None:
         self.namespace = namespace
         self.poll = poll
+        self.model = model
+        self.terminal = frozenset(terminal)
         self._lock = threading.Lock()
         self._watched: dict[str, tuple[dict[str, float], threading.Event]] = {}
         self._stop = threading.Event()
@@ -292,7 +305,7 @@ class PhaseWatcher:
             _close_thread_connections()
 
     def _look(self, names: list[str]) -> None:
-        rows = Run.objects.filter(namespace=self.namespace, name__in=names).values_list(
+        rows = self.model.objects.filter(namespace=self.namespace, name__in=names).values_list(
             "name", "phase"
         )
         seen = time.perf_counter()
@@ -302,7 +315,7 @@ class PhaseWatcher:
                 if entry is None:
                     continue
                 entry[0].setdefault(phase, seen)
-                if phase in TERMINAL_PHASES:
+                if phase in self.terminal:
                     entry[1].set()
 
 
@@ -441,7 +454,9 @@ def delete_bench_user() -> None:
     get_user_model().objects.filter(username=BENCH_USER).delete()
 
 
-def create_namespace(namespace: str, replicas: int, capacity: int, log: Log) -> None:
+def create_namespace(
+    namespace: str, replicas: int, capacity: int, log: Log, artifact_store: dict | None = None
+) -> None:
     from portal.machinery import store
 
     namespaces.delete_namespace(namespace)
@@ -452,7 +467,7 @@ def create_namespace(namespace: str, replicas: int, capacity: int, log: Log) -> 
     )
     store.create(
         namespaces._kind("kruntimes.io", "v1alpha1", "runtimes"),
-        runtime_manifest(replicas, capacity),
+        runtime_manifest(replicas, capacity, artifact_store),
         namespace=namespace,
         context=namespaces.OPERATOR,
     )

@@ -1,9 +1,12 @@
-"""``manage.py bench scheduler|runs``: one JSON line on stdout, progress on stderr.
+"""``manage.py bench scheduler|runs|workflows``: one JSON line on stdout, progress on stderr.
 
 - ``bench scheduler --runs N --pods P [--affinity MODE] [--namespace NS] [--keep]``: how fast
   the scheduler binds a backlog on the configured database (settings DATABASE_URL).
 - ``bench runs --count N --concurrency C``: end-to-end latency of ``echo`` Runs (API create to
   Succeeded) on real processes, next to a bare Celery round trip on the same broker.
+- ``bench workflows --count N [--concurrency C]``: WorkflowRun latency (creation to Succeeded)
+  of the demo's two-job, four-step Workflow on real processes, and the overhead per step above
+  the child Runs' own time.
 
 The logic lives in the ``benchmarks`` app (a checkout's, not the wheel's).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -40,10 +44,35 @@ RUNS_HELP = (
     "run it next to `manage.py up` on the same database: up would start pods for the bench "
     "Runtime too. Exits non-zero if any Run or round trip fails."
 )
+WORKFLOWS_HELP = (
+    "WorkflowRun latency on real processes: N WorkflowRuns of the demo's Workflow "
+    "(examples/50-workflow-ci-data-sharing-demo.yaml: job build with checkout, test, package "
+    "sharing the job workspace, package uploading dist.tgz; job deploy with one step consuming "
+    "it as an artifact input), created through the store as the API does by C client threads "
+    "(at most C running at once; default C = N), each waiting until its WorkflowRun finished; "
+    "one unmeasured warm-up WorkflowRun first (--warmup). Two watcher threads poll the "
+    "WorkflowRuns' and the child Runs' phases every --poll-ms. Prints ONE JSON line: count, "
+    "concurrency, broker, database, pods, wfr_p50_ms, wfr_p99_ms (wall time from just before "
+    "the create to Succeeded first seen), wfr_per_s, steps_per_wfr, step_run_p50_ms (each "
+    "child Run's own time: its phase first seen Running to first seen terminal; status "
+    "startTime/completionTime have whole seconds only), overhead_per_step_ms (p50 over the "
+    "WorkflowRuns of (wall time - the sum of its child Runs' own time) / steps: what the "
+    "controller, the scheduler and the dispatch add per step), errors; the progress (stderr) "
+    "breaks each step down. Services: the database (settings DATABASE_URL, migrated) and the "
+    "broker (settings CELERY_BROKER_URL) must be running; the bench starts the control worker, "
+    "beat and ceil(C/2)+1 local Runtime Pods (capacity runs: 4) of a Runtime `bench` with a "
+    "filesystem artifactStore in a fresh namespace, and stops them and deletes the namespace "
+    "(rows, pod workspaces, artifacts) at the end, also on Ctrl-C. Children log to "
+    "<KRUNTIMES_DATA_DIR>/bench-workflows/logs. Not next to `manage.py up` on the same "
+    "database. Exits non-zero if any WorkflowRun does not succeed."
+)
 
 
 class Command(BaseCommand):
-    help = "Benchmarks: `bench scheduler ...` (the scheduler) or `bench runs ...` (Run latency)."
+    help = (
+        "Benchmarks: `bench scheduler ...` (the scheduler), `bench runs ...` (Run latency) or "
+        "`bench workflows ...` (WorkflowRun latency)."
+    )
 
     def create_parser(self, prog_name, subcommand):
         parser = super().create_parser(prog_name, subcommand)
@@ -52,7 +81,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         # each target has its own options: ``bench <target> --help``
-        targets = parser.add_subparsers(dest="target", required=True, metavar="{scheduler,runs}")
+        targets = parser.add_subparsers(
+            dest="target", required=True, metavar="{scheduler,runs,workflows}"
+        )
         scheduler = targets.add_parser("scheduler", help=SCHEDULER_HELP, description=SCHEDULER_HELP)
         scheduler.add_argument("--runs", type=int, required=True, help="pending Runs to bind")
         scheduler.add_argument("--pods", type=int, required=True, help="ready Runtime Pods")
@@ -147,11 +178,65 @@ class Command(BaseCommand):
             "lost message is healed by its passes instead of hanging a Run)",
         )
 
+        workflows = targets.add_parser(
+            "workflows", help="end-to-end WorkflowRun latency", description=WORKFLOWS_HELP
+        )
+        workflows.add_argument("--count", type=int, required=True, help="measured WorkflowRuns")
+        workflows.add_argument(
+            "--concurrency",
+            type=int,
+            default=None,
+            help="client threads: WorkflowRuns running at once (default: --count, all at once)",
+        )
+        workflows.add_argument(
+            "--namespace",
+            default="bench-workflows",
+            help="the namespace to (re)create; its leftovers are deleted first",
+        )
+        workflows.add_argument(
+            "--warmup", type=int, default=1, help="unmeasured WorkflowRuns first (default 1)"
+        )
+        workflows.add_argument(
+            "--poll-ms",
+            type=float,
+            default=3.0,
+            help="how often the watchers poll the WorkflowRuns' and the Runs' phases, in ms",
+        )
+        workflows.add_argument(
+            "--timeout",
+            type=float,
+            default=120.0,
+            help="seconds a WorkflowRun may take before it counts as an error",
+        )
+        workflows.add_argument(
+            "--startup-timeout",
+            type=float,
+            default=120.0,
+            help="seconds for the workers and pods to get ready",
+        )
+        workflows.add_argument(
+            "--keep", action="store_true", help="keep the namespace and its objects afterwards"
+        )
+        workflows.add_argument(
+            "--control-arg",
+            action="append",
+            default=[],
+            metavar="ARG",
+            help="append ARG to the control worker's command line; repeatable",
+        )
+        workflows.add_argument(
+            "--no-beat",
+            action="store_true",
+            help="do not start beat (the controller then lives on events alone)",
+        )
+
     def handle(self, *args, target, **options) -> None:
         if settings.DEBUG:
             self.stderr.write("warning: DEBUG=True records every query; numbers are slower")
         if target == "runs":
             self.handle_runs(**options)
+        elif target == "workflows":
+            self.handle_workflows(**options)
         else:
             self.handle_scheduler(**options)
 
@@ -220,14 +305,9 @@ class Command(BaseCommand):
         control_arg,
         **options,
     ) -> None:
-        from benchmarks.runs import BenchError, RunsOptions, format_line, run_runs_bench
-        from benchmarks.stack import StackError
-        from portal.management.commands.up import control_plane
+        from benchmarks.runs import RunsOptions, format_line, run_runs_bench
 
-        children = {c.name: c for c in control_plane(0, "127.0.0.1")}
-        beat = list(children["beat"].argv)
-        # its own pidfile: a running ``up`` keeps beat.pid
-        beat[beat.index("--pidfile") + 1] = str(settings.DATA_DIR / "bench-runs" / "beat.pid")
+        control, beat = control_argvs("bench-runs", control_arg, no_beat)
         try:
             bench = RunsOptions(
                 count=count,
@@ -238,8 +318,8 @@ class Command(BaseCommand):
                 run_timeout=timeout,
                 startup_timeout=startup_timeout,
                 keep=keep,
-                control_argv=[*children["control-worker"].argv, *control_arg],
-                beat_argv=[] if no_beat else beat,
+                control_argv=control,
+                beat_argv=beat,
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -248,26 +328,93 @@ class Command(BaseCommand):
             f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, broker "
             f"{settings.CELERY_BROKER_URL.split(':', 1)[0]}"
         )
-        abort = threading.Event()
-        restore = None
-        if threading.current_thread() is threading.main_thread():
-
-            def on_term(signum, frame):
-                raise KeyboardInterrupt
-
-            restore = signal.signal(signal.SIGTERM, on_term)
-        try:
-            result = run_runs_bench(bench, log=self.log, abort=abort)
-        except KeyboardInterrupt:
-            raise CommandError("interrupted; every child was stopped") from None
-        except (BenchError, StackError) as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            if restore is not None:
-                signal.signal(signal.SIGTERM, restore)
+        result = interruptible(lambda abort: run_runs_bench(bench, log=self.log, abort=abort))
         self.stdout.write(format_line(result))
         self.stdout.flush()
         if result["errors"]:
             raise CommandError(
                 f"{result['errors']} Run(s) or round trip(s) failed (see the progress above)"
             )
+
+    def handle_workflows(
+        self,
+        *,
+        count,
+        concurrency,
+        namespace,
+        warmup,
+        poll_ms,
+        timeout,
+        startup_timeout,
+        keep,
+        no_beat,
+        control_arg,
+        **options,
+    ) -> None:
+        from benchmarks.runs import format_line
+        from benchmarks.workflows import STEPS, WorkflowsOptions, run_workflows_bench
+
+        control, beat = control_argvs("bench-workflows", control_arg, no_beat)
+        try:
+            bench = WorkflowsOptions(
+                count=count,
+                concurrency=concurrency,
+                namespace=namespace,
+                warmup=warmup,
+                poll=poll_ms / 1000,
+                timeout=timeout,
+                startup_timeout=startup_timeout,
+                keep=keep,
+                control_argv=control,
+                beat_argv=beat,
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.log(
+            f"bench workflows: {count} WorkflowRuns of {len(STEPS)} steps, concurrency "
+            f"{bench.concurrency}, database "
+            f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, broker "
+            f"{settings.CELERY_BROKER_URL.split(':', 1)[0]}"
+        )
+        result = interruptible(lambda abort: run_workflows_bench(bench, log=self.log, abort=abort))
+        self.stdout.write(format_line(result))
+        self.stdout.flush()
+        if result["errors"]:
+            raise CommandError(
+                f"{result['errors']} WorkflowRun(s) did not succeed (see the progress above)"
+            )
+
+
+def control_argvs(subdir: str, extra: list[str], no_beat: bool) -> tuple[list[str], list[str]]:
+    """The control worker's and beat's command lines of ``up`` (beat with its own pidfile: a
+    running ``up`` keeps beat.pid); no beat: an empty one."""
+    from portal.management.commands.up import control_plane
+
+    children = {c.name: c for c in control_plane(0, "127.0.0.1")}
+    beat = list(children["beat"].argv)
+    beat[beat.index("--pidfile") + 1] = str(settings.DATA_DIR / subdir / "beat.pid")
+    return [*children["control-worker"].argv, *extra], [] if no_beat else beat
+
+
+def interruptible(bench: Callable[[threading.Event], dict]) -> dict:
+    """Run a processes bench with SIGTERM as Ctrl-C; its failures as one-line CommandErrors."""
+    from benchmarks.runs import BenchError
+    from benchmarks.stack import StackError
+
+    abort = threading.Event()
+    restore = None
+    if threading.current_thread() is threading.main_thread():
+
+        def on_term(signum, frame):
+            raise KeyboardInterrupt
+
+        restore = signal.signal(signal.SIGTERM, on_term)
+    try:
+        return bench(abort)
+    except KeyboardInterrupt:
+        raise CommandError("interrupted; every child was stopped") from None
+    except (BenchError, StackError) as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        if restore is not None:
+            signal.signal(signal.SIGTERM, restore)
