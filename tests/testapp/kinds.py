@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from portal.machinery import errors
 from portal.machinery.registry import Column, ResourceKind, registry
-from portal.machinery.serializers import FreeformObjectField, StrictSerializer
+from portal.machinery.serializers import StrictSerializer
 
 GROUP = "testing.kruntimes.io"
 
@@ -32,37 +32,9 @@ def color_is_immutable(new, old):
     return []
 
 
-class WorkflowRunSpecSerializer(StrictSerializer):
-    jobs = FreeformObjectField(required=False)
-
-
-class WorkflowRunStatusSerializer(StrictSerializer):
-    phase = serializers.CharField(required=False)
-
-
-def register_workflow_run() -> None:
-    """kruntimes.io/v1alpha1 WorkflowRun, test-only, unless a real one is registered already."""
-    from .models import WorkflowRun
-
-    if registry.for_manifest("kruntimes.io/v1alpha1", "WorkflowRun") is not None:
-        return
-    registry.register(
-        ResourceKind(
-            group="kruntimes.io",
-            version="v1alpha1",
-            kind="WorkflowRun",
-            plural="workflowruns",
-            model=WorkflowRun,
-            short_names=("wfr",),
-            body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
-        )
-    )
-
-
 def register() -> None:
     from .models import Gadget, Widget
 
-    register_workflow_run()
 
     registry.register(
         ResourceKind(

@@ -22,13 +22,3 @@ class Gadget(ClusterObject):
     class Meta(ClusterObject.Meta):
         constraints = [unique_name_constraint("gadget", namespaced=False)]
 
-
-class WorkflowRun(NamespacedObject):
-    """A stand-in for kruntimes.io/v1alpha1 WorkflowRun until the workflows app serves one:
-    what the workspace admission check looks up (registered only while no real one is)."""
-
-    spec = models.JSONField(default=dict)
-    status = models.JSONField(default=dict)
-
-    class Meta(NamespacedObject.Meta):
-        constraints = [unique_name_constraint("workflowrun", namespaced=True)]
