@@ -88,7 +88,8 @@ def kind(name: str):
 
 
 def create(manifest: dict, namespace: str = "default", context=OPERATOR):
-    return store.create(kind(manifest["kind"]), manifest, namespace=namespace, context=context)
+    found = registry.for_manifest(manifest["apiVersion"], manifest["kind"])
+    return store.create(found, manifest, namespace=namespace, context=context)
 
 
 def causes_of(response) -> dict[str, str]:
