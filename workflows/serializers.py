@@ -158,15 +158,11 @@ class ArtifactSourceField(StrictCharField):
 
 
 def inputs_field() -> NamedMapField:
-    return NamedMapField(
-        max_properties=MAX_INPUTS, child=InputSpecSerializer(), required=False
-    )
+    return NamedMapField(max_properties=MAX_INPUTS, child=InputSpecSerializer(), required=False)
 
 
 def outputs_field() -> NamedMapField:
-    return NamedMapField(
-        max_properties=MAX_OUTPUTS, child=OutputSpecSerializer(), required=False
-    )
+    return NamedMapField(max_properties=MAX_OUTPUTS, child=OutputSpecSerializer(), required=False)
 
 
 def string_map(max_properties: int, **kwargs: Any) -> BoundedMapField:
@@ -202,7 +198,9 @@ class StepSpecSerializer(StrictSerializer):
 
 class JobSpecSerializer(StrictSerializer):
     # "runs-on" is no Python name: declared in get_fields
-    needs = BoundedListField(child=StrictCharField(max_length=63), max_items=MAX_NEEDS, required=False)
+    needs = BoundedListField(
+        child=StrictCharField(max_length=63), max_items=MAX_NEEDS, required=False
+    )
     steps = BoundedListField(
         child=StepSpecSerializer(), max_items=MAX_STEPS, min_length=1, required=False
     )

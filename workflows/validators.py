@@ -72,9 +72,7 @@ def job_shape_causes(job: dict) -> list[FieldError]:
     unique within the job."""
     causes = []
     if _has(job, "steps") == _has(job, "uses"):
-        causes.append(
-            errors.invalid("", "Invalid value: exactly one of steps or uses must be set")
-        )
+        causes.append(errors.invalid("", "Invalid value: exactly one of steps or uses must be set"))
     if _has(job, "with") and not _has(job, "uses"):
         causes.append(errors.forbidden("with", "Forbidden: with can only be set when uses is set"))
     if _has(job, "steps") and not _has(job, "runs-on"):
@@ -105,7 +103,9 @@ def _needs_causes(jobs: dict) -> list[FieldError]:
                 continue
             path = f"jobs.{job}.needs[{index}]"
             if need == job:
-                causes.append(errors.invalid(path, f'Invalid value: "{need}": a job cannot need itself'))
+                causes.append(
+                    errors.invalid(path, f'Invalid value: "{need}": a job cannot need itself')
+                )
             elif need not in jobs:
                 causes.append(
                     errors.invalid(path, f'Invalid value: "{need}": no job of that name here')

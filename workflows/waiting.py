@@ -27,7 +27,9 @@ def table(run: WorkflowRun) -> str:
     rows = [HEADER]
     for job, job_spec in ((run.spec or {}).get("jobs") or {}).items():
         status = jobs_status.get(job) or {}
-        rows.append([job, NONE, status.get("phase") or "Pending", status.get("workflowRunName") or NONE])
+        rows.append(
+            [job, NONE, status.get("phase") or "Pending", status.get("workflowRunName") or NONE]
+        )
         by_name = {s.get("name"): s for s in status.get("steps") or [] if isinstance(s, dict)}
         for step in (job_spec or {}).get("steps") or []:
             step_status = by_name.get(step.get("name")) or {}

@@ -26,9 +26,7 @@ class Column:
 Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 # A ``ResourceKind.defaulting`` hook: (kind, manifest, namespace|None, context) -> causes.
 # It may change the manifest's body fields in place (metadata is settled before it runs).
-Defaulter = Callable[
-    ["ResourceKind", dict[str, Any], str | None, "WriteContext"], list[FieldError]
-]
+Defaulter = Callable[["ResourceKind", dict[str, Any], str | None, "WriteContext"], list[FieldError]]
 # A ``ResourceKind.admission`` check: (kind, new, old|None, context), raising to refuse.
 AdmissionCheck = Callable[
     ["ResourceKind", dict[str, Any], dict[str, Any] | None, "WriteContext"], None

@@ -24,7 +24,9 @@ def make_workflow_run(name: str = "wfr", namespace: str = "default"):
             "apiVersion": API_VERSION,
             "kind": "WorkflowRun",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"jobs": {"build": {"runs-on": "bash", "steps": [{"name": "s", "run": "true"}]}}},
+            "spec": {
+                "jobs": {"build": {"runs-on": "bash", "steps": [{"name": "s", "run": "true"}]}}
+            },
         },
         context=OPERATOR,
     )

@@ -35,7 +35,6 @@ def color_is_immutable(new, old):
 def register() -> None:
     from .models import Gadget, Widget
 
-
     registry.register(
         ResourceKind(
             group=GROUP,

@@ -21,4 +21,3 @@ class Gadget(ClusterObject):
 
     class Meta(ClusterObject.Meta):
         constraints = [unique_name_constraint("gadget", namespaced=False)]
-

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def workflow():
-    return create(workflow_manifest("ci", jobs=build_deploy_jobs(), inputs={"who": {"default": "x"}}))
+    return create(
+        workflow_manifest("ci", jobs=build_deploy_jobs(), inputs={"who": {"default": "x"}})
+    )
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from portal.machinery.registry import registry
-from tests.helpers.workflows import causes_of, create, run_url, url, workflow_manifest
+from tests.helpers.workflows import causes_of, create, run_url, workflow_manifest
 from tests.helpers.workspace_access import bind_role, make_role
 from workflows.models import WorkflowRun
 
@@ -42,7 +42,9 @@ def test_a_start_takes_a_name_or_a_generate_name(admin_api, workflow):
 
 
 def test_a_dry_run_creates_nothing(admin_api, workflow):
-    response = admin_api.post(run_url("ci") + "?dryRun=All", {"inputs": {"who": "me"}}, format="json")
+    response = admin_api.post(
+        run_url("ci") + "?dryRun=All", {"inputs": {"who": "me"}}, format="json"
+    )
     assert response.status_code == 201
     assert not WorkflowRun.objects.exists()
 
@@ -85,7 +87,9 @@ def test_a_body_of_another_shape_is_a_400(admin_api, workflow, body):
 
 
 def test_a_user_without_create_on_workflowruns_is_a_403(user_api, workflow):
-    make_role("reader", [{"apiGroups": ["kruntimes.io"], "resources": ["*"], "verbs": ["get", "list"]}])
+    make_role(
+        "reader", [{"apiGroups": ["kruntimes.io"], "resources": ["*"], "verbs": ["get", "list"]}]
+    )
     bind_role("reader", "reader")
     response = start(user_api, {"inputs": {"who": "me"}})
     assert response.status_code == 403
@@ -106,7 +110,9 @@ def test_only_post_is_served(admin_api, workflow):
 
 
 def test_discovery_lists_the_kinds_and_the_run_subresource(admin_api):
-    resources = {r["name"]: r for r in admin_api.get("/apis/kruntimes.io/v1alpha1").json()["resources"]}
+    resources = {
+        r["name"]: r for r in admin_api.get("/apis/kruntimes.io/v1alpha1").json()["resources"]
+    }
     assert resources["workflows"]["shortNames"] == ["wf"]
     assert resources["workflowruns"]["shortNames"] == ["wfr"]
     assert resources["actions"]["kind"] == "Action"
@@ -123,7 +129,9 @@ def test_the_cli_resolves_the_short_names():
 def test_get_prints_phase_and_workflow_columns(admin_api, workflow):
     from portal.cli import table_rows
 
-    assert start(admin_api, {"inputs": {"who": "me"}, "metadata": {"name": "r1"}}).status_code == 201
+    assert (
+        start(admin_api, {"inputs": {"who": "me"}, "metadata": {"name": "r1"}}).status_code == 201
+    )
     kind = registry.lookup("wfr")
     rows = table_rows(kind, list(WorkflowRun.objects.all()))
     assert rows[0] == ["NAME", "PHASE", "WORKFLOW", "AGE"]
@@ -132,4 +140,6 @@ def test_get_prints_phase_and_workflow_columns(admin_api, workflow):
 
 def test_the_openapi_schema_has_the_run_endpoint(admin_api):
     paths = yaml.safe_load(admin_api.get("/api/schema/").content)["paths"]
-    assert "post" in paths["/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/workflows/{name}/run"]
+    assert (
+        "post" in paths["/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/workflows/{name}/run"]
+    )

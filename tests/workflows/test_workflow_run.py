@@ -136,10 +136,14 @@ def test_the_status_takes_the_controller_report(admin_api):
     [
         ({"phase": "Scheduled"}, "status.phase"),
         ({"jobs": {"build": {"phase": "Ready"}}}, "status.jobs.build.phase"),
-        ({"jobs": {"build": {"phase": "Running", "steps": [{"name": "s", "phase": "Waiting"}]}}},
-         "status.jobs.build.steps[0].phase"),
-        ({"jobs": {"build": {"phase": "Running", "artifacts": {"a": {"name": "a"}}}}},
-         "status.jobs.build.artifacts.a.driver"),
+        (
+            {"jobs": {"build": {"phase": "Running", "steps": [{"name": "s", "phase": "Waiting"}]}}},
+            "status.jobs.build.steps[0].phase",
+        ),
+        (
+            {"jobs": {"build": {"phase": "Running", "artifacts": {"a": {"name": "a"}}}}},
+            "status.jobs.build.artifacts.a.driver",
+        ),
         ({"message": "x" * 4097}, "status.message"),
         ({"outputs": {f"o{n}": "v" for n in range(65)}}, "status.outputs"),
     ],

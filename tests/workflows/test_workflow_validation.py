@@ -86,7 +86,9 @@ def test_a_steps_job_needs_runs_on(admin_api):
 
 
 def test_runs_on_is_a_label_value(admin_api):
-    assert "spec.jobs.build.runs-on" in refused(admin_api, jobs={"build": job(**{"runs-on": "a b"})})
+    assert "spec.jobs.build.runs-on" in refused(
+        admin_api, jobs={"build": job(**{"runs-on": "a b"})}
+    )
 
 
 def test_at_most_64_needs(admin_api):
@@ -125,7 +127,9 @@ def test_job_outputs_are_at_most_64(admin_api):
 
 
 def test_at_least_one_step(admin_api):
-    assert "spec.jobs.build.steps" in refused(admin_api, jobs={"build": {"runs-on": "b", "steps": []}})
+    assert "spec.jobs.build.steps" in refused(
+        admin_api, jobs={"build": {"runs-on": "b", "steps": []}}
+    )
 
 
 def test_at_most_128_steps(admin_api):
@@ -172,12 +176,17 @@ def test_step_uses_is_a_dns_subdomain(admin_api):
 
 
 def test_an_action_call_is_admitted_with_with(admin_api):
-    response = post(admin_api, workflow_manifest(jobs={"b": job(step("a", "", uses="greet", **{"with": {"x": "y"}}))}))
+    response = post(
+        admin_api,
+        workflow_manifest(jobs={"b": job(step("a", "", uses="greet", **{"with": {"x": "y"}}))}),
+    )
     assert response.status_code == 201, response.json()
 
 
 def test_step_with_needs_uses(admin_api):
-    assert "spec.jobs.build.steps[0].with" in steps_refused(admin_api, step("a", **{"with": {"x": "y"}}))
+    assert "spec.jobs.build.steps[0].with" in steps_refused(
+        admin_api, step("a", **{"with": {"x": "y"}})
+    )
 
 
 def test_step_with_is_at_most_256(admin_api):
@@ -195,7 +204,9 @@ def test_args_and_env_only_on_run_steps(admin_api, field, value):
 
 def test_at_most_256_args_of_at_most_8192(admin_api):
     assert "spec.jobs.build.steps[0].args" in steps_refused(admin_api, step(args=["a"] * 257))
-    assert "spec.jobs.build.steps[0].args[1]" in steps_refused(admin_api, step(args=["a", "x" * 8193]))
+    assert "spec.jobs.build.steps[0].args[1]" in steps_refused(
+        admin_api, step(args=["a", "x" * 8193])
+    )
 
 
 def test_at_most_256_env(admin_api):
@@ -217,7 +228,9 @@ def artifact_jobs(source: str = "jobs.build.artifacts.dist.tgz", path: str = "di
     return jobs
 
 
-@pytest.mark.parametrize("source", ["build.dist.tgz", "jobs.build.outputs.x", "jobs.build.artifacts."])
+@pytest.mark.parametrize(
+    "source", ["build.dist.tgz", "jobs.build.outputs.x", "jobs.build.artifacts."]
+)
 def test_artifact_from_names_a_job_artifact(admin_api, source):
     found = refused(admin_api, jobs=artifact_jobs(source))
     assert "spec.jobs.deploy.steps[0].artifacts[0].from" in found

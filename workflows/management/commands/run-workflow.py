@@ -38,7 +38,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--input", dest="inputs", action="append", default=[], metavar="NAME=VALUE"
         )
-        parser.add_argument("--name", default="", help="the WorkflowRun's name (default: generated)")
+        parser.add_argument(
+            "--name", default="", help="the WorkflowRun's name (default: generated)"
+        )
         parser.add_argument("--wait", action="store_true", help="follow it until it ends")
         parser.add_argument(
             "--timeout", type=float, default=0, metavar="S", help="with --wait: give up after S s"
