@@ -39,7 +39,6 @@ MAX_JOBS, MAX_NEEDS, MAX_STEPS, MAX_WITH, MAX_ARGS, MAX_ENV = 64, 64, 128, 256, 
 MAX_RUN = 262144  # Run.spec.source.inline
 MAX_ARTIFACTS = 32  # Run.spec.artifactInputs
 MAX_MESSAGE = 4096
-ARTIFACT_FROM = re.compile(r"jobs\.(?P<job>[A-Za-z0-9][-A-Za-z0-9_.]*?)\.artifacts\.(?P<name>.+)")
 _ENV_NAME = re.compile(r"[\x20-\x3c\x3e-\x7e]+")  # what Run.spec.env takes
 
 
@@ -131,7 +130,7 @@ class OutputSpecSerializer(StrictSerializer):
 class StepArtifactSerializer(StrictSerializer):
     """An artifact of a job this step's job needs, staged at ``path`` before the step runs."""
 
-    # "from" is a Python keyword: the field is declared under its wire name below
+    # "from" is a Python keyword: declared in get_fields
     path = StrictCharField(max_length=4096)
 
     def get_fields(self) -> dict:
@@ -149,7 +148,7 @@ class ArtifactSourceField(StrictCharField):
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
-        found = ARTIFACT_FROM.fullmatch(value)
+        found = validators.ARTIFACT_FROM.fullmatch(value)
         problem = artifact_name_problem(found.group("name")) if found else None
         if found is None or problem is not None:
             why = problem.message if problem else "must be jobs.<job>.artifacts.<artifact name>"

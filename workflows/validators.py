@@ -24,7 +24,8 @@ from scheduling.validators import IMMUTABLE_MESSAGE, cancel_requested_is_one_way
 
 from .expressions import Scope, check
 
-_ARTIFACT_FROM = re.compile(r"jobs\.(?P<job>[A-Za-z0-9][-A-Za-z0-9_.]*?)\.artifacts\..+")
+# jobs.<job>.artifacts.<artifact name> (the job is the shortest label value that fits)
+ARTIFACT_FROM = re.compile(r"jobs\.(?P<job>[A-Za-z0-9][-A-Za-z0-9_.]*?)\.artifacts\.(?P<name>.+)")
 RUN_IMMUTABLE_FIELDS = ("workflowRef", "inputs", "outputs", "jobs")
 
 
@@ -185,7 +186,7 @@ def _artifact_causes(steps: Any, path: str, needs: Set[str]) -> list[FieldError]
     for index, step in enumerate(_list(steps)):
         for number, artifact in enumerate(_list(_dict(step).get("artifacts"))):
             source = _dict(artifact).get("from")
-            found = _ARTIFACT_FROM.fullmatch(source) if isinstance(source, str) else None
+            found = ARTIFACT_FROM.fullmatch(source) if isinstance(source, str) else None
             if found is not None and found.group("job") not in needs:
                 causes.append(
                     errors.invalid(
