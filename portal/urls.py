@@ -23,6 +23,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("scheduling.urls")),  # subresources like runs/log, before the kinds
     path("", include("workspaces.urls")),  # the admission webhook, before /apis/ is a 404
+    path("", include("workflows.urls")),  # workflows/<name>/run, before the kinds
     *api_urlpatterns(),
     *api_not_found_patterns(),
 ]

@@ -12,5 +12,4 @@ class WorkflowsConfig(AppConfig):
         from workflows.triggers import on_run_phase_changed
 
         register_workflow_kinds()
-
         run_phase_changed.connect(on_run_phase_changed, dispatch_uid="workflows.runs")

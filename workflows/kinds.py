@@ -1,34 +1,80 @@
-"""TEMPORARY on this branch (replaced by the API branch's kinds): the three kinds, loosely typed."""
+"""The kinds the workflows app serves: kruntimes.io/v1alpha1 Workflow (``wf``), WorkflowRun
+(``wfr``) and Action."""
 
 from __future__ import annotations
 
-from portal.machinery.registry import ResourceKind, registry
-from portal.machinery.serializers import StrictSerializer
+from portal.machinery.registry import Column, ResourceKind, registry
+
+GROUP = "kruntimes.io"
+VERSION = "v1alpha1"
+RUN_SUBRESOURCE = "run"  # POST workflows/<name>/run starts a WorkflowRun (workflows.views)
 
 
-class _Spec(StrictSerializer):
-    def to_internal_value(self, data):
-        return data
+def _condition(obj, condition_type: str) -> str:
+    for condition in (obj.status or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == condition_type:
+            return condition.get("status", "")
+    return ""
+
+
+def _ready(obj) -> str:
+    return _condition(obj, "Ready")
 
 
 def register_workflow_kinds() -> None:
     from .models import Action, Workflow, WorkflowRun
+    from .serializers import (
+        ActionSpecSerializer,
+        DefinitionStatusSerializer,
+        WorkflowRunSpecSerializer,
+        WorkflowRunStatusSerializer,
+        WorkflowSpecSerializer,
+    )
+    from .starting import freeze_workflow
     from .triggers import on_workflow_run_change
+    from .validators import WORKFLOW_RUN_VALIDATORS
 
-    for kind, plural, model, short in (
-        ("Workflow", "workflows", Workflow, ("wf",)),
-        ("WorkflowRun", "workflowruns", WorkflowRun, ("wfr",)),
-        ("Action", "actions", Action, ()),
-    ):
-        registry.register(
-            ResourceKind(
-                group="kruntimes.io",
-                version="v1alpha1",
-                kind=kind,
-                plural=plural,
-                model=model,
-                short_names=short,
-                body={"spec": _Spec, "status": _Spec},
-                on_change=(on_workflow_run_change,) if kind == "WorkflowRun" else (),
-            )
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version=VERSION,
+            kind="Workflow",
+            plural="workflows",
+            model=Workflow,
+            short_names=("wf",),
+            body={"spec": WorkflowSpecSerializer, "status": DefinitionStatusSerializer},
+            subresources={RUN_SUBRESOURCE: ("create",)},
+            columns=(Column("READY", _ready),),
         )
+    )
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version=VERSION,
+            kind="WorkflowRun",
+            plural="workflowruns",
+            model=WorkflowRun,
+            short_names=("wfr",),
+            body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
+            defaulting=(freeze_workflow,),
+            validators=WORKFLOW_RUN_VALIDATORS,
+            # the controller runs after each write (and from beat): workflows.controller
+            on_change=(on_workflow_run_change,),
+            columns=(
+                Column("PHASE", lambda o: o.phase),
+                Column("WORKFLOW", lambda o: o.workflow),
+                Column("MESSAGE", lambda o: (o.status or {}).get("message", ""), wide=True),
+            ),
+        )
+    )
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version=VERSION,
+            kind="Action",
+            plural="actions",
+            model=Action,
+            body={"spec": ActionSpecSerializer, "status": DefinitionStatusSerializer},
+            columns=(Column("READY", _ready),),
+        )
+    )

@@ -1,7 +1,8 @@
 """Who writes, and the first step of every write: authorize.
 
-The chain is authorize → validate (serializers, kind validators) → admission checks (the
-kind's ``admission`` hooks, e.g. RBAC escalation) → persist, and ``store`` runs all of it for
+The chain is authorize → defaulting (the kind's ``defaulting`` hooks, on create) → validate
+(serializers, kind validators) → admission checks (the kind's ``admission`` hooks, e.g. RBAC
+escalation) → persist, and ``store`` runs all of it for
 every write, whoever starts it: a REST request, the admin, a management command or a
 controller. Each of them passes a ``WriteContext`` naming its user; there is no write without
 one. The REST views authorize before they read the body (as the Kubernetes API server does);

@@ -24,6 +24,9 @@ class Column:
 
 # validate(new_manifest, old_manifest_or_None) -> causes; cross-field and immutability rules.
 Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
+# A ``ResourceKind.defaulting`` hook: (kind, manifest, namespace|None, context) -> causes.
+# It may change the manifest's body fields in place (metadata is settled before it runs).
+Defaulter = Callable[["ResourceKind", dict[str, Any], str | None, "WriteContext"], list[FieldError]]
 # A ``ResourceKind.admission`` check: (kind, new, old|None, context), raising to refuse.
 AdmissionCheck = Callable[
     ["ResourceKind", dict[str, Any], dict[str, Any] | None, "WriteContext"], None
@@ -60,6 +63,9 @@ class ResourceKind:
     default_finalizers: tuple[str, ...] = ()
     # Hooks run inside the write transaction after the object is saved (e.g. requeue work).
     on_change: tuple[Callable[[Any, str], None], ...] = ()
+    # Mutating admission on create: hooks filling body fields (e.g. a WorkflowRun's jobs from
+    # its Workflow) after authorization and before validation; causes they return are a 422.
+    defaulting: tuple[Defaulter, ...] = ()
     # Admission checks that need the writer: (kind, new, old|None, WriteContext) -> None,
     # raising a StatusError (e.g. RBAC escalation prevention). Run after validation.
     admission: tuple[AdmissionCheck, ...] = ()

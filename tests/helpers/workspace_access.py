@@ -1,4 +1,4 @@
-"""Workspace admission tests: stand-in WorkflowRuns, Roles granting ``use``, and Runs that
+"""Workspace admission tests: WorkflowRuns (one inline ``build`` job), Roles granting ``use``, and Runs that
 reference a workspace, all written through the store (workspaces: ``tests.helpers.workspaces``)."""
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ def make_workflow_run(name: str = "wfr", namespace: str = "default"):
             "apiVersion": API_VERSION,
             "kind": "WorkflowRun",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {},
+            "spec": {
+                "jobs": {"build": {"runs-on": "bash", "steps": [{"name": "s", "run": "true"}]}}
+            },
         },
         context=OPERATOR,
     )

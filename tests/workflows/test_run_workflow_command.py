@@ -1,0 +1,144 @@
+"""``manage.py run-workflow``: creates the WorkflowRun as ``--as`` (or the local operator);
+with ``--wait`` prints the job/step table whenever it changes, then ``WorkflowRun <name>
+<phase>``, exiting 0 only for Succeeded, 1 otherwise, 2 on timeout.
+
+The controller is not here: each poll's sleep writes the next status into the row."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.commands import run
+from tests.helpers.workflows import build_deploy_jobs, create, workflow_manifest
+from workflows import waiting
+from workflows.models import WorkflowRun
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def workflow():
+    return create(
+        workflow_manifest("ci", jobs=build_deploy_jobs(), inputs={"who": {"default": "x"}})
+    )
+
+
+@pytest.fixture
+def statuses(monkeypatch):
+    """Statuses the fake controller writes, one per poll; then time passes without change."""
+    queue: list[dict] = []
+    clock = [0.0]
+
+    def sleep(seconds):
+        clock[0] += seconds
+        if queue:
+            status = queue.pop(0)
+            WorkflowRun.objects.filter(name="r").update(
+                status=status, phase=status.get("phase", "Pending")
+            )
+
+    monkeypatch.setattr(waiting, "sleep", sleep)
+    monkeypatch.setattr(waiting, "monotonic", lambda: clock[0])
+    return queue
+
+
+RUNNING = {
+    "phase": "Running",
+    "jobs": {
+        "build": {
+            "phase": "Running",
+            "steps": [{"name": "test", "phase": "Running", "runName": "r-build-test"}],
+        },
+        "deploy": {"phase": "Pending"},
+    },
+}
+
+
+def finished(phase: str) -> dict:
+    return {
+        "phase": phase,
+        "jobs": {
+            "build": {
+                "phase": "Succeeded",
+                "steps": [
+                    {"name": "test", "phase": "Succeeded", "runName": "r-build-test"},
+                    {"name": "package", "phase": "Succeeded", "runName": "r-build-package"},
+                ],
+            },
+            "deploy": {
+                "phase": "Succeeded" if phase == "Succeeded" else "Failed",
+                "steps": [{"name": "verify", "phase": "Failed", "runName": "r-deploy-verify"}],
+            },
+        },
+    }
+
+
+def test_without_wait_it_creates_and_exits(workflow):
+    result = run("run-workflow", "ci", "--input", "who=me", "--name", "r")
+    assert result.code == 0, result.err
+    assert result.out.strip() == "workflowrun.kruntimes.io/r created"
+    assert WorkflowRun.objects.get(name="r").spec["inputs"] == {"who": "me"}
+
+
+def test_a_generated_name(workflow):
+    result = run("run-workflow", "ci")
+    assert result.code == 0, result.err
+    assert WorkflowRun.objects.get().name.startswith("ci-")
+
+
+def test_wait_prints_the_table_on_each_change_and_exits_0_on_success(workflow, statuses):
+    statuses += [RUNNING, RUNNING, finished("Succeeded")]
+    result = run("run-workflow", "ci", "--name", "r", "--wait")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0] == "workflowrun.kruntimes.io/r created"
+    assert lines[-1] == "WorkflowRun r Succeeded"
+    tables = [line for line in lines if line.startswith("JOB")]
+    assert len(tables) == 3  # Pending, Running (shown once), Succeeded
+    assert lines[1].split() == ["JOB", "STEP", "PHASE", "RUN"]
+    assert lines[2].split() == ["build", "-", "Pending", "-"]
+    assert lines[3].split() == ["build", "test", "Pending", "-"]
+    assert ["build", "test", "Running", "r-build-test"] in [line.split() for line in lines]
+    assert ["deploy", "verify", "Failed", "r-deploy-verify"] in [line.split() for line in lines]
+
+
+@pytest.mark.parametrize("phase", ["Failed", "Cancelled"])
+def test_wait_exits_1_when_it_did_not_succeed(workflow, statuses, phase):
+    statuses += [finished(phase)]
+    result = run("run-workflow", "ci", "--name", "r", "--wait")
+    assert result.code == 1
+    assert result.out.splitlines()[-1] == f"WorkflowRun r {phase}"
+
+
+def test_wait_exits_2_on_timeout(workflow, statuses):
+    statuses += [RUNNING]
+    result = run("run-workflow", "ci", "--name", "r", "--wait", "--timeout", "3")
+    assert result.code == 2
+    assert result.out.splitlines()[-1] == "WorkflowRun r Running"
+    assert "timed out" in result.err
+
+
+def test_a_missing_workflow_is_reported(db):
+    result = run("run-workflow", "nope")
+    assert result.code == 1
+    assert "NotFound" in result.err and "nope" in result.err
+
+
+def test_a_refused_input_is_reported(workflow):
+    result = run("run-workflow", "ci", "--input", "typo=x")
+    assert result.code == 1
+    assert "spec.inputs.typo" in result.err
+    assert not WorkflowRun.objects.exists()
+
+
+def test_a_malformed_input_is_a_client_error(workflow):
+    result = run("run-workflow", "ci", "--input", "novalue")
+    assert result.code == 1
+    assert result.err.startswith("error: --input")
+
+
+def test_as_a_user_without_create_it_is_forbidden(workflow):
+    result = run("run-workflow", "ci", "--as", "alice")
+    assert result.code == 1
+    assert "Forbidden" in result.err
+    assert not WorkflowRun.objects.exists()
