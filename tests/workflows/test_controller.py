@@ -450,3 +450,37 @@ def test_a_child_run_ending_wakes_the_controller(django_capture_on_commit_callba
     with django_capture_on_commit_callbacks(execute=True):
         finish(child(wfr, "a", "one"))
     assert child(wfr, "a", "two") is not None
+
+
+def test_the_status_the_controller_writes_is_valid_on_the_api():
+    from portal.machinery.serializers import validate_with
+
+    make(
+        "Action",
+        "greet",
+        {
+            "outputs": {"said": {"value": "${{ steps.speak.outputs.text }}"}},
+            "steps": [step("speak")],
+        },
+    )
+    wfr = settle(
+        start(
+            {
+                "build": job({"name": "hello", "uses": "greet"}, step("pack")),
+                "deploy": job(
+                    step("use", artifacts=[{"from": "jobs.build.artifacts.dist.tgz", "path": "d"}]),
+                    needs=["build"],
+                ),
+                "never": job(step("s"), needs=["deploy"]),
+            }
+        )
+    )
+    finish(child(wfr, "build", "hello", "speak"), outputs={"text": "hi"})
+    wfr = settle(wfr)
+    finish(child(wfr, "build", "pack"), artifacts=[ref("dist.tgz")])
+    wfr = settle(wfr)
+    finish(child(wfr, "deploy", "use"), "Failed", reason="RuntimeExecute")
+    wfr = settle(wfr)
+    assert wfr.phase == "Failed"
+    _, causes = validate_with(kind("WorkflowRun").body["status"], wfr.status, "status")
+    assert causes == []
