@@ -14,7 +14,7 @@ from portal.machinery import errors
 
 from .models import FINISHED_RUN_PHASES, WorkflowRun
 
-HEADER = ["JOB", "STEP", "PHASE", "RUN"]
+HEADER = ["JOB", "STEP", "PHASE", "RUN", "OUTPUTS"]
 NONE = "-"
 sleep = time.sleep
 monotonic = time.monotonic
@@ -28,7 +28,13 @@ def table(run: WorkflowRun) -> str:
     for job, job_spec in ((run.spec or {}).get("jobs") or {}).items():
         status = jobs_status.get(job) or {}
         rows.append(
-            [job, NONE, status.get("phase") or "Pending", status.get("workflowRunName") or NONE]
+            [
+                job,
+                NONE,
+                status.get("phase") or "Pending",
+                status.get("workflowRunName") or NONE,
+                outputs_text(status.get("outputs")),
+            ]
         )
         by_name = {s.get("name"): s for s in status.get("steps") or [] if isinstance(s, dict)}
         for step in (job_spec or {}).get("steps") or []:
@@ -39,8 +45,21 @@ def table(run: WorkflowRun) -> str:
     return format_table(rows)
 
 
+def outputs_text(outputs) -> str:
+    """``key: value, ...`` (each value cut to 40 characters), ``-`` for none."""
+    if not isinstance(outputs, dict) or not outputs:
+        return NONE
+    return ", ".join(f"{key}: {str(value)[:40]}" for key, value in sorted(outputs.items()))
+
+
 def _row(job: str, step: str, status: dict) -> list[str]:
-    return [job, step, status.get("phase") or "Pending", status.get("runName") or NONE]
+    return [
+        job,
+        step,
+        status.get("phase") or "Pending",
+        status.get("runName") or NONE,
+        outputs_text(status.get("outputs")),
+    ]
 
 
 def wait(

@@ -95,11 +95,20 @@ def test_wait_prints_the_table_on_each_change_and_exits_0_on_success(workflow, s
     assert lines[-1] == "WorkflowRun r Succeeded"
     tables = [line for line in lines if line.startswith("JOB")]
     assert len(tables) == 3  # Pending, Running (shown once), Succeeded
-    assert lines[1].split() == ["JOB", "STEP", "PHASE", "RUN"]
-    assert lines[2].split() == ["build", "-", "Pending", "-"]
-    assert lines[3].split() == ["build", "test", "Pending", "-"]
-    assert ["build", "test", "Running", "r-build-test"] in [line.split() for line in lines]
-    assert ["deploy", "verify", "Failed", "r-deploy-verify"] in [line.split() for line in lines]
+    assert lines[1].split() == ["JOB", "STEP", "PHASE", "RUN", "OUTPUTS"]
+    assert lines[2].split() == ["build", "-", "Pending", "-", "-"]
+    assert lines[3].split() == ["build", "test", "Pending", "-", "-"]
+    assert ["build", "test", "Running", "r-build-test", "-"] in [line.split() for line in lines]
+    assert ["deploy", "verify", "Failed", "r-deploy-verify", "-"] in [
+        line.split() for line in lines
+    ]
+
+
+def test_the_table_shows_step_outputs_as_key_colon_value():
+    from workflows.waiting import outputs_text
+
+    assert outputs_text({"tests": "passed", "a": "x" * 50}) == "a: " + "x" * 40 + ", tests: passed"
+    assert outputs_text({}) == "-" and outputs_text(None) == "-"
 
 
 @pytest.mark.parametrize("phase", ["Failed", "Cancelled"])
