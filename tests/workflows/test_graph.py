@@ -111,7 +111,7 @@ def test_cycles_never_loop_forever(jobs):
     )
 )
 def test_any_graph_lays_out_every_job_once_and_needs_point_right_unless_in_a_cycle(jobs):
-    depth = layers(jobs)
+    depth = finishes(layers, jobs)
     needs = normalize(jobs)
     assert set(depth) == set(needs)
     placed = [job for column in columns(jobs) for job in column]
@@ -135,11 +135,11 @@ def needs_transitively(needs: dict[str, list[str]], job: str, other: str) -> boo
 
 def test_a_cycle_leaves_out_only_the_edge_closing_it():
     jobs = {"setup": [], "a": ["setup", "b"], "b": ["a"], "after": ["b"]}
-    depth = layers(jobs)
+    depth = finishes(layers, jobs)
     assert depth["setup"] == 0
     assert depth["after"] > depth["b"] and depth["a"] > depth["setup"]
     assert abs(depth["a"] - depth["b"]) == 1
-    svg = render_svg(jobs, {})
+    svg = finishes(render_svg, jobs, {})
     assert len(edges(svg)) == 4  # every need is drawn
     back = [e for e in parse(svg).iter(f"{SVG}path") if "k-back" in (e.get("class") or "")]
     assert len(back) == 1 and back[0].get("stroke-dasharray")
