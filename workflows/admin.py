@@ -497,7 +497,7 @@ class WorkflowRunAdmin(ResourceAdmin):
     def job_anchors(self, obj) -> dict[str, str]:
         return {job: f"job-{index}" for index, job in enumerate(job_ids(obj))}
 
-    @admin.display(description="jobs")
+    @admin.display(description="graph")
     def graph_display(self, obj):
         jobs = {job: spec_jobs(obj.spec).get(job, {}) for job in job_ids(obj)}
         anchors = self.job_anchors(obj)
