@@ -62,9 +62,12 @@ def make_run(
     namespace: str = "default",
     labels: dict | None = None,
     annotations: dict | None = None,
+    owner_references: list | None = None,
     **spec,
 ) -> Run:
     metadata = {"name": name, "labels": labels or {}, "annotations": annotations or {}}
+    if owner_references:
+        metadata["ownerReferences"] = owner_references
     return store.create(
         RUNS,
         {
