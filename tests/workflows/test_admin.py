@@ -36,7 +36,7 @@ DIAMOND = {
     },
     "lint": {"runs-on": "bash", "needs": ["build"], "steps": [{"name": "ruff", "run": "ruff"}]},
     "test": {"runs-on": "bash", "needs": ["build"], "steps": [{"name": "unit", "run": "pytest"}]},
-    "deploy": {"runs-on": "bash", "needs": ["lint", "test"], "steps": [{"name": "ship"}]},
+    "deploy": {"runs-on": "bash", "needs": ["lint", "test"], "steps": [{"name": "ship", "run": "deploy"}]},
 }
 
 
