@@ -93,6 +93,7 @@ def test_wait_prints_the_table_on_each_change_and_exits_0_on_success(workflow, s
     lines = result.out.splitlines()
     assert lines[0] == "workflowrun.kruntimes.io/r created"
     assert lines[-1] == "WorkflowRun r Succeeded"
+    assert lines[-2].startswith("finished in ") and lines[-2].endswith("s")
     tables = [line for line in lines if line.startswith("JOB")]
     assert len(tables) == 3  # Pending, Running (shown once), Succeeded
     assert lines[1].split() == ["JOB", "STEP", "PHASE", "RUN", "OUTPUTS"]

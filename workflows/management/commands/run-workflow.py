@@ -66,10 +66,13 @@ class Command(BaseCommand):
         self.stdout.write(f"workflowrun.kruntimes.io/{run.name} created")
         if not wait:
             return
+        started = waiting.monotonic()
         try:
             run, finished = waiting.wait(run, self.stdout.write, timeout=timeout)
         except StatusError as exc:
             raise cli.abort(self.stderr, exc, "the WorkflowRun is gone") from None
+        if finished:
+            self.stdout.write(f"finished in {waiting.monotonic() - started:.1f}s")
         self.stdout.write(f"WorkflowRun {run.name} {run.phase}")
         if not finished:
             self.stderr.write(f"error: timed out after {timeout:g}s waiting for {run.name}")
