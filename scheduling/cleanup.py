@@ -94,16 +94,23 @@ def secrets_dir(namespace: str) -> Path | None:
     return Path(root) / namespace if root else None
 
 
-def delete_artifacts(run: Run, store_factory: StoreFactory = build_store) -> int:
-    """Remove everything the Run stored; 0 when it never had a store. Raises StoreError."""
+def run_store(run: Run, store_factory: StoreFactory = build_store):
+    """The ArtifactStore the Run's runtimed used (status.artifactStore), or None."""
     snapshot = (run.status or {}).get("artifactStore")
     if not snapshot:
-        return 0
-    artifact_store = store_factory(
+        return None
+    return store_factory(
         snapshot,
         volumes_root=Path(settings.KRUNTIMES_ARTIFACT_VOLUMES),
         secrets_dir=secrets_dir(run.namespace),
     )
+
+
+def delete_artifacts(run: Run, store_factory: StoreFactory = build_store) -> int:
+    """Remove everything the Run stored; 0 when it never had a store. Raises StoreError."""
+    artifact_store = run_store(run, store_factory)
+    if artifact_store is None:
+        return 0
     return artifact_store.delete_run(RunScope(run.namespace, str(run.uid)))
 
 

@@ -323,7 +323,7 @@ def steps_table(site: admin.AdminSite, job_id: str, job: dict, children: ChildRu
 
 
 def artifacts_table(site: admin.AdminSite, artifacts: Any, children: ChildRuns) -> SafeString:
-    """A job's artifacts; the download is the producing Run's (its page lists the ref)."""
+    """A job's artifacts, each downloaded from the store of the Run that produced it."""
     artifacts = as_dict(artifacts)
     if not artifacts:
         return NONE
@@ -332,7 +332,11 @@ def artifacts_table(site: admin.AdminSite, artifacts: Any, children: ChildRuns) 
         ref = as_dict(ref)
         uid = artifact_run_uid(ref)
         producer = children.by_uid.get(uid) if uid else None
-        url = admin_url(site, "scheduling_run_change", producer.pk) if producer else None
+        url = (
+            reverse(f"{site.name}:scheduling_run_artifact", args=[producer.pk, name])
+            if producer
+            else None
+        )
         size = ref.get("sizeBytes")
         rows.append(
             (
@@ -341,8 +345,8 @@ def artifacts_table(site: admin.AdminSite, artifacts: Any, children: ChildRuns) 
                 filesizeformat(size) if isinstance(size, int) else "—",
                 format_html("<code>{}</code>", location_text(ref)),
                 format_html(
-                    '<a href="{}" class="k-artifact-link" title="the Run that produced it, '
-                    'where its ArtifactRef is listed">download from Run {}</a>',
+                    '<a href="{}" class="k-artifact-link" title="from the store of Run {}">'
+                    "download</a>",
                     url,
                     producer.name,
                 )

@@ -21,6 +21,7 @@ from scheduling.models import Run, RunPhase, RuntimePod
 
 from . import run_data, run_detail
 from .common import heartbeat_cell, parse, pod_row_link, ready_badge, runtime_link, runtime_pks
+from .run_artifacts import RunArtifactsAdminMixin, download_url
 from .run_log import RunLogAdminMixin
 
 MESSAGE_PREVIEW = 160
@@ -54,7 +55,7 @@ def preview(text: str) -> str:
 
 
 @admin.register(Run)
-class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log panel
+class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +downloads, live Log
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
     extra_list_display = ["duration_cell", "message_cell"]
     detail_fieldsets = [
@@ -270,7 +271,10 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # the mixin adds the live Log 
 
     @admin.display(description="artifacts")
     def artifacts_display(self, obj):
-        return run_data.artifacts_table(run_detail.as_dict(obj.status).get("artifactRefs"))
+        return run_data.artifacts_table(
+            run_detail.as_dict(obj.status).get("artifactRefs"),
+            download=lambda name: download_url(self.admin_site.name, obj, name),
+        )
 
     @admin.display(description="artifact inputs")
     def artifact_inputs_display(self, obj):

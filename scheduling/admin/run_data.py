@@ -54,13 +54,23 @@ def _digest(ref: dict) -> SafeString:
     return format_html('<code title="{}">{}</code>', digest, short) if digest else NONE
 
 
-def artifacts_table(refs: Any) -> SafeString:
+def artifacts_table(refs: Any, download: Any = None) -> SafeString:
+    """The Run's artifacts; ``download(name)`` is the URL of one's bytes, when given."""
     refs = [as_dict(ref) for ref in refs or [] if isinstance(ref, dict)]
     if not refs:
         return NONE
+
+    def name_cell(ref: dict) -> SafeString:
+        name = compact(ref.get("name"))
+        if download is None or not name:
+            return format_html("<strong>{}</strong>", name)
+        return format_html(
+            '<a href="{}" class="k-artifact-download"><strong>{}</strong></a>', download(name), name
+        )
+
     rows = [
         (
-            format_html("<strong>{}</strong>", compact(ref.get("name"))),
+            name_cell(ref),
             compact(ref.get("type")),
             _size(ref),
             _digest(ref),

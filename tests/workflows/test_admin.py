@@ -36,7 +36,11 @@ DIAMOND = {
     },
     "lint": {"runs-on": "bash", "needs": ["build"], "steps": [{"name": "ruff", "run": "ruff"}]},
     "test": {"runs-on": "bash", "needs": ["build"], "steps": [{"name": "unit", "run": "pytest"}]},
-    "deploy": {"runs-on": "bash", "needs": ["lint", "test"], "steps": [{"name": "ship", "run": "deploy"}]},
+    "deploy": {
+        "runs-on": "bash",
+        "needs": ["lint", "test"],
+        "steps": [{"name": "ship", "run": "deploy"}],
+    },
 }
 
 
@@ -292,14 +296,13 @@ def test_detail_step_without_a_run_says_so(client):
     assert "k-run-link" not in html
 
 
-def test_detail_links_artifacts_to_the_run_that_produced_them(client):
+def test_detail_links_artifacts_to_their_download_from_the_producing_run(client):
     wr, runs = diamond_run()
     html = page(client, url("workflowrun", "change", wr.pk))
     package = runs["package"]
-    assert (
-        f'<a href="{run_url(package)}" class="k-artifact-link"' in html
-        and f"download from Run {package.name}</a>" in html
-    )
+    download = reverse("admin:scheduling_run_artifact", args=[package.pk, "dist"])
+    assert f'<a href="{download}" class="k-artifact-link"' in html
+    assert f'title="from the store of Run {package.name}">download</a>' in html
     assert "2.0\xa0KB" in html or "2.0 KB" in html
     assert f"artifacts:namespaces/default/runs/{package.uid}/dist" in html
 
