@@ -62,6 +62,11 @@ def test_workspaces_share_files_expire_and_are_lost_with_their_pod(portal_up):
     for body in (workspace("shared"), workspace("short", ttlSecondsAfterUnused=1)):
         created = session.post(f"{base}{API}/persistentworkspaces", json=body, timeout=10)
         assert created.status_code == 201, created.text
+    # "short" is used at once: a bound workspace nobody uses would expire 1 s after binding
+    touch = in_workspace(
+        "touch", 'echo x > mine.txt; echo "cwd=$PWD" >> "$KRUNTIME_OUTPUTS"', "short"
+    )
+    assert session.post(f"{base}{API}/runs", json=touch, timeout=10).status_code == 201
     assert wait_until(lambda: ws_status(session, base, "shared").get("phase") == "Bound", 30)
     bound = ws_status(session, base, "shared")
     assert bound["path"] == "/workspace/persistent/shared"
@@ -84,12 +89,10 @@ def test_workspaces_share_files_expire_and_are_lost_with_their_pod(portal_up):
     assert (shared_dir / "shared.txt").read_text() == "hello\n"
 
     # the TTL path: unused for 1 s -> Released -> the pod's runtimed deletes the bytes -> gone
-    touch = in_workspace("touch", "echo x > mine.txt", "short")
-    assert session.post(f"{base}{API}/runs", json=touch, timeout=10).status_code == 201
     assert wait_until(lambda: phase(session, base, "touch") == "Succeeded", timeout=60)
-    short_pod = get(session, base, "runs/touch").json()["status"]["assignedPod"]
-    short_dir = pod_disk(short_pod) / "persistent" / "short"
-    assert (short_dir / "mine.txt").exists()
+    touched = get(session, base, "runs/touch").json()["status"]
+    short_dir = pod_disk(touched["assignedPod"]) / "persistent" / "short"
+    assert touched["outputs"]["cwd"] == str(short_dir)  # it wrote mine.txt there
     gone = wait_until(
         lambda: get(session, base, "persistentworkspaces/short").status_code == 404, timeout=60
     )
