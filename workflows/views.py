@@ -33,8 +33,8 @@ class StartWorkflowView(KubeView):
         return registry.for_model(Workflow)
 
     @extend_schema(
-        operation_id="createWorkflowRun",
-        request=OBJECT,
+        operation_id="runWorkflow",
+        request={"application/json": OBJECT},  # a bare dict would read as media types
         responses={201: OBJECT},
         tags=["kruntimes.io/v1alpha1"],
         description="Start the Workflow: create a WorkflowRun with its jobs frozen.",

@@ -73,3 +73,18 @@ def test_resource_list_includes_served_subresources(admin_api):
     assert resources["runs/log"]["verbs"] == ["get"]
     assert resources["runs/log"]["kind"] == "Run"
     assert "runtimes/log" not in resources
+
+
+def test_every_operation_of_the_schema_is_well_formed(admin_api):
+    """What a client generator (or the fuzzer) trips on first: a request body keyed by
+    something that is not a media type, or two operations sharing an operationId."""
+    schema = yaml.safe_load(admin_api.get("/api/schema/").content)
+    seen: dict[str, str] = {}
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "operationId" not in operation:
+                continue
+            media = (operation.get("requestBody") or {}).get("content") or {}
+            assert all("/" in key for key in media), (path, method, list(media))
+            assert operation["operationId"] not in seen, (path, seen.get(operation["operationId"]))
+            seen[operation["operationId"]] = path
