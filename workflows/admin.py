@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTransform
 from django.template.defaultfilters import filesizeformat
@@ -26,9 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from portal.machinery import store
 from portal.machinery.conditions import parse_time
-from portal.machinery.errors import StatusError
 from portal.resource_admin import (
     NONE,
     ResourceAdmin,
@@ -642,50 +640,10 @@ class WorkflowRunAdmin(ResourceAdmin):
 
     @admin.action(permissions=["change"], description="Cancel")
     def cancel_workflow_runs(self, request, queryset):
-        """Merge-patch ``spec.cancelRequested: true`` through the store as the logged-in user;
-        finished runs are refused (there is nothing to cancel), as are runs already asked."""
-        kind = self.resource_kind
-        cancelled, finished, already, failed = [], [], [], []
-        for run in queryset.order_by("namespace", "name"):
-            label = f"{run.namespace}/{run.name}"
-            if run.is_finished:
-                finished.append(f"{label} ({run.phase})")
-                continue
-            if run.cancel_requested:
-                already.append(label)
-                continue
-            try:
-                store.patch(
-                    kind,
-                    run.namespace,
-                    run.name,
-                    {"spec": {"cancelRequested": True}},
-                    context=self._context(request),
-                )
-            except StatusError as exc:
-                failed.append(f"{label}: {exc.message}")
-                continue
-            cancelled.append(label)
-        if cancelled:
-            self.message_user(
-                request,
-                f"Requested cancellation of {len(cancelled)} WorkflowRuns: {', '.join(cancelled)}.",
-                messages.SUCCESS,
-            )
-        if finished:
-            self.message_user(
-                request,
-                f"Cannot cancel {len(finished)} finished WorkflowRuns: {', '.join(finished)}.",
-                messages.WARNING,
-            )
-        if already:
-            self.message_user(
-                request,
-                f"Cancellation was already requested for {', '.join(already)}.",
-                messages.INFO,
-            )
-        for line in failed:
-            self.message_user(request, f"Could not cancel {line}", messages.ERROR)
+        """Ask each unfinished WorkflowRun to stop: the controller cancels its children."""
+        self.request_cancellation(
+            request, queryset, finished=lambda run: run.is_finished, plural="WorkflowRuns"
+        )
 
 
 # ------------------------------------------------------------------------------ Workflow

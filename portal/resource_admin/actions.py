@@ -89,6 +89,42 @@ class ActionsMixin(DeletionMixin):
             actions["delete_objects"] = (func, name, self.delete_action_label)
         return actions
 
+    def request_cancellation(self, request, queryset, *, finished, plural: str) -> None:
+        """Merge-patch ``spec.cancelRequested: true`` on each object through the store as the
+        logged-in user, and say what happened; ``finished(obj)`` ones are skipped (there is
+        nothing to cancel), as are those already asked. Kinds with a one-way cancelRequested
+        (Run, WorkflowRun) share this."""
+        cancelled, skipped, already, failed = [], [], [], []
+        for obj in queryset.order_by("namespace", "name"):
+            label = f"{obj.namespace}/{obj.name}"
+            if finished(obj):
+                skipped.append(f"{label} ({obj.phase})")
+            elif obj.cancel_requested:
+                already.append(label)
+            else:
+                try:
+                    store.patch(
+                        self.resource_kind,
+                        obj.namespace,
+                        obj.name,
+                        {"spec": {"cancelRequested": True}},
+                        context=self._context(request),
+                    )
+                except StatusError as exc:
+                    failed.append(f"{label}: {exc.message}")
+                else:
+                    cancelled.append(label)
+        report = [
+            (cancelled, messages.SUCCESS, f"Requested cancellation of {len(cancelled)} {plural}: "),
+            (skipped, messages.WARNING, f"Skipped {len(skipped)} finished {plural}: "),
+            (already, messages.INFO, "Cancellation was already requested for "),
+        ]
+        for labels, level, text in report:
+            if labels:
+                self.message_user(request, f"{text}{', '.join(labels)}.", level)
+        for line in failed:
+            self.message_user(request, f"Could not cancel {line}", messages.ERROR)
+
     def confirm_action(
         self,
         request,

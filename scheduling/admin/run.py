@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from portal.machinery import store
-from portal.machinery.errors import StatusError
 from portal.resource_admin import (
     NONE,
     ResourceAdmin,
@@ -301,47 +299,7 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
 
     @admin.action(permissions=["change"], description="Cancel")
     def cancel_runs(self, request, queryset):
-        """Merge-patch ``spec.cancelRequested: true`` through the store; finished Runs are
-        skipped (cancelling them means nothing), as are Runs already being cancelled."""
-        kind = self.resource_kind
-        cancelled, finished, already, failed = [], [], [], []
-        for run in queryset.order_by("namespace", "name"):
-            label = f"{run.namespace}/{run.name}"
-            if run.is_terminal:
-                finished.append(f"{label} ({run.phase})")
-                continue
-            if run.cancel_requested:
-                already.append(label)
-                continue
-            try:
-                store.patch(
-                    kind,
-                    run.namespace,
-                    run.name,
-                    {"spec": {"cancelRequested": True}},
-                    context=self._context(request),
-                )
-            except StatusError as exc:
-                failed.append(f"{label}: {exc.message}")
-                continue
-            cancelled.append(label)
-        if cancelled:
-            self.message_user(
-                request,
-                f"Requested cancellation of {len(cancelled)} Runs: {', '.join(cancelled)}.",
-                messages.SUCCESS,
-            )
-        if finished:
-            self.message_user(
-                request,
-                f"Skipped {len(finished)} finished Runs: {', '.join(finished)}.",
-                messages.WARNING,
-            )
-        if already:
-            self.message_user(
-                request,
-                f"Cancellation was already requested for {', '.join(already)}.",
-                messages.INFO,
-            )
-        for line in failed:
-            self.message_user(request, f"Could not cancel {line}", messages.ERROR)
+        """Ask each unfinished Run to stop (``spec.cancelRequested``, through the store)."""
+        self.request_cancellation(
+            request, queryset, finished=lambda run: run.is_terminal, plural="Runs"
+        )

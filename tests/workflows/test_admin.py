@@ -442,7 +442,7 @@ def test_cancel_patches_active_runs_and_refuses_finished_ones(client):
     assert "cancelRequested" not in done.spec and not done.cancel_requested
     text = " ".join(messages_of(response))
     assert "Requested cancellation of 1 WorkflowRuns: default/active" in text
-    assert "Cannot cancel 1 finished WorkflowRuns: default/done (Succeeded)" in text
+    assert "Skipped 1 finished WorkflowRuns: default/done (Succeeded)" in text
     assert "cancel requested" in page(client, url("workflowrun", "changelist"))
 
     response = client.post(
