@@ -291,98 +291,81 @@ class Command(BaseCommand):
             raise CommandError(f"{pending_left} of {runs} Runs were left Pending ({bound} bound)")
 
     def handle_runs(
-        self,
-        *,
-        count,
-        concurrency,
-        namespace,
-        warmup,
-        poll_ms,
-        timeout,
-        startup_timeout,
-        keep,
-        no_beat,
-        control_arg,
-        **options,
+        self, *, count, concurrency, timeout, no_beat, control_arg, poll_ms, **options
     ) -> None:
-        from benchmarks.runs import RunsOptions, format_line, run_runs_bench
+        from benchmarks.runs import RunsOptions, run_runs_bench
 
-        control, beat = control_argvs("bench-runs", control_arg, no_beat)
-        try:
-            bench = RunsOptions(
+        self._processes_bench(
+            RunsOptions,
+            run_runs_bench,
+            subdir="bench-runs",
+            what=lambda bench: f"bench runs: {count} Runs, concurrency {concurrency}",
+            failure="Run(s) or round trip(s) failed",
+            control_arg=control_arg,
+            no_beat=no_beat,
+            fields=dict(
                 count=count,
                 concurrency=concurrency,
-                namespace=namespace,
-                warmup=warmup,
-                poll=poll_ms / 1000,
                 run_timeout=timeout,
-                startup_timeout=startup_timeout,
-                keep=keep,
-                control_argv=control,
-                beat_argv=beat,
-            )
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
-        self.log(
-            f"bench runs: {count} Runs, concurrency {concurrency}, database "
-            f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, broker "
-            f"{settings.CELERY_BROKER_URL.split(':', 1)[0]}"
+                poll=poll_ms / 1000,
+                **_common(options),
+            ),
         )
-        result = interruptible(lambda abort: run_runs_bench(bench, log=self.log, abort=abort))
-        self.stdout.write(format_line(result))
-        self.stdout.flush()
-        if result["errors"]:
-            raise CommandError(
-                f"{result['errors']} Run(s) or round trip(s) failed (see the progress above)"
-            )
 
     def handle_workflows(
-        self,
-        *,
-        count,
-        concurrency,
-        namespace,
-        warmup,
-        poll_ms,
-        timeout,
-        startup_timeout,
-        keep,
-        no_beat,
-        control_arg,
-        **options,
+        self, *, count, concurrency, timeout, no_beat, control_arg, poll_ms, **options
     ) -> None:
-        from benchmarks.runs import format_line
         from benchmarks.workflows import STEPS, WorkflowsOptions, run_workflows_bench
 
-        control, beat = control_argvs("bench-workflows", control_arg, no_beat)
-        try:
-            bench = WorkflowsOptions(
+        self._processes_bench(
+            WorkflowsOptions,
+            run_workflows_bench,
+            subdir="bench-workflows",
+            what=lambda bench: (
+                f"bench workflows: {count} WorkflowRuns of {len(STEPS)} steps, "
+                f"concurrency {bench.concurrency}"
+            ),
+            failure="WorkflowRun(s) did not succeed",
+            control_arg=control_arg,
+            no_beat=no_beat,
+            fields=dict(
                 count=count,
                 concurrency=concurrency,
-                namespace=namespace,
-                warmup=warmup,
-                poll=poll_ms / 1000,
                 timeout=timeout,
-                startup_timeout=startup_timeout,
-                keep=keep,
-                control_argv=control,
-                beat_argv=beat,
-            )
+                poll=poll_ms / 1000,
+                **_common(options),
+            ),
+        )
+
+    def _processes_bench(
+        self, options_class, run, *, subdir, what, failure, control_arg, no_beat, fields
+    ) -> None:
+        """The benches on real processes: their options, a header line, the run (Ctrl-C and
+        SIGTERM stop it cleanly), one JSON line, and a non-zero exit when anything failed."""
+        from benchmarks.runs import format_line
+
+        control, beat = control_argvs(subdir, control_arg, no_beat)
+        try:
+            bench = options_class(control_argv=control, beat_argv=beat, **fields)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.log(
-            f"bench workflows: {count} WorkflowRuns of {len(STEPS)} steps, concurrency "
-            f"{bench.concurrency}, database "
-            f"{settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, broker "
-            f"{settings.CELERY_BROKER_URL.split(':', 1)[0]}"
-        )
-        result = interruptible(lambda abort: run_workflows_bench(bench, log=self.log, abort=abort))
+        database = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+        broker = settings.CELERY_BROKER_URL.split(":", 1)[0]
+        self.log(f"{what(bench)}, database {database}, broker {broker}")
+        result = interruptible(lambda abort: run(bench, log=self.log, abort=abort))
         self.stdout.write(format_line(result))
         self.stdout.flush()
         if result["errors"]:
-            raise CommandError(
-                f"{result['errors']} WorkflowRun(s) did not succeed (see the progress above)"
-            )
+            raise CommandError(f"{result['errors']} {failure} (see the progress above)")
+
+
+def _common(options: dict) -> dict:
+    """The options every processes bench takes as they are."""
+    return {
+        key: options[key]
+        for key in ("namespace", "warmup", "startup_timeout", "keep")
+        if key in options
+    }
 
 
 def control_argvs(subdir: str, extra: list[str], no_beat: bool) -> tuple[list[str], list[str]]:
