@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -115,6 +116,17 @@ def answer(uid: str, response: dict[str, Any]) -> Response:
     )
 
 
+REVIEW_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "apiVersion": {"type": "string", "enum": [API_VERSION]},
+        "kind": {"type": "string", "enum": ["AdmissionReview"]},
+        "request": {"type": "object", "additionalProperties": True},
+        "response": {"type": "object", "additionalProperties": True},
+    },
+}
+
+
 class ValidateRunView(APIView):
     """Authenticated as the API is (bearer token); never 500s."""
 
@@ -123,6 +135,14 @@ class ValidateRunView(APIView):
     def get_exception_handler(self):  # type: ignore[no-untyped-def]
         return status_exception_handler
 
+    @extend_schema(
+        operation_id="validateRunAdmission",
+        request={"application/json": REVIEW_SCHEMA},
+        responses={200: REVIEW_SCHEMA},
+        tags=["admission.kruntimes.io/v1"],
+        description="A validating admission webhook for Run CREATE: admission.k8s.io/v1 "
+        "AdmissionReview in, the same review with response.uid and allowed out.",
+    )
     def post(self, request: Request) -> Response:
         allowed = review(request.user, "create", "authorization.k8s.io", "subjectaccessreviews")
         if not allowed.allowed:
