@@ -82,6 +82,26 @@ def order(jobs: dict[str, Any]) -> list[str]:
     return done
 
 
+@dataclass(frozen=True)
+class JobPlace:
+    """Where a job's steps run: its id, its spec and its workspace's name."""
+
+    job: str
+    spec: dict
+    workspace: str
+
+
+@dataclass(frozen=True)
+class ChildStep:
+    """One child Run to be: the step (or Action step), its Run's name, the values its
+    expressions read, and whether it is the job's first (no affinity to an earlier Run)."""
+
+    step: dict
+    name: str
+    values: Values
+    first: bool
+
+
 @dataclass
 class Children:
     """What a WorkflowRun owns, by name (anything else under those names is not ours)."""
@@ -209,7 +229,7 @@ class Reconciler:
         artifacts: dict[str, dict] = {}
         result: dict = {"phase": JobPhase.RUNNING, "steps": steps}
         for index, step in enumerate(spec.get("steps") or []):
-            state = self.step(job, spec, index, step, outputs_by_step, workspace)
+            state = self.step(JobPlace(job, spec, workspace), index, step, outputs_by_step)
             steps.append(state["status"])
             if state["status"]["phase"] == StepPhase.SUCCEEDED:
                 outputs_by_step[step["name"]] = state["status"].get("outputs") or {}
@@ -340,19 +360,15 @@ class Reconciler:
 
     # --- one step ------------------------------------------------------------------------
 
-    def step(
-        self, job: str, spec: dict, index: int, step: dict, outputs: dict, workspace: str
-    ) -> dict:
+    def step(self, place: JobPlace, index: int, step: dict, outputs: dict) -> dict:
         """{"status": StepStatus, "message"?, "waiting"?, "artifacts"?} of one step."""
         if step.get("uses"):
-            return self.action_step(job, spec, index, step, outputs, workspace)
-        values = self.values(outputs, spec.get("needs") or [])
-        name = child_name(self.wfr.name, job, step["name"])
-        return self.run_child(job, spec, step, name, values, workspace, first=index == 0)
+            return self.action_step(place, index, step, outputs)
+        values = self.values(outputs, place.spec.get("needs") or [])
+        name = child_name(self.wfr.name, place.job, step["name"])
+        return self.run_child(place, ChildStep(step, name, values, first=index == 0))
 
-    def action_step(
-        self, job: str, spec: dict, index: int, step: dict, outputs: dict, workspace: str
-    ) -> dict:
+    def action_step(self, place: JobPlace, index: int, step: dict, outputs: dict) -> dict:
         """``uses: <Action>``: its run steps in order, one child Run each, inside this step."""
         base = {"name": step["name"]}
         action = Action.objects.filter(namespace=self.wfr.namespace, name=step["uses"]).first()
@@ -360,7 +376,7 @@ class Reconciler:
             return self.failed(base, f'step {step["name"]}: Action "{step["uses"]}" not found')
         try:
             given = self.resolve_map(
-                step.get("with") or {}, self.values(outputs, spec.get("needs"))
+                step.get("with") or {}, self.values(outputs, place.spec.get("needs"))
             )
             inputs = self.inputs_for(
                 (action.spec or {}).get("inputs") or {}, given, f'Action "{action.name}"'
@@ -372,10 +388,9 @@ class Reconciler:
         artifacts: list[dict] = []
         for position, action_step in enumerate((action.spec or {}).get("steps") or []):
             values = Values(inputs=inputs, steps=inner, jobs={})
-            name = child_name(self.wfr.name, job, step["name"], action_step["name"])
-            state = self.run_child(
-                job, spec, action_step, name, values, workspace, first=index == 0 and position == 0
-            )
+            name = child_name(self.wfr.name, place.job, step["name"], action_step["name"])
+            first = index == 0 and position == 0
+            state = self.run_child(place, ChildStep(action_step, name, values, first))
             statuses.append(state["status"])
             if state["status"]["phase"] != StepPhase.SUCCEEDED:
                 return {
@@ -399,24 +414,15 @@ class Reconciler:
     def failed(base: dict, message: str) -> dict:
         return {"status": {**base, "phase": StepPhase.FAILED}, "message": message}
 
-    def run_child(
-        self,
-        job: str,
-        spec: dict,
-        step: dict,
-        name: str,
-        values: Values,
-        workspace: str,
-        *,
-        first: bool,
-    ) -> dict:
+    def run_child(self, place: JobPlace, child: ChildStep) -> dict:
+        step, name = child.step, child.name
         base = {"name": step["name"], "runName": name}
         run = self.children.runs.get(name)
         if run is None:
             if self.cancel:
                 return {"status": {**base, "phase": StepPhase.PENDING}}
             try:
-                manifest = self.run_manifest(job, spec, step, name, values, workspace, first)
+                manifest = self.run_manifest(place, child)
             except StepError as exc:
                 return self.failed({"name": step["name"]}, f"step {step['name']}: {exc}")
             if not self.create("Run", manifest):
@@ -452,16 +458,8 @@ class Reconciler:
             "(its job's local workspace lives on one pod)",
         }
 
-    def run_manifest(
-        self,
-        job: str,
-        spec: dict,
-        step: dict,
-        name: str,
-        values: Values,
-        workspace: str,
-        first: bool,
-    ) -> dict:
+    def run_manifest(self, place: JobPlace, child: ChildStep) -> dict:
+        job, spec, step, values = place.job, place.spec, child.step, child.values
         try:
             script = expressions.resolve(step.get("run") or "", values)
             args = [expressions.resolve(str(a), values) for a in step.get("args") or []]
@@ -475,14 +473,14 @@ class Reconciler:
             "runtime": spec.get("runs-on", ""),
             "source": {"inline": script},
             "mode": {"task": {"args": args} if args else {}},
-            "workspace": {"name": workspace},
+            "workspace": {"name": place.workspace},
         }
         if env:
             run_spec["env"] = env
         inputs = self.artifact_inputs(step, spec)
         if inputs:
             run_spec["artifactInputs"] = inputs
-        if not first:
+        if not child.first:
             # co-located with the job's earlier Runs, by labels only the controller sets
             selector = {"matchLabels": {UID_LABEL: str(self.wfr.uid), JOB_LABEL: job}}
             run_spec["affinity"] = {
@@ -494,7 +492,7 @@ class Reconciler:
             }
         return {
             "metadata": {
-                "name": name,
+                "name": child.name,
                 "labels": child_labels(self.wfr, job, step["name"]),
                 "ownerReferences": [owner_of(self.wfr)],
             },

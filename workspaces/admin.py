@@ -32,13 +32,12 @@ from portal.resource_admin import (
 )
 from portal.resource_admin.render import age, phase_tone
 from scheduling.admin.common import (
-    heartbeat_cell,
+    fenced_pod_cell,
     pod_row_link,
-    ready_badge,
     runtime_link,
     runtime_pks,
 )
-from scheduling.models import TERMINAL_PHASES, Run, RuntimePod
+from scheduling.models import TERMINAL_PHASES, Run
 
 from . import cleanup
 from .models import WORKSPACE_CLEANUP, PersistentWorkspace, WorkspacePhase
@@ -210,24 +209,12 @@ class PersistentWorkspaceAdmin(ResourceAdmin):
     def bound_pod_display(self, obj):
         if not obj.bound_pod:
             return NONE
-        link = pod_row_link(self.admin_site, self._page_data(obj)._runtime_pk, obj.bound_pod)
-        uid = format_html(
-            '<span class="k-muted">uid</span> <code>{}</code>', obj.bound_pod_uid or "?"
-        )
-        pod = RuntimePod.objects.filter(namespace=obj.namespace, name=obj.bound_pod).first()
-        if pod is None or str(pod.uid) != obj.bound_pod_uid:
-            return format_html(
-                "{} {} {}",
-                link,
-                uid,
-                badge("gone", "bad", "no Runtime Pod with this name and UID exists any more"),
-            )
-        return format_html(
-            '{} {} {} <span class="k-muted">heartbeat</span> {}',
-            link,
-            uid,
-            ready_badge(pod.ready),
-            heartbeat_cell(pod.last_heartbeat),
+        return fenced_pod_cell(
+            self.admin_site,
+            self._page_data(obj)._runtime_pk,
+            obj.namespace,
+            obj.bound_pod,
+            obj.bound_pod_uid,
         )
 
     @admin.display(description="path")

@@ -168,6 +168,26 @@ def heartbeat_cell(last: datetime | None, now: datetime | None = None) -> SafeSt
     return format_html('<span title="last heartbeat {}">{} ago</span>', timestamp(last), age(last))
 
 
+def fenced_pod_cell(
+    site: admin.AdminSite, runtime_pk: int | None, namespace: str, name: str, uid: str
+) -> SafeString:
+    """A pod named by name AND uid (a Run's assigned pod, a workspace's bound pod): its row,
+    its uid, and whether that pod is still there (ready, heartbeat) or gone."""
+    link = pod_row_link(site, runtime_pk, name)
+    uid_text = format_html('<span class="k-muted">uid</span> <code>{}</code>', uid or "?")
+    pod = RuntimePod.objects.filter(namespace=namespace, name=name).first()
+    if pod is None or str(pod.uid) != uid:
+        gone = badge("gone", "bad", "no Runtime Pod with this name and UID exists any more")
+        return format_html("{} {} {}", link, uid_text, gone)
+    return format_html(
+        '{} {} {} <span class="k-muted">heartbeat</span> {}',
+        link,
+        uid_text,
+        ready_badge(pod.ready),
+        heartbeat_cell(pod.last_heartbeat),
+    )
+
+
 def capacity_text(capacity: Any) -> str:
     if not isinstance(capacity, dict):
         return compact(capacity)

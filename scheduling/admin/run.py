@@ -15,10 +15,16 @@ from portal.resource_admin import (
     human_duration,
     timestamp,
 )
-from scheduling.models import Run, RunPhase, RuntimePod
+from scheduling.models import Run, RunPhase
 
 from . import run_data, run_detail
-from .common import heartbeat_cell, parse, pod_row_link, ready_badge, runtime_link, runtime_pks
+from .common import (
+    fenced_pod_cell,
+    parse,
+    pod_row_link,
+    runtime_link,
+    runtime_pks,
+)
 from .run_artifacts import RunArtifactsAdminMixin, download_url
 from .run_log import RunLogAdminMixin
 
@@ -178,24 +184,12 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
     def assigned_pod_display(self, obj):
         if not obj.assigned_pod:
             return NONE
-        link = pod_row_link(self.admin_site, self._runtime_pk(obj), obj.assigned_pod)
-        pod = RuntimePod.objects.filter(namespace=obj.namespace, name=obj.assigned_pod).first()
-        uid = format_html(
-            '<span class="k-muted">uid</span> <code>{}</code>', obj.assigned_pod_uid or "?"
-        )
-        if pod is None or str(pod.uid) != obj.assigned_pod_uid:
-            return format_html(
-                "{} {} {}",
-                link,
-                uid,
-                badge("gone", "bad", "no Runtime Pod with this name and UID exists any more"),
-            )
-        return format_html(
-            '{} {} {} <span class="k-muted">heartbeat</span> {}',
-            link,
-            uid,
-            ready_badge(pod.ready),
-            heartbeat_cell(pod.last_heartbeat),
+        return fenced_pod_cell(
+            self.admin_site,
+            self._runtime_pk(obj),
+            obj.namespace,
+            obj.assigned_pod,
+            obj.assigned_pod_uid,
         )
 
     @admin.display(description="attempt")
