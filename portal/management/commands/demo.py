@@ -82,6 +82,9 @@ class Command(BaseCommand):
                 stdout=self.stdout,
                 stderr=self.stderr,
             )
+        except CommandError as exc:  # the run did not succeed (or timed out): say so, keep serving
+            self.stderr.write(f"error: {exc}")
+            return exc.returncode
         except SystemExit as exc:
             return int(exc.code or 0)
         return 0
