@@ -22,6 +22,10 @@ from django.core.management.base import BaseCommand, CommandError
 WORKFLOW = "ci-data-sharing-demo"
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 class Command(BaseCommand):
     help = "Start the portal, run the demo Workflow to its end, keep serving (DEMO_EXIT=1: exit)."
 
@@ -33,6 +37,9 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=300.0)
 
     def handle(self, *args, port, bind, workflow, namespace, timeout, **options) -> None:
+        # Ctrl-C and SIGTERM both stop the portal it started (up runs in its own session)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
         log_path = settings.DATA_DIR / "demo-up.log"
         with open(log_path, "ab") as log:
             up = subprocess.Popen(
