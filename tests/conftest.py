@@ -1,6 +1,7 @@
 """Shared fixtures: API clients with real tokens, and the services the suite needs.
 
-In CI (``CI=true``) a service a test needs and cannot reach is a failure, never a skip.
+A service a test needs and cannot reach is a failure, never a skip (``tests.helpers.services``);
+CI (``CI=true``) also insists on PostgreSQL.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import requests
 from django.conf import settings
 from django.db import connection
 
-from tests.helpers.services import need_service
+from tests.helpers.services import require_redis
 from tests.helpers.waiting import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,15 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def redis_url() -> str:
     url = os.environ.get("CELERY_BROKER_URL", "")
     return url if url.startswith("redis://") else "redis://127.0.0.1:6379/15"
-
-
-def require_redis(url: str) -> None:
-    import redis
-
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
-    except Exception as exc:  # noqa: BLE001
-        need_service("Redis", exc)
 
 
 @pytest.fixture(params=["filesystem", "redis"])

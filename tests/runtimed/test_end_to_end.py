@@ -17,20 +17,11 @@ from celery import Celery
 from kombu import Connection, Exchange, Queue
 
 from tests.helpers.payloads import make_payload
-from tests.helpers.services import need_service
+from tests.helpers.services import require_redis
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/14"
 WAIT = 30.0
-
-
-def require_redis() -> None:
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except Exception as exc:  # noqa: BLE001
-        need_service("Redis", exc)
 
 
 def start_runtimed(pod: str, pod_uid: str, workspace: Path, log: Path) -> subprocess.Popen:
@@ -112,7 +103,7 @@ class ControlQueue:
 
 @pytest.mark.redis
 def test_a_run_through_real_redis(tmp_path):
-    require_redis()
+    require_redis(REDIS_URL)
     pod, pod_uid = f"e2e-{uuid.uuid4().hex[:10]}", str(uuid.uuid4())
     workspace = tmp_path / "workspace"
     log = tmp_path / "runtimed.log"
