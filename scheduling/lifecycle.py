@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q
 
-from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, parse_time
+from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, time_or_none
 from scheduling import disruption, metrics, retry, run_status, triggers
 from scheduling.disruption import Silence
 from scheduling.models import ACTIVE_PHASES, PodPhase, Run, RunPhase, RuntimePod
@@ -256,10 +256,7 @@ def _since(run: Run) -> datetime | None:
         )
     else:
         stamp = run.status.get("startTime")
-    try:
-        return parse_time(stamp) if stamp else None
-    except ValueError:
-        return None
+    return time_or_none(stamp)
 
 
 def _lost_execution(run: Run, pod: RuntimePod) -> bool:

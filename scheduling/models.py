@@ -12,15 +12,8 @@ from datetime import timedelta
 from django.db import models
 from django.utils import timezone
 
-from portal.machinery.conditions import parse_time
+from portal.machinery.conditions import time_or_none
 from portal.machinery.objects import NamespacedObject, unique_name_constraint
-
-
-def _parse_time(value):
-    try:
-        return parse_time(value) if value else None
-    except ValueError:
-        return None
 
 
 class RunPhase(models.TextChoices):
@@ -151,7 +144,7 @@ class Run(NamespacedObject):
             "assigned_pod": status.get("assignedPod", "") or "",
             "assigned_pod_uid": status.get("assignedPodUID", "") or "",
             "attempt": int(status.get("attempt") or 1),
-            "finished_at": _parse_time(status.get("completionTime")),
+            "finished_at": time_or_none(status.get("completionTime")),
         }
 
     def sync_columns(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from django.db import connection
 
-from portal.machinery.conditions import format_time, set_condition
+from portal.machinery.conditions import format_time, with_conditions
 from runtimed.reporting import status_message
 from scheduling.models import Run, RunPhase
 from scheduling.signals import run_phase_changed
@@ -30,21 +30,11 @@ ASSIGNED = "Assigned"  # the Scheduled condition's reason once the Run is bound
 
 
 def _with(status: dict, now: datetime, generation: int, **conditions) -> dict:
-    new = dict(status or {})
-    current = list(new.get("conditions") or [])
-    for ctype, (cstatus, reason, message) in conditions.items():
-        current = set_condition(
-            current,
-            type=ctype,
-            status=cstatus,
-            reason=reason,
-            message=status_message(message, MESSAGE_LIMIT),
-            observed_generation=generation,
-            now=now,
-        )
-    new["conditions"] = current
-    new["observedGeneration"] = generation
-    return new
+    bounded = {
+        ctype: (cstatus, reason, status_message(message, MESSAGE_LIMIT))
+        for ctype, (cstatus, reason, message) in conditions.items()
+    }
+    return with_conditions(status, now, generation, bounded)
 
 
 def pending(status: dict, message: str, now: datetime, generation: int) -> dict:

@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from portal.machinery.conditions import parse_time
+from portal.machinery.conditions import time_or_none
 from portal.resource_admin import (
     NONE,
     ResourceAdmin,
@@ -65,13 +65,6 @@ def as_dict(value: Any) -> dict:
 
 def as_list(value: Any) -> list:
     return value if isinstance(value, list) else []
-
-
-def parse(value: Any):
-    try:
-        return parse_time(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def phase_badge(phase: Any, default: str = "") -> SafeString:
@@ -122,11 +115,12 @@ def run_window(run: WorkflowRun):
     """(start, end) of a WorkflowRun: status.startTime (else its creation) to
     status.completionTime (else, once finished, its last condition transition)."""
     status = as_dict(run.status)
-    start = parse(status.get("startTime")) or run.creation_timestamp
-    end = parse(status.get("completionTime"))
+    start = time_or_none(status.get("startTime")) or run.creation_timestamp
+    end = time_or_none(status.get("completionTime"))
     if end is None and run.is_finished:
         times = [
-            parse(as_dict(c).get("lastTransitionTime")) for c in as_list(status.get("conditions"))
+            time_or_none(as_dict(c).get("lastTransitionTime"))
+            for c in as_list(status.get("conditions"))
         ]
         end = max((t for t in times if t is not None), default=None)
     return start, end

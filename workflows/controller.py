@@ -168,7 +168,7 @@ class Reconciler:
         }
         if outputs is not None:
             status["outputs"] = outputs
-        return run_status.with_conditions(status, self.wfr, self.now)
+        return run_status.run_conditions(status, self.wfr, self.now)
 
     def overall(self) -> tuple[str, str, dict | None]:
         phases = {job: s["phase"] for job, s in self.jobs.items()}

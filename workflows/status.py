@@ -9,40 +9,31 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from portal.machinery.conditions import set_condition
+from portal.machinery.conditions import with_conditions
 
-from .models import WorkflowRun, WorkflowRunPhase
+from .models import FINISHED_RUN_PHASES, WorkflowRun, WorkflowRunPhase
 from .names import UID_LABEL
 
 MESSAGE_LIMIT = 4096
 
 
-def with_conditions(status: dict, wfr: WorkflowRun, now: datetime) -> dict:
+def run_conditions(status: dict, wfr: WorkflowRun, now: datetime) -> dict:
     """Accepted once the controller took the run; Completed once it finished."""
-    conditions = set_condition(
-        status.get("conditions"),
-        type="Accepted",
-        status="True",
-        reason="Started",
-        message="the workflow controller runs this WorkflowRun",
-        observed_generation=wfr.generation,
-        now=now,
+    phase = status.get("phase") or WorkflowRunPhase.PENDING
+    finished = phase in FINISHED_RUN_PHASES
+    return with_conditions(
+        status,
+        now,
+        wfr.generation,
+        {
+            "Accepted": ("True", "Started", "the workflow controller runs this WorkflowRun"),
+            "Completed": (
+                "True" if finished else "False",
+                phase,
+                (status.get("message") or "")[:MESSAGE_LIMIT],
+            ),
+        },
     )
-    finished = status.get("phase") in (
-        WorkflowRunPhase.SUCCEEDED,
-        WorkflowRunPhase.FAILED,
-        WorkflowRunPhase.CANCELLED,
-    )
-    conditions = set_condition(
-        conditions,
-        type="Completed",
-        status="True" if finished else "False",
-        reason=status.get("phase") or WorkflowRunPhase.PENDING,
-        message=(status.get("message") or "")[:MESSAGE_LIMIT],
-        observed_generation=wfr.generation,
-        now=now,
-    )
-    return {**status, "conditions": conditions, "observedGeneration": wfr.generation}
 
 
 def write(wfr: WorkflowRun, status: dict) -> bool:

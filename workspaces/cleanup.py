@@ -30,7 +30,7 @@ from django.db.models import Max, Q
 from portal.auth.identities import register_controller
 from portal.machinery import store
 from portal.machinery.admission import WriteContext, authorize
-from portal.machinery.conditions import parse_time
+from portal.machinery.conditions import time_or_none
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
 from runtimed import protocol
@@ -78,11 +78,9 @@ def _kind():
 
 def bound_since(ws: PersistentWorkspace) -> datetime | None:
     """When the workspace was bound: its Bound condition's last transition."""
-    when = workspace_status.condition(ws.status or {}, "Bound").get("lastTransitionTime")
-    try:
-        return parse_time(when) if when else None
-    except ValueError:
-        return None
+    return time_or_none(
+        workspace_status.condition(ws.status or {}, "Bound").get("lastTransitionTime")
+    )
 
 
 def expired(ws: PersistentWorkspace, active: bool, now: datetime) -> bool:

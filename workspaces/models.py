@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from django.db import models
 
-from portal.machinery.conditions import parse_time
+from portal.machinery.conditions import time_or_none
 from portal.machinery.objects import NamespacedObject, unique_name_constraint
 
 
@@ -40,13 +40,6 @@ WORKSPACE_CLEANUP = "kruntimes.io/workspace-cleanup"
 
 def workspace_path(name: str) -> str:
     return f"{PERSISTENT_ROOT}/{name}"
-
-
-def _time(value):
-    try:
-        return parse_time(value) if value else None
-    except ValueError:
-        return None
 
 
 class PersistentWorkspace(NamespacedObject):
@@ -84,7 +77,7 @@ class PersistentWorkspace(NamespacedObject):
             "phase": status.get("phase") or WorkspacePhase.PENDING,
             "bound_pod": status.get("boundPod", "") or "",
             "bound_pod_uid": status.get("boundPodUID", "") or "",
-            "last_used": _time(status.get("lastUsedTime")),
+            "last_used": time_or_none(status.get("lastUsedTime")),
         }
 
     def sync_columns(self) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from portal.machinery.conditions import format_time, set_condition
+from portal.machinery.conditions import format_time, get_condition, with_conditions
 from scheduling.triggers import request_scheduling
 
 from .models import PersistentWorkspace, WorkspacePhase, workspace_path
@@ -27,21 +27,11 @@ MESSAGE_LIMIT = 1024
 
 
 def _with(status: dict, now: datetime, generation: int, **conditions: tuple[str, str, str]) -> dict:
-    new = dict(status or {})
-    current = list(new.get("conditions") or [])
-    for ctype, (cstatus, reason, message) in conditions.items():
-        current = set_condition(
-            current,
-            type=ctype,
-            status=cstatus,
-            reason=reason,
-            message=message[:MESSAGE_LIMIT],
-            observed_generation=generation,
-            now=now,
-        )
-    new["conditions"] = current
-    new["observedGeneration"] = generation
-    return new
+    bounded = {
+        ctype: (cstatus, reason, message[:MESSAGE_LIMIT])
+        for ctype, (cstatus, reason, message) in conditions.items()
+    }
+    return with_conditions(status, now, generation, bounded)
 
 
 def waiting(status: dict, runtime: str, reason: str, message: str, now: datetime, gen: int) -> dict:
@@ -117,7 +107,8 @@ def used(status: dict, last_used: datetime) -> dict:
 
 
 def condition(status: dict, ctype: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), {})
+    """The condition of that type ({} when there is none)."""
+    return get_condition(status.get("conditions"), ctype) or {}
 
 
 def write(ws: PersistentWorkspace, status: dict) -> bool:

@@ -69,6 +69,19 @@ def parse_time(s: str) -> datetime:
     return dt - offset
 
 
+def time_or_none(value: Any) -> datetime | None:
+    """A time as stored in a status (an RFC 3339 string, or already a datetime), or None when
+    it is absent or malformed: for readers that show or compare it, never for validation."""
+    if isinstance(value, datetime):
+        return value
+    if not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
 def _type_errors(ctype: str) -> list[str]:
     msgs = qualified_name_errors(ctype)
     if _blen(ctype) > MAX_TYPE_LENGTH:
@@ -136,6 +149,31 @@ def set_condition(
         return result
     result.append(new)
     return result
+
+
+def with_conditions(
+    status: dict[str, Any] | None,
+    now: datetime,
+    generation: int,
+    conditions: dict[str, tuple[str, str, str]],
+) -> dict[str, Any]:
+    """A copy of ``status`` with each ``type -> (status, reason, message)`` condition set (as
+    ``set_condition``) and ``observedGeneration``: the bookkeeping every status writer does."""
+    new = dict(status or {})
+    current = list(new.get("conditions") or [])
+    for ctype, (cstatus, reason, message) in conditions.items():
+        current = set_condition(
+            current,
+            type=ctype,
+            status=cstatus,
+            reason=reason,
+            message=message,
+            observed_generation=generation,
+            now=now,
+        )
+    new["conditions"] = current
+    new["observedGeneration"] = generation
+    return new
 
 
 def validate_conditions(conditions: Any, path: str, *, max_items: int = 16) -> list[FieldError]:

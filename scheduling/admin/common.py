@@ -14,7 +14,6 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from portal.machinery.conditions import parse_time
 from portal.resource_admin import NONE, age, badge, compact, link_to, timestamp
 from portal.resource_admin.render import phase_tone
 from scheduling.models import ACTIVE_PHASES, Run, Runtime, RuntimePod
@@ -203,16 +202,6 @@ def used_runs(count: int, capacity: Any) -> SafeString:
     if count >= cap:
         return badge(text, "warn", "at capacity: no more Runs fit on this pod")
     return format_html("{}", text)
-
-
-def parse(value: Any) -> datetime | None:
-    """An RFC 3339 status time, or None when absent or malformed."""
-    if isinstance(value, datetime):
-        return value
-    try:
-        return parse_time(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def pod_link(site: admin.AdminSite, pod: RuntimePod, text: str | None = None) -> SafeString:

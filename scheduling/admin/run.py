@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from portal.machinery.conditions import time_or_none
 from portal.resource_admin import (
     NONE,
     ResourceAdmin,
@@ -20,7 +21,6 @@ from scheduling.models import Run, RunPhase
 from . import run_data, run_detail
 from .common import (
     fenced_pod_cell,
-    parse,
     pod_row_link,
     runtime_link,
     runtime_pks,
@@ -146,10 +146,10 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
     @admin.display(description="DURATION")
     def duration_cell(self, obj):
         status = run_detail.as_dict(obj.status)
-        start = parse(status.get("startTime"))
+        start = time_or_none(status.get("startTime"))
         if start is None:
             return ""
-        end = parse(status.get("completionTime"))
+        end = time_or_none(status.get("completionTime"))
         if end is None and obj.is_terminal:
             return ""
         text = human_duration(((end or timezone.now()) - start).total_seconds())

@@ -8,6 +8,7 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from portal.machinery.conditions import time_or_none
 from portal.machinery.registry import registry
 from portal.resource_admin import (
     NONE,
@@ -23,7 +24,7 @@ from portal.resource_admin import (
 )
 from portal.resource_admin.render import condition_tone, failure_reason
 
-from .common import capacity_text, parse
+from .common import capacity_text
 
 AFFINITY_KINDS = ("runAffinity", "runAntiAffinity")
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -179,7 +180,7 @@ def timeline(obj: Any) -> SafeString:
         state = compact(cond.get("status")) or "Unknown"
         events.append(
             (
-                parse(cond.get("lastTransitionTime")),
+                time_or_none(cond.get("lastTransitionTime")),
                 ctype,
                 badge(state, condition_tone(state, cond.get("reason"), failed)),
                 compact(cond.get("reason")),
@@ -187,7 +188,7 @@ def timeline(obj: Any) -> SafeString:
         )
     for field, label in (("startTime", "started"), ("completionTime", "completed")):
         if status.get(field):
-            events.append((parse(status[field]), label, "", ""))
+            events.append((time_or_none(status[field]), label, "", ""))
     # status times have whole seconds: order (and measure) at that precision, Created first
     origin = created.replace(microsecond=0) if created else None
     events.sort(key=lambda e: (e[0] is None, e[0] or origin))
