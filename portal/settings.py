@@ -166,6 +166,8 @@ REST_FRAMEWORK = {
         "portal.machinery.yaml.YAMLRenderer",
     ],
     "EXCEPTION_HANDLER": "portal.machinery.views.status_exception_handler",
+    # a body without Content-Type is JSON, as kube-apiserver reads it
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.machinery.negotiation.KubernetesContentNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Kubernetes negotiates by Accept header only; ?format= would shadow real query params.

@@ -145,6 +145,18 @@ def test_strategic_merge_patch_is_unsupported(admin_api):
     assert_status(response, 415, "UnsupportedMediaType")
 
 
+def test_a_body_without_content_type_is_read_as_json_as_kube_apiserver_does(admin_api):
+    # the official Python client (37.x) sends custom-object creates without a Content-Type
+    import json
+
+    response = admin_api.generic("POST", widgets(), json.dumps(widget("a")), content_type="")
+    assert response.status_code == 201, response.json()
+    assert response.json()["metadata"]["name"] == "a"
+    # a named media type it does not read is still refused
+    response = admin_api.generic("POST", widgets(), "name: b", content_type="text/plain")
+    assert_status(response, 415, "UnsupportedMediaType")
+
+
 def test_main_resource_never_writes_status(admin_api):
     created = admin_api.post(widgets(), widget("a"), format="json").json()
     created["status"] = {"phase": "Ready"}
