@@ -16,7 +16,7 @@ CAPACITY_ANNOTATION_PREFIX = "kruntimes.io/capacity."
 def as_integer(value: Any) -> int | None:
     """A whole, non-negative quantity (``2``, ``"2"``, ``"1k"``, ``"1Gi"``) as an int, or None
     when it is fractional (``0.5``, ``"500m"``) or not a quantity."""
-    from scheduling.serializers.common import parse_quantity
+    from portal.machinery.quantities import parse_quantity
 
     try:
         number = parse_quantity(value)

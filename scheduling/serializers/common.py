@@ -4,7 +4,6 @@ ArtifactRef, and conditions."""
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from typing import Any
 
 from rest_framework import serializers
@@ -13,6 +12,7 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 from portal.machinery import errors
 from portal.machinery.conditions import validate_conditions
 from portal.machinery.errors import FieldError
+from portal.machinery.quantities import QUANTITY_MAX, parse_quantity
 from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
 from portal.machinery.validation import invalid_value, qualified_name_errors
 from runtimed.refs import Problem, artifact_name_problem, location_path_problem
@@ -30,42 +30,9 @@ DRIVERS = (FILESYSTEM, S3)
 ARTIFACT_TYPES = ("file", "directory", "archive", "blob")
 RUNS_RESOURCE = "runs"
 MIN_UPLOAD_PART_SIZE = 5 * 1024 * 1024
-QUANTITY_MAX = 2**63 - 1  # what the scheduler sums and compares: int64, as Kubernetes
+# --- resource.Quantity (parsed by portal.machinery.quantities) -----------------------------
 
-# --- resource.Quantity ---------------------------------------------------------------------
-
-_QUANTITY_RE = re.compile(
-    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?"
-)
 _INTEGER_STRING_RE = re.compile(r"\+?[0-9]+")
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-
-
-def parse_quantity(value: Any) -> Decimal:
-    """A Kubernetes quantity (``2``, ``"2"``, ``"500m"``, ``"1Gi"``, ``"1e3"``) as a Decimal.
-
-    Raises ValueError for anything else. The scheduler uses this to read ResourceLists.
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"quantities must be numbers or strings, not {value!r}")
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    match = _QUANTITY_RE.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'")
-    number, suffix = Decimal(match.group(1)), match.group(2) or ""
-    try:
-        if suffix in _BINARY:
-            return number * (1024 ** _BINARY[suffix])
-        if suffix in _DECIMAL:
-            return number.scaleb(_DECIMAL[suffix])
-        return number.scaleb(int(suffix[1:]))
-    except ArithmeticError:  # decimal Overflow/InvalidOperation for absurd exponents
-        raise ValueError("quantity out of range") from None
 
 
 def quantity_errors(value: Any, *, integer_only: bool) -> list[str]:
