@@ -12,6 +12,7 @@ from pathlib import Path
 
 import environ
 
+from jobclasses import task_names as jobclass_tasks
 from portal import task_names as portal_tasks
 from portal.datadir import secret_key
 from runtimed.protocol import CONTROL_QUEUE
@@ -239,6 +240,8 @@ KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS = env.int(
 )
 # Secrets (e.g. S3 credentials) as <dir>/<namespace>/<secret>/<key> files; empty: none.
 KRUNTIMES_SECRETS_DIR = env.str("KRUNTIMES_SECRETS_DIR", default="")
+# How often a running Job's execution is observed (the beat pass heals a lost poll).
+KRUNTIMES_JOB_POLL_SECONDS = env.float("KRUNTIMES_JOB_POLL_SECONDS", default=2.0)
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
 CELERY_BEAT_SCHEDULE = {
     "garbage-collect": {
@@ -263,6 +266,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": workflow_tasks.RECONCILE,
         "schedule": 5.0,
         "options": {"queue": CONTROL_QUEUE, "expires": 15.0},
+    },
+    # JobClasses' Accepted/Ready and finalizers, then every unfinished Job (its execution is
+    # observed between the polls that follow a running Job every KRUNTIMES_JOB_POLL_SECONDS).
+    "jobclasses-reconcile": {
+        "task": jobclass_tasks.RECONCILE,
+        "schedule": KRUNTIMES_RECONCILE_INTERVAL_SECONDS,
+        "options": {"queue": CONTROL_QUEUE, "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
     },
     # ttlSecondsAfterFinished and the artifact-cleanup finalizer of deleted Runs.
     "scheduling-collect-runs": {

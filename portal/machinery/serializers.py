@@ -54,14 +54,15 @@ class StrictSerializer(serializers.Serializer[Any]):
             merge_detail(detail, error_detail(self.cross_field_causes(data)))
             # unknown fields are reported together with the known fields' errors
             detail.update(
-                {
-                    key: [ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)]
-                    for key in sorted(set(data) - set(self.fields))
-                }
+                {key: [self.unknown_field(key)] for key in sorted(set(data) - set(self.fields))}
             )
         if detail:
             raise ValidationError(detail)
         return value
+
+    def unknown_field(self, key: str) -> ErrorDetail:
+        """The error for a field this object does not have (a subclass may say why)."""
+        return ErrorDetail(f'unknown field "{key}"', code=UNKNOWN_FIELD)
 
 
 # --- FieldError (paths relative to a serializer) -> nested DRF error detail ---------------

@@ -1,0 +1,64 @@
+"""Execution adapters by controllerName: the local adapter here; the Kubernetes and
+OpenSandbox adapters own their parameter kinds and arrive with their backends."""
+
+from __future__ import annotations
+
+from .base import (
+    Adapter,
+    BackendError,
+    ExecutionRequest,
+    NotReadyToStart,
+    Observation,
+    Readiness,
+)
+
+LOCAL = "execution.ayatori.ddupan.top/local"
+KUBERNETES = "execution.ayatori.ddupan.top/kubernetes"
+OPENSANDBOX = "execution.ayatori.ddupan.top/opensandbox"
+
+_adapters: dict[str, Adapter] = {}
+
+
+def register(adapter: Adapter) -> Adapter:
+    _adapters[adapter.controller_name] = adapter
+    return adapter
+
+
+def unregister(controller_name: str) -> None:
+    _adapters.pop(controller_name, None)
+
+
+def get(controller_name: str) -> Adapter | None:
+    """The adapter owning ``controller_name``; None for a controller this portal lacks."""
+    if not _adapters:
+        _register_builtin()
+    return _adapters.get(controller_name)
+
+
+def supported() -> list[str]:
+    if not _adapters:
+        _register_builtin()
+    return sorted(_adapters)
+
+
+def _register_builtin() -> None:
+    from .local import LocalAdapter
+
+    register(LocalAdapter())
+
+
+__all__ = [
+    "KUBERNETES",
+    "LOCAL",
+    "OPENSANDBOX",
+    "Adapter",
+    "BackendError",
+    "ExecutionRequest",
+    "NotReadyToStart",
+    "Observation",
+    "Readiness",
+    "get",
+    "register",
+    "supported",
+    "unregister",
+]

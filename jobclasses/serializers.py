@@ -1,0 +1,543 @@
+"""JobClass, the parameter kinds and Job on the wire (seed 003, API.md).
+
+Field rules (types, lengths, formats, enums, quantity syntax) are here and answer a 422 with
+the field at fault. What needs other objects (does the parameters object exist, is the policy
+self-consistent, is the namespace allowed) is the controllers' and shows as conditions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+from portal.machinery import errors
+from portal.machinery.errors import FieldError
+from portal.machinery.labels import validate_label_selector
+from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
+from portal.machinery.validation import (
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+)
+from scheduling.serializers.common import ConditionsField
+from scheduling.serializers.fields import (
+    INT32_MAX,
+    BoundedListField,
+    BoundedMapField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    TimeField,
+    raise_causes,
+    relative_path_errors,
+)
+
+from . import quantities
+from .models import JobPhase
+
+MAX_STEPS, MAX_ENV, MAX_ARGS, MAX_FILES, MAX_PULL_SECRETS = 128, 256, 256, 256, 32
+MAX_SCRIPT = 262144  # one step's run script
+MAX_INLINE_BYTES = 1024 * 1024  # all inline source files together
+MAX_MESSAGE = 4096
+CONDITION_TYPES_CLASS = ("Accepted", "Ready")
+CONDITION_TYPES_JOB = ("Accepted", "Scheduled", "Succeeded", "Failed", "ResultUnknown")
+# GatewayClass' controllerName: a domain-prefixed path
+_CONTROLLER_NAME = re.compile(
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+)
+_KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# Kinds a parametersRef may never name: configuration is a typed parameters object
+FORBIDDEN_PARAMETER_KINDS = ("ConfigMap", "Secret")
+
+
+def _checked(value: str, messages: list[str]) -> str:
+    if messages:
+        raise field_error(f'Invalid value: "{value}": {messages[0]}')
+    return value
+
+
+class SubdomainField(StrictCharField):
+    """A DNS-1123 subdomain (≤253): object names."""
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        return _checked(value, dns1123_subdomain_errors(value))
+
+
+class LabelSelectorObjectField(FreeformObjectField):
+    """metav1.LabelSelector; ``{}`` selects every namespace."""
+
+    def to_internal_value(self, data: Any) -> dict:
+        data = super().to_internal_value(data)
+        raise_causes(validate_label_selector(data, ""))
+        return data
+
+
+# --- resources ----------------------------------------------------------------------------
+
+
+class QuantityValueField(serializers.JSONField):
+    """A cpu or memory quantity, stored as written (a number or a string)."""
+
+    def __init__(self, *, resource: str, **kwargs: Any) -> None:
+        self.resource = resource
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        messages = quantities.resource_errors(self.resource, data)
+        if messages:
+            shown = data if isinstance(data, (str, int, float)) else type(data).__name__
+            raise field_error(f'Invalid value: "{shown}": {messages[0]}')
+        return data
+
+
+class CpuMemorySerializer(StrictSerializer):
+    """A ResourceList of cpu and memory only (GPUs and disk come with a backend that needs them)."""
+
+    cpu = QuantityValueField(resource="cpu", required=False)
+    memory = QuantityValueField(resource="memory", required=False)
+
+    def unknown_field(self, key: str) -> ErrorDetail:
+        return ErrorDetail(
+            f'Unsupported value: "{key}": supported values: "cpu", "memory"',
+            code=errors.NOT_SUPPORTED,
+        )
+
+
+class ResourceRequirementsSerializer(StrictSerializer):
+    requests = CpuMemorySerializer(required=False)
+    limits = CpuMemorySerializer(required=False)
+
+
+class ExecutionResourcePolicySerializer(StrictSerializer):
+    defaults = ResourceRequirementsSerializer(required=False)
+    minimum = ResourceRequirementsSerializer(required=False)
+    maximum = ResourceRequirementsSerializer(required=False)
+
+
+# --- JobClass -----------------------------------------------------------------------------
+
+
+class ParametersReferenceSerializer(StrictSerializer):
+    """One cluster-scoped parameters object of the class's controller (no namespace)."""
+
+    group = StrictCharField(max_length=253)
+    kind = StrictCharField(max_length=63)
+    name = StrictCharField(max_length=253)
+
+    def validate_group(self, value: str) -> str:
+        return _checked(value, dns1123_subdomain_errors(value))
+
+    def validate_kind(self, value: str) -> str:
+        if not _KIND.fullmatch(value):
+            raise field_error(f'Invalid value: "{value}": must be a Kind name (e.g. "MyKind")')
+        if value in FORBIDDEN_PARAMETER_KINDS:
+            raise field_error(
+                f'Unsupported value: "{value}": parametersRef names the controller\'s own '
+                "parameters kind, never a ConfigMap or a Secret",
+                errors.NOT_SUPPORTED,
+            )
+        return value
+
+    def validate_name(self, value: str) -> str:
+        return _checked(value, dns1123_subdomain_errors(value))
+
+    def unknown_field(self, key: str) -> ErrorDetail:
+        if key == "namespace":
+            return ErrorDetail(
+                "Forbidden: v1alpha1 parametersRef references cluster-scoped objects only",
+                code=errors.FORBIDDEN,
+            )
+        return super().unknown_field(key)
+
+
+class JobClassSpecSerializer(StrictSerializer):
+    controllerName = StrictCharField(max_length=253)
+    parametersRef = ParametersReferenceSerializer()
+    allowedNamespaces = LabelSelectorObjectField(required=False)
+    resources = ExecutionResourcePolicySerializer(required=False)
+
+    def validate_controllerName(self, value: str) -> str:
+        if not _CONTROLLER_NAME.fullmatch(value):
+            raise field_error(
+                f'Invalid value: "{value}": must be a domain-prefixed path '
+                '(e.g. "execution.ayatori.ddupan.top/kubernetes")'
+            )
+        return value
+
+
+class ObservedStatusSerializer(StrictSerializer):
+    """The status of a JobClass or a parameters object: observedGeneration and conditions."""
+
+    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    conditions = ConditionsField(required=False)
+
+
+class JobClassStatusSerializer(ObservedStatusSerializer):
+    conditions = ConditionsField(required=False, types=CONDITION_TYPES_CLASS)
+
+
+# --- parameter kinds ----------------------------------------------------------------------
+
+
+class TolerationSerializer(StrictSerializer):
+    key = StrictCharField(max_length=316, required=False, allow_blank=True)
+    operator = serializers.ChoiceField(choices=["Exists", "Equal"], required=False)
+    value = StrictCharField(max_length=63, required=False, allow_blank=True)
+    effect = serializers.ChoiceField(
+        choices=["NoSchedule", "PreferNoSchedule", "NoExecute"], required=False
+    )
+    tolerationSeconds = StrictIntegerField(required=False)
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        if not isinstance(data, dict):
+            return []
+        causes = []
+        if data.get("operator") == "Exists" and data.get("value"):
+            causes.append(errors.invalid("value", "must be empty when `operator` is 'Exists'"))
+        if not data.get("key") and data.get("operator", "Equal") != "Exists":
+            causes.append(errors.invalid("operator", "must be 'Exists' when `key` is empty"))
+        return causes
+
+
+class SchedulingSerializer(StrictSerializer):
+    nodeSelector = BoundedMapField(max_properties=64, required=False)
+    tolerations = TolerationSerializer(many=True, required=False)
+
+
+class SeccompProfileSerializer(StrictSerializer):
+    type = serializers.ChoiceField(choices=["RuntimeDefault", "Localhost", "Unconfined"])
+    localhostProfile = StrictCharField(max_length=4096, required=False)
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        if not isinstance(data, dict):
+            return []
+        if data.get("type") == "Localhost" and not data.get("localhostProfile"):
+            return [errors.required("localhostProfile", "must be set when type is Localhost")]
+        if data.get("type") != "Localhost" and "localhostProfile" in data:
+            return [errors.invalid("localhostProfile", "only for type Localhost")]
+        return []
+
+
+class PodSecurityContextSerializer(StrictSerializer):
+    """The fields of corev1.PodSecurityContext an execution class sets."""
+
+    runAsUser = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    runAsGroup = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    runAsNonRoot = StrictBooleanField(required=False)
+    fsGroup = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    fsGroupChangePolicy = serializers.ChoiceField(
+        choices=["OnRootMismatch", "Always"], required=False
+    )
+    supplementalGroups = BoundedListField(
+        max_items=64,
+        child=StrictIntegerField(min_value=0, max_value=INT32_MAX),
+        required=False,
+    )
+    seccompProfile = SeccompProfileSerializer(required=False)
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        if (
+            isinstance(data, dict)
+            and data.get("runAsNonRoot") is True
+            and data.get("runAsUser") == 0
+        ):
+            return [errors.invalid("runAsUser", "must not be 0 when runAsNonRoot is true")]
+        return []
+
+
+class KubernetesExecutionParametersSpecSerializer(StrictSerializer):
+    serviceAccountName = SubdomainField(max_length=253, required=False)
+    runtimeClassName = SubdomainField(max_length=253, required=False)
+    scheduling = SchedulingSerializer(required=False)
+    podSecurityContext = PodSecurityContextSerializer(required=False)
+    imagePullPolicy = serializers.ChoiceField(
+        choices=["Always", "IfNotPresent", "Never"], required=False
+    )
+
+
+class SecretKeySelectorSerializer(StrictSerializer):
+    """A key of a namespaced Secret (the API key of an OpenSandbox endpoint)."""
+
+    namespace = StrictCharField(max_length=63)
+    name = SubdomainField(max_length=253)
+    key = StrictCharField(max_length=253)
+
+    def validate_namespace(self, value: str) -> str:
+        return _checked(value, dns1123_label_errors(value))
+
+    def validate_key(self, value: str) -> str:
+        if not re.fullmatch(r"[-._a-zA-Z0-9]+", value):
+            raise field_error(
+                f'Invalid value: "{value}": a valid config key must consist of alphanumeric '
+                "characters, '-', '_' or '.'"
+            )
+        return value
+
+
+class OpenSandboxExecutionParametersSpecSerializer(StrictSerializer):
+    endpoint = StrictCharField(max_length=2048)
+    apiKeySecretRef = SecretKeySelectorSerializer()
+    poolRef = StrictCharField(max_length=253, required=False)
+    requestMapping = serializers.ChoiceField(
+        choices=["AdmissionOnly", "Native"], default="AdmissionOnly"
+    )
+    allowSecretEnv = StrictBooleanField(default=False)
+    allowImageAuth = StrictBooleanField(default=False)
+    allowInsecureHTTP = StrictBooleanField(default=False)
+
+    def validate_poolRef(self, value: str) -> str:
+        return _checked(value, dns1123_subdomain_errors(value))
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        endpoint = data.get("endpoint") if isinstance(data, dict) else None
+        if not isinstance(endpoint, str) or not endpoint:
+            return []
+        return endpoint_causes(endpoint, data.get("allowInsecureHTTP") is True)
+
+
+def endpoint_causes(endpoint: str, allow_insecure_http: bool) -> list[FieldError]:
+    """An OpenSandbox endpoint: an HTTPS URL (HTTP only with allowInsecureHTTP) with a host and
+    no credentials, query or fragment. The message never repeats a credential."""
+    try:
+        url = urlsplit(endpoint)
+        url.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return [errors.invalid("endpoint", "must be an absolute URL")]
+    if url.username is not None or url.password is not None or "@" in url.netloc:
+        return [
+            errors.invalid(
+                "endpoint",
+                "must not carry credentials: reference the API key with apiKeySecretRef",
+            )
+        ]
+    if url.scheme not in ("https", "http") or not url.hostname:
+        return [errors.invalid("endpoint", f'Invalid value: "{endpoint}": must be an https:// URL')]
+    if url.scheme == "http" and not allow_insecure_http:
+        return [
+            errors.invalid(
+                "endpoint",
+                f'Invalid value: "{endpoint}": must use HTTPS (set allowInsecureHTTP: true only '
+                "for an isolated development endpoint)",
+            )
+        ]
+    if url.query or url.fragment:
+        return [errors.invalid("endpoint", "must not have a query or a fragment")]
+    return []
+
+
+class LocalExecutionParametersSpecSerializer(StrictSerializer):
+    """The local adapter: Jobs run as processes of the control-plane worker's machine."""
+
+    workRoot = StrictCharField(max_length=4096, required=False)
+    maxConcurrentJobs = StrictIntegerField(min_value=1, max_value=1024, default=4)
+
+    def validate_workRoot(self, value: str) -> str:
+        if not value.startswith("/"):
+            raise field_error(f'Invalid value: "{value}": must be an absolute path')
+        if ".." in value.split("/"):
+            raise field_error(f"Invalid value: \"{value}\": must not contain a '..' segment")
+        return value
+
+
+# --- Job ----------------------------------------------------------------------------------
+
+
+class StepSerializer(StrictSerializer):
+    name = StrictCharField(max_length=63)
+    run = StrictCharField(max_length=MAX_SCRIPT)
+
+    def validate_name(self, value: str) -> str:
+        return _checked(value, dns1123_label_errors(value))
+
+
+class KeyRefSerializer(StrictSerializer):
+    name = SubdomainField(max_length=253)
+    key = StrictCharField(max_length=253)
+    optional = StrictBooleanField(default=False)
+
+    def validate_key(self, value: str) -> str:
+        if not re.fullmatch(r"[-._a-zA-Z0-9]+", value):
+            raise field_error(
+                f'Invalid value: "{value}": a valid config key must consist of alphanumeric '
+                "characters, '-', '_' or '.'"
+            )
+        return value
+
+
+class EnvVarSourceSerializer(StrictSerializer):
+    secretKeyRef = KeyRefSerializer(required=False)
+    configMapKeyRef = KeyRefSerializer(required=False)
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        if not isinstance(data, dict):
+            return []
+        given = [k for k in ("secretKeyRef", "configMapKeyRef") if k in data]
+        if len(given) != 1:
+            return [
+                errors.invalid("", "must specify exactly one of secretKeyRef or configMapKeyRef")
+            ]
+        return []
+
+
+class EnvVarSerializer(StrictSerializer):
+    name = StrictCharField(max_length=253)
+    value = StrictCharField(max_length=32768, required=False, allow_blank=True)
+    valueFrom = EnvVarSourceSerializer(required=False)
+
+    def validate_name(self, value: str) -> str:
+        if not _ENV_NAME.fullmatch(value):
+            raise field_error(
+                f'Invalid value: "{value}": a valid environment variable name must consist of '
+                "alphabetic characters, digits, '_', '-', or '.', and must not start with a digit"
+            )
+        return value
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        if isinstance(data, dict) and "value" in data and "valueFrom" in data:
+            return [errors.invalid("valueFrom", "may not be specified when `value` is not empty")]
+        return []
+
+
+class LocalObjectReferenceSerializer(StrictSerializer):
+    name = SubdomainField(max_length=253)
+
+
+class SourceSerializer(StrictSerializer):
+    """The checkout: inline files, or a repository at one commit."""
+
+    inline = serializers.DictField(child=StrictCharField(allow_blank=True), required=False)
+    repoURL = StrictCharField(max_length=2048, required=False)
+    commitSHA = StrictCharField(max_length=64, required=False)
+
+    def validate_commitSHA(self, value: str) -> str:
+        if not _COMMIT_SHA.fullmatch(value):
+            raise field_error(
+                f'Invalid value: "{value}": must be a full lowercase hexadecimal commit SHA'
+            )
+        return value
+
+    def validate_inline(self, value: dict) -> dict:
+        if len(value) > MAX_FILES:
+            raise field_error(f"Too many: {len(value)}: must have at most {MAX_FILES} files")
+        for path in sorted(value):
+            messages = relative_path_errors(path) if path else ["must not be empty"]
+            if messages:
+                raise field_error(f'Invalid value: "{path}": a file path {messages[0]}')
+        size = sum(len(content.encode("utf-8", "surrogatepass")) for content in value.values())
+        if size > MAX_INLINE_BYTES:
+            raise field_error(f"must be at most {MAX_INLINE_BYTES} bytes in all, got {size}")
+        return value
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        if not isinstance(data, dict):
+            return []
+        inline, repo, sha = "inline" in data, "repoURL" in data, "commitSHA" in data
+        if inline == repo:
+            return [errors.invalid("", "must specify exactly one of inline or repoURL")]
+        if repo and not sha:
+            return [errors.required("commitSHA", "required with repoURL")]
+        if inline and sha:
+            return [errors.invalid("commitSHA", "only with repoURL")]
+        return []
+
+
+class JobSpecSerializer(StrictSerializer):
+    jobClassName = SubdomainField(max_length=253, required=False)
+    image = StrictCharField(max_length=4096, required=False)
+    steps = BoundedListField(max_items=MAX_STEPS, child=StepSerializer(), required=False)
+    command = BoundedListField(max_items=MAX_ARGS, child=StrictCharField(), required=False)
+    args = BoundedListField(
+        max_items=MAX_ARGS, child=StrictCharField(allow_blank=True), required=False
+    )
+    workingDir = StrictCharField(max_length=4096, required=False)
+    source = SourceSerializer(required=False)
+    env = BoundedListField(max_items=MAX_ENV, child=EnvVarSerializer(), required=False)
+    imagePullSecrets = BoundedListField(
+        max_items=MAX_PULL_SECRETS, child=LocalObjectReferenceSerializer(), required=False
+    )
+    resources = ResourceRequirementsSerializer(required=False)
+    timeoutSeconds = StrictIntegerField(min_value=1, max_value=INT32_MAX, required=False)
+    cancelRequested = StrictBooleanField(required=False)
+
+    def validate_image(self, value: str) -> str:
+        if not value or value != value.strip():
+            raise field_error(f'Invalid value: "{value}": must be a non-empty image reference')
+        return value
+
+    def validate_workingDir(self, value: str) -> str:
+        return _checked(value, relative_path_errors(value) if value else ["must not be empty"])
+
+    def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
+        if not isinstance(data, dict):
+            return []
+        causes: list[FieldError] = []
+        has_steps, has_command = "steps" in data, "command" in data
+        if has_steps == has_command:
+            causes.append(errors.invalid("steps", "must specify exactly one of steps or command"))
+        elif has_steps and isinstance(data["steps"], list):
+            if not data["steps"]:
+                causes.append(errors.required("steps", "must have at least 1 item"))
+            seen: set[str] = set()
+            for index, step in enumerate(data["steps"]):
+                name = step.get("name") if isinstance(step, dict) else None
+                if isinstance(name, str) and name in seen:
+                    causes.append(errors.duplicate(f"steps[{index}].name", name))
+                if isinstance(name, str):
+                    seen.add(name)
+        if "args" in data and not has_command:
+            causes.append(errors.invalid("args", "only with command"))
+        if has_command and isinstance(data["command"], list) and not data["command"]:
+            causes.append(errors.required("command", "must have at least 1 item"))
+        env = data.get("env")
+        if isinstance(env, list):
+            names: set[str] = set()
+            for index, var in enumerate(env):
+                name = var.get("name") if isinstance(var, dict) else None
+                if isinstance(name, str) and name in names:
+                    causes.append(errors.duplicate(f"env[{index}].name", name))
+                if isinstance(name, str):
+                    names.add(name)
+        return causes
+
+
+class ResolvedParametersRefSerializer(StrictSerializer):
+    group = StrictCharField(max_length=253)
+    kind = StrictCharField(max_length=63)
+    name = StrictCharField(max_length=253)
+    uid = StrictCharField(max_length=36, required=False, allow_blank=True)
+
+
+class ResolvedJobClassSerializer(StrictSerializer):
+    name = StrictCharField(max_length=253)
+    uid = StrictCharField(max_length=36)
+    controllerName = StrictCharField(max_length=253)
+    parametersRef = ResolvedParametersRefSerializer()
+
+
+class StepStatusSerializer(StrictSerializer):
+    name = StrictCharField(max_length=63)
+    status = serializers.ChoiceField(
+        choices=["Pending", "Running", "Succeeded", "Failed", "Skipped", "Cancelled"]
+    )
+    exitCode = StrictIntegerField(required=False, allow_null=True)
+    startedAt = TimeField(required=False, allow_null=True)
+    finishedAt = TimeField(required=False, allow_null=True)
+
+
+class JobStatusSerializer(StrictSerializer):
+    phase = serializers.ChoiceField(choices=JobPhase.values, required=False)
+    message = StrictCharField(max_length=MAX_MESSAGE, required=False, allow_blank=True)
+    resolvedJobClass = ResolvedJobClassSerializer(required=False)
+    effectiveResources = ResourceRequirementsSerializer(required=False)
+    executionRef = FreeformObjectField(required=False)
+    steps = BoundedListField(max_items=MAX_STEPS + 1, child=StepStatusSerializer(), required=False)
+    startTime = TimeField(required=False)
+    completionTime = TimeField(required=False)
+    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    conditions = ConditionsField(required=False, types=CONDITION_TYPES_JOB)
