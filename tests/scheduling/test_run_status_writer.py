@@ -86,6 +86,7 @@ def test_no_module_but_the_status_writers_compare_and_sets_a_row():
         "scheduling/runtime_status.py",
         "workspaces/status.py",
         "workflows/status.py",
+        "jobclasses/status.py",
         "portal/machinery/store.py",
     }
     found = {}
