@@ -268,6 +268,9 @@ def schedule(job: Job, status: dict, now: datetime) -> tuple[dict, bool]:
     job_class, reason, message = _frozen_class(resolved)
     if job_class is None:
         return _waiting(job, status, now, reason, message), False
+    params, reason, message = _frozen_parameters(resolved)
+    if params is None:
+        return _waiting(job, status, now, reason, message), False
     if job_class.ready != "True":
         ready = job_status.condition(job_class.status, "Ready")
         return _waiting(
@@ -278,9 +281,6 @@ def schedule(job: Job, status: dict, now: datetime) -> tuple[dict, bool]:
             f"JobClass {job_class.name} is not Ready ({ready.get('reason', 'unknown')}): "
             f"{ready.get('message', '')}".rstrip(": "),
         ), False
-    params, reason, message = _frozen_parameters(resolved)
-    if params is None:
-        return _waiting(job, status, now, reason, message), False
     try:
         values = env.resolve(job.namespace, (job.spec or {}).get("env"))
     except env.MissingReference as exc:
