@@ -24,6 +24,7 @@ urlpatterns = [
     path("", include("scheduling.urls")),  # subresources like runs/log, before the kinds
     path("", include("workspaces.urls")),  # the admission webhook, before /apis/ is a 404
     path("", include("workflows.urls")),  # workflows/<name>/run, before the kinds
+    path("", include("jobclasses.urls")),  # jobs/<name>/log, before the kinds
     *api_urlpatterns(),
     *api_not_found_patterns(),
 ]

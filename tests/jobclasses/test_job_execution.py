@@ -253,3 +253,24 @@ def test_deleting_a_running_job_stops_its_execution():
     delete(job)
     assert reconcile_job(job) is None
     assert localexec.running_count(root) == 0
+
+
+def test_the_log_subresource_serves_the_jobs_one_log(admin_api, user_api):
+    local_class("default", default=True)
+    job = run_until(submit(steps=TWO_STEPS), {JobPhase.SUCCEEDED})
+    path = "/apis/execution.ayatori.ddupan.top/v1alpha1/namespaces/default/jobs/job/log"
+    response = admin_api.get(path)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "building" in text and "tested" in text
+    assert text.index("build") < text.index("test")
+    tail = admin_api.get(path, {"limitBytes": 7}).content.decode()
+    assert len(tail.encode()) <= 7 and text.endswith(tail)
+    followed = b"".join(admin_api.get(path, {"follow": "true"}).streaming_content).decode()
+    assert followed == text
+    forbidden = user_api.get(path)
+    assert forbidden.status_code == 403 and forbidden.json()["kind"] == "Status"
+    missing = admin_api.get(path.replace("/job/", "/nope/"))
+    assert missing.status_code == 404 and missing.json()["kind"] == "Status"
+    bad = admin_api.get(path, {"limitBytes": "x"})
+    assert bad.status_code == 400 and bad.json()["details"]["causes"][0]["field"] == "limitBytes"
