@@ -262,7 +262,11 @@ def read_log(ref: dict[str, Any], *, limit_bytes: int | None = None) -> str:
 
 
 def running_count(root: Path) -> int:
-    """Executions under ``root`` whose supervisor is alive (for maxConcurrentJobs)."""
+    """Executions under ``root`` whose supervisor is alive (for maxConcurrentJobs).
+
+    One that recorded its final result is not counted while its supervisor exits: by then
+    nothing of it runs, and the controller has seen it finish.
+    """
     try:
         entries = list(os.scandir(root))
     except (FileNotFoundError, NotADirectoryError):
@@ -272,5 +276,9 @@ def running_count(root: Path) -> int:
         for entry in entries
         if not entry.name.startswith(".")
         and entry.is_dir(follow_symlinks=False)
-        and lock.held(Path(entry.path) / "lock")
+        and _running(ExecutionDir(Path(entry.path)))
     )
+
+
+def _running(directory: ExecutionDir) -> bool:
+    return lock.held(directory.lock) and not _finished(directory)

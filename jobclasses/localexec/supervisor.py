@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -206,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(0)
     with contextlib.suppress(OSError):
         os.setsid()  # its own session and group: cancel signals the group
+    os.set_inheritable(args.lock_fd, False)  # no step may keep the lock (and look alive)
     directory = ExecutionDir(args.dir)
     terminated = []
     signal.signal(signal.SIGTERM, lambda signum, frame: terminated.append(signum))
@@ -235,9 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # record why, so the execution is not left Unknown
         supervisor.fail(error)
         raise
-    os.close(args.lock_fd)
-    return 0
+    return 0  # the lock goes with the process: held until the very end
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
+    os._exit(0)  # at once: the result is written, the lock goes with the process
