@@ -55,7 +55,8 @@ def group_members(pgid: int) -> list[int]:
 
 
 def step_groups(ref: dict) -> list[int]:
-    return [group["pgid"] for group in json.loads((Path(ref["dir"]) / "groups.json").read_text())]
+    """The process groups of the steps started so far (waits for the first)."""
+    return [group["pgid"] for group in json.loads(wait_file(Path(ref["dir"]) / "groups.json"))]
 
 
 def supervisor_pid(ref: dict) -> int:
