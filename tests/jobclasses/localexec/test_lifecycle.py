@@ -280,3 +280,14 @@ def test_running_count_counts_live_supervisors_only(root: Path):
 def test_a_ref_of_another_kind_is_refused(ref: dict):
     with pytest.raises(ValueError):
         observe(ref)
+
+
+def test_sigterm_to_the_supervisor_alone_cancels_the_execution(root: Path):
+    ref = start(root, "sigterm", spec(Step("slow", "sleep 30"), Step("next", "true")))
+    wait_step_running(ref)
+
+    os.killpg(supervisor_pid(ref), signal.SIGTERM)  # what a stop of the whole host sends
+    seen = finish(ref)
+    assert seen.phase == "Cancelled" and "SIGTERM" in seen.message
+    assert [s["status"] for s in seen.steps] == ["Cancelled", "Skipped"]
+    assert_all_gone(ref)
