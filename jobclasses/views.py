@@ -76,7 +76,9 @@ class JobLogView(KubeView):
         if following:
             release = streams.acquire(request.user.get_username())
             response = streams.SlotStreamingResponse(
-                follow(job, limit_bytes, self.poll_seconds), release=release, content_type=TEXT_PLAIN
+                follow(job, limit_bytes, self.poll_seconds),
+                release=release,
+                content_type=TEXT_PLAIN,
             )
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"

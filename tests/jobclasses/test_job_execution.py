@@ -257,7 +257,7 @@ def test_deleting_a_running_job_stops_its_execution():
 
 def test_the_log_subresource_serves_the_jobs_one_log(admin_api, user_api):
     local_class("default", default=True)
-    job = run_until(submit(steps=TWO_STEPS), {JobPhase.SUCCEEDED})
+    run_until(submit(steps=TWO_STEPS), {JobPhase.SUCCEEDED})
     path = "/apis/execution.ayatori.ddupan.top/v1alpha1/namespaces/default/jobs/job/log"
     response = admin_api.get(path)
     assert response.status_code == 200
