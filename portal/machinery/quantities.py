@@ -37,7 +37,7 @@ def parse_quantity(value: Any) -> Decimal:
     number, suffix = Decimal(match.group(1)), match.group(2) or ""
     try:
         if suffix in _BINARY:
-            return number * (1024 ** _BINARY[suffix])
+            return number * Decimal(1024 ** _BINARY[suffix])
         if suffix in _DECIMAL:
             return number.scaleb(_DECIMAL[suffix])
         return number.scaleb(int(suffix[1:]))
