@@ -32,7 +32,7 @@ from portal.machinery.errors import StatusError
 from portal.machinery.labels import compile_selector
 from portal.machinery.registry import registry
 
-from . import adapters, env, parameters, resolution
+from . import adapters, env, metrics, parameters, resolution
 from . import status as job_status
 from .adapters import BackendError, ExecutionRequest, NotReadyToStart, Observation
 from .models import EXECUTION_CLEANUP, Job, JobClass, JobPhase
@@ -83,6 +83,7 @@ def _conditions(job: Job, status: dict, now: datetime, **conditions: tuple) -> d
 
 
 def _not_accepted(job: Job, status: dict, now: datetime, reason: str, message: str) -> dict:
+    metrics.NOT_ACCEPTED.labels(reason).inc()
     new = _conditions(job, status, now, Accepted=("False", reason, message))
     new.update(phase=JobPhase.PENDING, message=message)
     return new

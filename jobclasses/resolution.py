@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from . import metrics
 from .models import NAMESPACE_DEFAULT_ANNOTATION, JobClass
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ def resolve(requested: str, namespace_annotations: dict | None) -> Resolution:
     defaults = list(
         JobClass.objects.filter(is_default=True, deletion_timestamp__isnull=True).order_by("name")
     )
+    metrics.DEFAULT_CLASSES.set(len(defaults))
     if not defaults:
         return Resolution(
             None,

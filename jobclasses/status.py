@@ -53,6 +53,10 @@ def write(obj: Any, status: dict) -> bool:
     for column, value in columns.items():
         setattr(obj, column, value)
     after = (getattr(obj, "phase", None), getattr(obj, "job_class", None))
+    if hasattr(obj, "job_class") and after[0] != before[0]:
+        from .metrics import JOB_TRANSITIONS
+
+        JOB_TRANSITIONS.labels(str(after[0])).inc()
     if hasattr(obj, "job_class") and after != before and obj.job_class:
         from .triggers import request_class_reconcile
 

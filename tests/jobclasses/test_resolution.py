@@ -77,3 +77,11 @@ def test_only_the_annotation_value_true_makes_a_default():
         }
     )
     assert resolve("", {}).reason == "NoDefaultJobClass"
+
+
+def test_the_number_of_global_defaults_is_exported_for_alerting():
+    from prometheus_client import REGISTRY
+
+    classes(("older", True), ("newer", True))
+    resolve("", {})
+    assert REGISTRY.get_sample_value("kruntimes_jobclass_global_defaults") == 2
