@@ -45,7 +45,9 @@ def skeleton_manifest(kind: ResourceKind, namespace: str = "default") -> dict:
         if wire == kind.status_field:
             continue
         many = isinstance(spec, (serializers.ListSerializer, serializers.ListField))
-        manifest[wire] = [] if many else {}
+        mapping = isinstance(spec, (type, serializers.DictField, serializers.JSONField))
+        if many or mapping:
+            manifest[wire] = [] if many else {}
     return manifest
 
 
