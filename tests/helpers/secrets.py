@@ -44,6 +44,10 @@ def make_secret(namespace: str = "default", name: str = "creds", **data: str):
     from portal.machinery.registry import registry
     from tests.helpers.operator import OPERATOR
 
+    if namespace != "default":
+        namespaces = registry.get("", "v1", "namespaces")
+        if not namespaces.model.objects.filter(name=namespace).exists():
+            store.create(namespaces, {"metadata": {"name": namespace}}, context=OPERATOR)
     kind = registry.get("", "v1", "secrets")
     body = secret(name, {key: b64(value) for key, value in data.items()})
     return store.create(kind, body, namespace=namespace, context=OPERATOR)
