@@ -156,3 +156,12 @@ class TestImmutable:
             admin_api, secrets_url(name="s2"), {"immutable": True, "data": {"a": b64("x")}}
         )
         assert response.status_code == 200, response.json()
+
+
+def test_writes_log_no_value(admin_api, caplog):
+    caplog.set_level("DEBUG")
+    create(admin_api, secret("s1", stringData={"password": VALUE}))
+    merge_patch(admin_api, secrets_url(name="s1"), {"stringData": {"password": VALUE + "2"}})
+    create(admin_api, secret("bad", {"password": VALUE + "!"}))
+    admin_api.delete(secrets_url(name="s1"))
+    assert VALUE not in caplog.text and VALUE_B64 not in caplog.text

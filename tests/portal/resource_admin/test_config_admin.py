@@ -105,3 +105,11 @@ def test_the_config_map_admin_shows_its_data(client):
     cm = ConfigMap.objects.get(name="app")
     html = client.get(reverse("admin:portal_configmap_change", args=[cm.pk])).content.decode()
     assert "fast-mode" in html
+
+
+def test_the_admin_history_records_no_value(client, creds):
+    from django.contrib.admin.models import LogEntry
+
+    edit(client, creds, {**shown_manifest(creds), "stringData": {"token": VALUE}})
+    entries = " ".join(f"{e.object_repr} {e.change_message}" for e in LogEntry.objects.all())
+    assert entries and VALUE not in entries and b64(VALUE) not in entries
