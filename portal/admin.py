@@ -1,4 +1,5 @@
-"""The admin console of the portal's own kinds: Namespace and the RBAC kinds.
+"""The admin console of the portal's own kinds: Namespace and the RBAC kinds (Secret and
+ConfigMap in ``portal.config_admin``).
 
 Every page comes from ``ResourceAdmin`` (``portal/resource_admin/``); the extras here are the
 RBAC tables an operator reads (rules, roleRef, subjects, who binds a role) and a Namespace's
@@ -13,6 +14,7 @@ from django.contrib import admin
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
+import portal.config_admin  # noqa: F401 - registers the Secret and ConfigMap admins
 from portal.machinery.registry import registry
 from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
 from portal.resource_admin import (

@@ -6,8 +6,12 @@ class PortalConfig(AppConfig):
     verbose_name = "Cluster"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         import portal.machinery.schema  # noqa: F401 - registers the OpenAPI extension
         import portal.tasks  # noqa: F401 - registers the tasks the store sends by name
+        from portal.auth.default_roles import ensure_default_cluster_roles
         from portal.kinds import register_portal_kinds
 
         register_portal_kinds()
+        post_migrate.connect(ensure_default_cluster_roles, sender=self)

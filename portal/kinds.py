@@ -1,4 +1,5 @@
-"""The kinds the portal itself serves: v1 Namespace and the rbac.authorization.k8s.io kinds."""
+"""The kinds the portal itself serves: v1 Namespace, Secret, ConfigMap and the
+rbac.authorization.k8s.io kinds."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from portal.auth.rbac_serializers import (
     SubjectSerializer,
     cluster_binding_rules,
 )
+from portal.config_kinds import register_config_kinds
 from portal.machinery import errors
 from portal.machinery.registry import Column, ResourceKind, registry
 from portal.machinery.serializers import StrictSerializer
@@ -69,6 +71,7 @@ def register_portal_kinds() -> None:
             columns=(Column("STATUS", lambda o: o.phase),),
         )
     )
+    register_config_kinds()
     rules = {"rules": PolicyRuleSerializer(many=True)}
     binding = {"roleRef": RoleRefSerializer, "subjects": SubjectSerializer(many=True)}
     role_ref_column = Column("ROLE", lambda o: f"{o.role_ref.get('kind')}/{o.role_ref.get('name')}")

@@ -1,13 +1,24 @@
-"""Models of the portal itself: Namespace, the owner-reference index and the RBAC kinds."""
+"""Models of the portal itself: Namespace, Secret, ConfigMap, the owner-reference index and the
+RBAC kinds."""
 
 from __future__ import annotations
 
 from django.db import models
 
 from portal.auth.rbac_models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
-from portal.machinery.objects import ClusterObject, unique_name_constraint
+from portal.encryption import EncryptedJSONField
+from portal.machinery.objects import ClusterObject, NamespacedObject, unique_name_constraint
 
-__all__ = ["ClusterRole", "ClusterRoleBinding", "Namespace", "OwnerLink", "Role", "RoleBinding"]
+__all__ = [
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "Namespace",
+    "OwnerLink",
+    "Role",
+    "RoleBinding",
+    "Secret",
+]
 
 
 class Namespace(ClusterObject):
@@ -23,6 +34,30 @@ class Namespace(ClusterObject):
     def sync_columns(self) -> None:
         self.phase = "Terminating" if self.deletion_timestamp is not None else "Active"
         self.status = {**(self.status or {}), "phase": self.phase}
+
+
+class Secret(NamespacedObject):
+    """v1 Secret: ``data`` maps keys to base64 values, encrypted at rest when keys are set."""
+
+    type = models.CharField(max_length=253, default="Opaque", db_index=True)
+    data = EncryptedJSONField(default=dict, blank=True)
+    immutable = models.BooleanField(null=True, blank=True)
+    # ``stringData`` is write-only: folded into ``data`` on every write, never stored.
+    string_data = None
+
+    class Meta(NamespacedObject.Meta):
+        constraints = [unique_name_constraint("secret", namespaced=True)]
+
+
+class ConfigMap(NamespacedObject):
+    """v1 ConfigMap: ``data`` maps keys to strings, ``binaryData`` to base64 values."""
+
+    data = models.JSONField(default=dict, blank=True)
+    binary_data = models.JSONField(default=dict, blank=True)
+    immutable = models.BooleanField(null=True, blank=True)
+
+    class Meta(NamespacedObject.Meta):
+        constraints = [unique_name_constraint("configmap", namespaced=True)]
 
 
 class OwnerLink(models.Model):

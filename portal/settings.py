@@ -238,10 +238,12 @@ KRUNTIMES_RUN_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_RUN_ARTIFACT_MAX_BYTES", d
 KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS = env.int(
     "KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS", default=600
 )
-# Secrets (e.g. S3 credentials) as <dir>/<namespace>/<secret>/<key> files; empty: none.
-KRUNTIMES_SECRETS_DIR = env.str("KRUNTIMES_SECRETS_DIR", default="")
 # How often a running Job's execution is observed (the beat pass heals a lost poll).
 KRUNTIMES_JOB_POLL_SECONDS = env.float("KRUNTIMES_JOB_POLL_SECONDS", default=2.0)
+# Fernet keys (comma-separated) encrypting Secret data in the database: the first encrypts,
+# all decrypt (rotate by putting a new key first, then manage.py rotate_secret_keys); empty:
+# stored plain.
+KRUNTIMES_SECRET_ENCRYPTION_KEYS = env.list("KRUNTIMES_SECRET_ENCRYPTION_KEYS", default=[])
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
 CELERY_BEAT_SCHEDULE = {
     "garbage-collect": {

@@ -24,7 +24,9 @@ from portal.machinery import store
 from portal.machinery.admission import WriteContext
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
+from portal.secrets import MissingReference, secret_data
 from runtimed.stores import RunScope, StoreError, build_store
+from runtimed.stores.factory import SecretLookup
 from scheduling import metrics
 from scheduling.models import ACTIVE_PHASES, Run
 
@@ -88,10 +90,18 @@ def expire_finished(now: datetime, batch: int, after_pk: int = 0) -> Progress:
 StoreFactory = Callable[..., object]
 
 
-def secrets_dir(namespace: str) -> Path | None:
-    """Where the control plane finds the Secrets of ``namespace`` (one dir per Secret)."""
-    root = settings.KRUNTIMES_SECRETS_DIR
-    return Path(root) / namespace if root else None
+def namespace_secrets(namespace: str) -> SecretLookup:
+    """The Secrets of ``namespace`` from the database, as the store factory reads them."""
+
+    def lookup(name: str) -> dict[str, bytes]:
+        try:
+            return secret_data(namespace, name)
+        except MissingReference as exc:
+            raise StoreError(str(exc)) from None
+        except StatusError as exc:  # stored data no configured key decrypts
+            raise StoreError(exc.message) from None
+
+    return lookup
 
 
 def run_store(run: Run, store_factory: StoreFactory = build_store):
@@ -102,7 +112,7 @@ def run_store(run: Run, store_factory: StoreFactory = build_store):
     return store_factory(
         snapshot,
         volumes_root=Path(settings.KRUNTIMES_ARTIFACT_VOLUMES),
-        secrets_dir=secrets_dir(run.namespace),
+        secrets=namespace_secrets(run.namespace),
     )
 
 

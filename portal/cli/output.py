@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from portal.machinery import humanize
 from portal.machinery.errors import StatusError
-from portal.machinery.manifest import to_manifest
+from portal.machinery.manifest import list_item, to_manifest
 from portal.machinery.registry import ResourceKind
 from portal.machinery.yaml import dump
 
@@ -127,10 +127,13 @@ def render(
     *,
     singular: bool = False,
     all_namespaces: bool = False,
+    listing: bool = False,
 ) -> str:
-    """``get``'s stdout for the objects found, per kind: a table, YAML, JSON or names."""
+    """``get``'s stdout for the objects found, per kind: a table, YAML, JSON or names (a
+    listing shows its items as the API's list does)."""
     if output in ("yaml", "json"):
-        manifests = [to_manifest(kind, obj) for kind, objects in found for obj in objects]
+        shown = list_item if listing else to_manifest
+        manifests = [shown(kind, obj) for kind, objects in found for obj in objects]
         if singular and not manifests:
             return ""
         data = manifests[0] if singular and len(manifests) == 1 else as_list(manifests)

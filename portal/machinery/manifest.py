@@ -51,6 +51,12 @@ def to_manifest(kind: ResourceKind, obj: Any) -> dict[str, Any]:
     return manifest
 
 
+def list_item(kind: ResourceKind, obj: Any) -> dict[str, Any]:
+    """An object as a list shows it: its manifest, less what the kind keeps out of lists."""
+    manifest = to_manifest(kind, obj)
+    return kind.in_list(manifest) if kind.in_list is not None else manifest
+
+
 def check_type_meta(kind: ResourceKind, manifest: Any) -> None:
     """apiVersion/kind in the body must name the kind of the path (400 otherwise)."""
     if not isinstance(manifest, dict):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,11 @@ class ResourceKind:
     # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
     # model instance -> names; a deleted object stays while any remain.
     extra_finalizers: Callable[[Any], list[str]] | None = None
+    # The validated body fields as stored, on every write before the validators run (a
+    # Secret's write-only ``stringData`` folded into ``data``): (body, old|None) -> body.
+    normalize: Callable[[dict[str, Any], Mapping[str, Any] | None], dict[str, Any]] | None = None
+    # An item as a list shows it (a Secret's values only on a GET of that one Secret).
+    in_list: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self.singular = self.singular or self.kind.lower()

@@ -15,6 +15,7 @@ from typing import Any, cast
 from django.core.serializers.json import DjangoJSONEncoder
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.fields import SkipField, empty
 
 from . import errors
 from .errors import FieldError
@@ -266,10 +267,12 @@ def validate_with(spec: BodySpec, data: Any, path: str) -> tuple[Any, list[Field
     (e.g. ``PolicyRuleSerializer(many=True)``); returns (plain validated data, causes)."""
     if not isinstance(spec, type):
         field = fresh_field(spec)
-        if data is None:
-            data = [] if isinstance(field, serializers.ListSerializer) else data
+        if data is None:  # absent (or null): a list is empty, a scalar field's default applies
+            data = [] if isinstance(field, serializers.ListSerializer) else empty
         try:
             return to_plain(field.run_validation(data)), []
+        except SkipField:  # absent, and no default
+            return None, []
         except ValidationError as exc:
             return None, flatten_errors(exc.detail, path)
     if data is None:

@@ -113,6 +113,8 @@ def _validate_body(
         value, field_causes = validate_with(serializer_class, manifest.get(wire), wire)
         body[wire] = value
         causes += field_causes
+    if kind.normalize is not None and not causes:
+        body = kind.normalize(body, old)
     return body, causes
 
 

@@ -24,7 +24,7 @@ from . import errors, store
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
-from .manifest import to_manifest
+from .manifest import list_item, to_manifest
 from .registry import ResourceKind
 from .streams import RETRY_AFTER_SECONDS
 from .yaml import MergePatchParser, StrictJSONParser, YAMLParser, YAMLRenderer
@@ -180,7 +180,7 @@ class CollectionView(KubeView):
                 "apiVersion": self.kind.api_version,
                 "kind": f"{self.kind.kind}List",
                 "metadata": metadata,
-                "items": [self.manifest(o) for o in items],
+                "items": [list_item(self.kind, o) for o in items],
             }
         )
 

@@ -45,7 +45,9 @@ def skeleton_manifest(kind: ResourceKind, namespace: str = "default") -> dict:
         if wire == kind.status_field:
             continue
         many = isinstance(spec, (serializers.ListSerializer, serializers.ListField))
-        manifest[wire] = [] if many else {}
+        mapping = isinstance(spec, (type, serializers.DictField, serializers.JSONField))
+        if many or mapping:
+            manifest[wire] = [] if many else {}
     return manifest
 
 
@@ -84,11 +86,20 @@ class ManifestForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk is not None and not self.is_bound and self.resource_kind is not None:
             try:
-                text = dump(editable_manifest(self.resource_kind, self.instance))
+                text = dump(self.editable(self.instance))
             except Exception as exc:  # a row too broken to render: show why, keep the page up
                 text = f"# could not render this object: {exc}\n"
             self.initial["manifest"] = text
             self.initial["loaded_resource_version"] = str(self.instance.resource_version)
+
+    def editable(self, obj: Any) -> dict:
+        """The manifest the textarea shows (a kind's form may hold fields back)."""
+        assert self.resource_kind is not None
+        return editable_manifest(self.resource_kind, obj)
+
+    def replacement(self, manifest: dict, current: Any) -> dict:
+        """The whole object to PUT for the edited manifest (the fields held back put back)."""
+        return manifest
 
     @property
     def adding(self) -> bool:
@@ -132,8 +143,9 @@ class ManifestForm(forms.ModelForm):
                 obj = store.create(kind, manifest, context=context)
             else:
                 current = self.instance
-                if manifest == editable_manifest(kind, current):
+                if manifest == self.editable(current):
                     return  # nothing changed: no write, no new resourceVersion
+                manifest = self.replacement(manifest, current)
                 loaded = self.cleaned_data.get("loaded_resource_version") or str(
                     current.resource_version
                 )

@@ -24,8 +24,9 @@ from portal.machinery.events import send_on_commit
 from portal.processes import Child, Supervisor
 from runtimed import persistent, proctree
 from runtimed.staging import RUNS_DIR
-from scheduling import cleanup, lifecycle, recovery, resources, task_names
+from scheduling import lifecycle, recovery, resources, task_names
 from scheduling.models import PodPhase, Runtime, RuntimePod
+from scheduling.providers import pod_secrets
 from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,17 @@ class PodIdentity:
     uid: str
 
     @property
+    def directory(self) -> Path:
+        """The pod's own directory: its emptyDir workspace and its Secret volume."""
+        return Path(settings.DATA_DIR) / "pods" / self.namespace / self.name
+
+    @property
     def workspace(self) -> Path:
-        return Path(settings.DATA_DIR) / "pods" / self.namespace / self.name / "workspace"
+        return self.directory / "workspace"
+
+    @property
+    def secrets(self) -> Path:
+        return self.directory / "secrets"
 
 
 def new_identity(namespace: str, runtime: str) -> PodIdentity:
@@ -77,10 +87,9 @@ def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
         "KRUNTIME_RUN_ARTIFACT_MAX_BYTES": str(settings.KRUNTIMES_RUN_ARTIFACT_MAX_BYTES),
         # steps get the pod's grace less a margin to report before the pod is killed
         "KRUNTIME_TERMINATION_GRACE_SECONDS": str(runtimed_grace()),
+        # the Secrets its Runtime references, written there by register()
+        "KRUNTIME_SECRETS_DIR": str(pod.secrets),
     }
-    secrets_dir = cleanup.secrets_dir(pod.namespace)
-    if secrets_dir is not None:
-        env["KRUNTIME_SECRETS_DIR"] = str(secrets_dir)
     return env
 
 
@@ -94,6 +103,7 @@ def register(pod: PodIdentity) -> dict[str, int]:
     )
     capacity = resources.pod_capacity(spec, {})
     pod.workspace.mkdir(parents=True, exist_ok=True)
+    pod_secrets.write_secrets(pod.secrets, pod.namespace, pod_secrets.referenced_secrets(spec))
     RuntimePod.objects.create(
         namespace=pod.namespace,
         runtime=pod.runtime,
@@ -155,7 +165,8 @@ def unregister(pod: PodIdentity) -> None:
             timezone.now(),
         )
     RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
-    shutil.rmtree(pod.workspace.parent, ignore_errors=True)
+    pod_secrets.remove_secrets(pod.secrets)
+    shutil.rmtree(pod.directory, ignore_errors=True)
     send_on_commit(task_names.RECONCILE)
     runtime_pods_changed.send(sender=None, namespace=pod.namespace)
 

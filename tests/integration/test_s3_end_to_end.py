@@ -1,5 +1,6 @@
 """The S3 artifact store for real under ``manage.py up``: runtimed uploads to moto's S3 server
-over HTTP with credentials from a mounted Secret, a second Run reads the artifact back, and
+over HTTP with credentials from a Secret object (each local pod gets it as a Secret volume in
+its own directory; the control plane reads it from the database), a second Run reads the artifact back, and
 deleting the Run makes the control plane remove its objects from the bucket."""
 
 from __future__ import annotations
@@ -12,15 +13,6 @@ from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 KEYS = {"aws_access_key_id": "e2e-key", "aws_secret_access_key": "e2e-secret"}
-
-
-@pytest.fixture
-def up_env(tmp_path, s3_endpoint) -> dict[str, str]:
-    secret = tmp_path / "secrets" / "default" / "s3-creds"  # <dir>/<namespace>/<secret>/<key>
-    secret.mkdir(parents=True)
-    (secret / "accessKeyID").write_text(KEYS["aws_access_key_id"])
-    (secret / "secretAccessKey").write_text(KEYS["aws_secret_access_key"])
-    return {"KRUNTIMES_SECRETS_DIR": str(tmp_path / "secrets")}
 
 
 @pytest.mark.parametrize("broker", ["filesystem"], indirect=True)  # one broker is enough
@@ -40,6 +32,17 @@ def test_artifacts_through_s3_and_their_cleanup(portal_up, s3_endpoint):
         },
     }
     session, base = portal_up
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s3-creds"},
+        "stringData": {
+            "accessKeyID": KEYS["aws_access_key_id"],
+            "secretAccessKey": KEYS["aws_secret_access_key"],
+        },
+    }
+    response = session.post(f"{base}/api/v1/namespaces/default/secrets", json=secret, timeout=10)
+    assert response.status_code == 201, response.text
     runtime = {**RUNTIME, "spec": {**RUNTIME["spec"], "artifactStore": store}}
     assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
     assert wait_until(lambda: ready_pods() == 2, timeout=60), "Runtime Pods never got ready"

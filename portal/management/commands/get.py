@@ -37,10 +37,12 @@ class Command(BaseCommand):
                 found.append((group.kind, objects))
         except cli.CLIError as exc:
             raise cli.abort(self.stderr, exc, "get failed") from None
-        text = cli.render(found, output, singular=singular, all_namespaces=all_namespaces)
+        listing = not any(group.names for group in groups)
+        text = cli.render(
+            found, output, singular=singular, all_namespaces=all_namespaces, listing=listing
+        )
         if text:
             self.stdout.write(text, ending="")
-        listing = not any(group.names for group in groups)
         if listing and output in (None, "wide") and not any(objects for _, objects in found):
             self.stderr.write(
                 cli.no_resources_message([g.kind for g in groups], namespace, all_namespaces)

@@ -36,7 +36,13 @@ def test_resource_list_includes_status_subresources(admin_api):
 def test_core_group(admin_api):
     assert admin_api.get("/api").json()["versions"] == ["v1"]
     core = admin_api.get("/api/v1").json()
-    assert [r["name"] for r in core["resources"]] == ["namespaces", "namespaces/status"]
+    assert [r["name"] for r in core["resources"]] == [
+        "namespaces",
+        "namespaces/status",
+        "secrets",
+        "configmaps",
+    ]
+    assert {r["name"]: r.get("shortNames") for r in core["resources"]}["configmaps"] == ["cm"]
 
 
 def test_unknown_group_version(admin_api):

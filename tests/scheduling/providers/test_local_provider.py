@@ -76,21 +76,20 @@ def test_a_terminating_pod_takes_no_new_runs(provider):
     assert fresh(run).phase == "Pending"
 
 
-def test_pods_get_the_artifact_volumes_limits_and_secrets_of_the_portal(settings, tmp_path):
+def test_pods_get_the_artifact_volumes_limits_and_their_secrets_dir(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
     settings.KRUNTIMES_ARTIFACT_VOLUMES = tmp_path / "volumes"
-    settings.KRUNTIMES_SECRETS_DIR = str(tmp_path / "secrets")
     settings.KRUNTIMES_ARTIFACT_MAX_BYTES = 1000
     settings.KRUNTIMES_RUN_ARTIFACT_MAX_BYTES = 5000
     pod = local.PodIdentity("ci", "bash", "bash-abcde", "uid-1")
     env = local.pod_env(pod, {"runs": 2})
     assert env["KRUNTIME_ARTIFACT_VOLUMES"] == str(tmp_path / "volumes")
-    assert env["KRUNTIME_SECRETS_DIR"] == str(tmp_path / "secrets" / "ci")  # its namespace's
+    # the pod's own Secret volume, under its own directory
+    assert env["KRUNTIME_SECRETS_DIR"] == str(tmp_path / "pods" / "ci" / "bash-abcde" / "secrets")
     assert (env["KRUNTIME_ARTIFACT_MAX_BYTES"], env["KRUNTIME_RUN_ARTIFACT_MAX_BYTES"]) == (
         "1000",
         "5000",
     )
-    settings.KRUNTIMES_SECRETS_DIR = ""
-    assert "KRUNTIME_SECRETS_DIR" not in local.pod_env(pod, {"runs": 2})
 
 
 def _record(workspace, run, pod_uid, phase="Succeeded", where="runs", **extra):
