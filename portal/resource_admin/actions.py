@@ -90,8 +90,9 @@ class DeletionMixin:
 class ActionsMixin(DeletionMixin):
     """The ``delete_objects`` and ``remove_finalizers`` actions and their confirmation page."""
 
-    # True: only a superuser is offered (and may run) "Remove finalizers (force)"
+    # True: only a superuser is offered (and may run) the forced finalizer removal
     force_finalize_superuser_only = False
+    force_finalize_label = "Remove finalizers (force)"
     force_finalize_warning = (
         "This skips the cleanup the finalizers' controllers would do (e.g. deleting workspace "
         "data or external resources). Objects that are Terminating are removed immediately."
@@ -102,6 +103,9 @@ class ActionsMixin(DeletionMixin):
         actions.pop("delete_selected", None)  # Django's would delete rows behind the store
         if self.force_finalize_superuser_only and not request.user.is_superuser:
             actions.pop("remove_finalizers", None)
+        if "remove_finalizers" in actions:
+            func, name, _description = actions["remove_finalizers"]
+            actions["remove_finalizers"] = (func, name, self.force_finalize_label)
         if "delete_objects" in actions:
             func, name, _description = actions["delete_objects"]
             actions["delete_objects"] = (func, name, self.delete_action_label)
