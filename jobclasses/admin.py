@@ -67,6 +67,23 @@ def annotate_active_jobs(classes) -> None:
         job_class._active_jobs = counts.get(str(job_class.uid), 0)
 
 
+def annotate_classes(model, objects) -> None:
+    """``_classes`` on each parameters object of a page: the JobClasses naming it, one query
+    (the ``class_controller.classes_holding`` rule, for a page)."""
+    objects = list(objects)
+    names: dict[str, list[str]] = {}
+    for name, params in (
+        JobClass.objects.filter(
+            parameters_kind=model.__name__, parameters_name__in=[o.name for o in objects]
+        )
+        .order_by("name")
+        .values_list("name", "parameters_name")
+    ):
+        names.setdefault(params, []).append(name)
+    for obj in objects:
+        obj._classes = names.get(obj.name, [])
+
+
 def holders_text(what: str, holders: list[str]) -> str:
     shown = ", ".join(holders[:JOBS_SHOWN]) + (" …" if len(holders) > JOBS_SHOWN else "")
     return f"{len(holders)} {what}: {shown}"
@@ -310,9 +327,16 @@ class ParametersAdmin(ExecutionAdmin):
             "name"
         )
 
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        annotate_classes(self.model, changelist.result_list)
+        return changelist
+
     @admin.display(description="CLASSES")
     def classes_cell(self, obj):
-        return ", ".join(class_controller.classes_holding(obj))
+        if not hasattr(obj, "_classes"):
+            annotate_classes(self.model, [obj])
+        return ", ".join(obj._classes)
 
     @admin.display(description="spec")
     def spec_display(self, obj):

@@ -13,6 +13,8 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import Permission
 from django.contrib.messages import get_messages
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jobclasses.models import (
@@ -273,6 +275,36 @@ def test_opensandbox_parameters_show_the_secret_reference_only(client):
     assert "opensandbox-api.example.internal" in page(
         client, OpenSandboxExecutionParameters, "changelist"
     )
+
+
+def test_parameters_list_names_the_classes_in_one_query(client):
+    local_class("a")
+    local_class("b")
+    local_class("c", parameters="other")
+    with CaptureQueriesContext(connection) as one:
+        html = page(client, LocalExecutionParameters, "changelist")
+    assert '<td class="field-classes_cell">a, b</td>' in html
+    assert '<td class="field-classes_cell">c</td>' in html
+    local_class("d", parameters="third")
+    with CaptureQueriesContext(connection) as more:
+        page(client, LocalExecutionParameters, "changelist")
+    assert len(more.captured_queries) == len(one.captured_queries)
+
+
+def test_class_and_job_lists_do_not_query_per_row(client):
+    local_class("default", default=True)
+    accepted_job("a")
+
+    def queries(model):
+        with CaptureQueriesContext(connection) as seen:
+            page(client, model, "changelist")
+        return len(seen.captured_queries)
+
+    before = (queries(JobClass), queries(Job))
+    local_class("other")
+    accepted_job("b", jobClassName="other")
+    accepted_job("c")
+    assert (queries(JobClass), queries(Job)) == before
 
 
 def test_kubernetes_parameters_spec_is_readable(client):
