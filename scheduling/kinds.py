@@ -66,12 +66,17 @@ def register_scheduling_kinds() -> None:
             subresources={"log": ("get",)},
             on_change=(on_run_change,),
             columns=(
-                Column("RUNTIME", lambda o: o.runtime),
-                Column("PHASE", lambda o: o.phase),
-                Column("POD", lambda o: o.assigned_pod),
-                Column("ATTEMPT", lambda o: o.attempt),
-                Column("REASON", lambda o: _status(o, "reason"), wide=True),
-                Column("MESSAGE", lambda o: _status(o, "message"), wide=True),
+                Column("PHASE", lambda o: o.phase, description="status.phase"),
+                Column("RUNTIME", lambda o: o.runtime, description="spec.runtime"),
+                Column("POD", lambda o: o.assigned_pod, description="status.assignedPod"),
+                Column("REASON", lambda o: _status(o, "reason"), description="status.reason"),
+                Column("ATTEMPT", lambda o: o.attempt, wide=True, description="status.attempt"),
+                Column(
+                    "MESSAGE",
+                    lambda o: _status(o, "message"),
+                    wide=True,
+                    description="status.message",
+                ),
             ),
         )
     )

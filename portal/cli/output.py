@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from portal.machinery import humanize
+from portal.machinery import humanize, printing
 from portal.machinery.errors import StatusError
 from portal.machinery.manifest import list_item, to_manifest
 from portal.machinery.registry import ResourceKind
@@ -47,20 +47,8 @@ def human_duration(delta: timedelta) -> str:
     return humanize.human_duration(delta.total_seconds())
 
 
-def age(timestamp: datetime | None, now: datetime | None = None) -> str:
-    if timestamp is None:
-        return "<unknown>"
-    return human_duration((now or timezone.now()) - timestamp)
-
-
-def cell(value: Any) -> str:
-    if value is None or value == "":
-        return "<none>"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list | tuple):
-        return ",".join(map(str, value)) or "<none>"
-    return str(value)
+age = printing.age_text
+cell = printing.cell_text
 
 
 def format_table(rows: list[list[str]]) -> str:
@@ -90,8 +78,7 @@ def table_rows(
 ) -> list[list[str]]:
     """Header and rows: [NAMESPACE] NAME <columns> AGE [<wide columns>]."""
     now = now or timezone.now()
-    narrow = [c for c in kind.columns if not c.wide]
-    extra = [c for c in kind.columns if c.wide] if wide else []
+    narrow, extra = printing.printed_columns(kind, wide)
     show_ns = all_namespaces and kind.namespaced
     rows = [
         (["NAMESPACE"] if show_ns else [])
@@ -102,13 +89,8 @@ def table_rows(
     ]
     for obj in objects:
         name = f"{kind.key}/{obj.name}" if qualify else obj.name
-        rows.append(
-            ([obj.namespace] if show_ns else [])
-            + [name]
-            + [cell(c.value(obj)) for c in narrow]
-            + [age(obj.creation_timestamp, now)]
-            + [cell(c.value(obj)) for c in extra]
-        )
+        cells, age_cell, wide_cells = printing.column_cells(kind, obj, now, wide=wide)
+        rows.append(([obj.namespace] if show_ns else []) + [name] + cells + [age_cell] + wide_cells)
     return rows
 
 

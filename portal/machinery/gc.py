@@ -51,7 +51,7 @@ class Progress:
 
 def _existing_uids(uids: set[str]) -> set[str]:
     found: set[str] = set()
-    for kind in registry.kinds:
+    for kind in registry.stored():
         found |= {
             str(u) for u in kind.model.objects.filter(uid__in=uids).values_list("uid", flat=True)
         }
@@ -126,7 +126,7 @@ def collect_dependents(owner_uid: uuid.UUID | str, batch_size: int = 500) -> Pro
 def _foreground_owners(uids: set[str]) -> set[str]:
     """Owners being deleted in the foreground count as gone for their dependents."""
     found: set[str] = set()
-    for kind in registry.kinds:
+    for kind in registry.stored():
         rows = kind.model.objects.filter(uid__in=uids, deletion_timestamp__isnull=False)
         found |= {str(o.uid) for o in rows if store.FOREGROUND in (o.finalizers or [])}
     return found
@@ -137,7 +137,7 @@ def release_foreground(batch_size: int = 500) -> Progress:
     from portal.models import OwnerLink
 
     progress = Progress()
-    for kind in registry.kinds:
+    for kind in registry.stored():
         rows = kind.model.objects.filter(deletion_timestamp__isnull=False).order_by("pk")
         for obj in rows[:batch_size]:
             if store.FOREGROUND not in (obj.finalizers or []):
@@ -158,7 +158,7 @@ def finalize_namespaces(batch_size: int = 500) -> Progress:
     ns_kind = registry.get("", "v1", "namespaces")
     for namespace in Namespace.objects.filter(deletion_timestamp__isnull=False)[:batch_size]:
         remaining = 0
-        for kind in registry.kinds:
+        for kind in registry.stored():
             if not kind.namespaced:
                 continue
             rows = list(

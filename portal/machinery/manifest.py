@@ -39,6 +39,8 @@ def object_meta(kind: ResourceKind, obj: Any) -> dict[str, Any]:
 
 
 def to_manifest(kind: ResourceKind, obj: Any) -> dict[str, Any]:
+    if kind.to_manifest is not None:
+        return kind.to_manifest(kind, obj)
     manifest: dict[str, Any] = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,

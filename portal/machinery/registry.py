@@ -19,7 +19,8 @@ class Column:
 
     header: str
     value: Callable[[Any], Any]  # model instance -> printable value
-    wide: bool = False
+    wide: bool = False  # only with ``-o wide`` (a Table column of priority 1)
+    description: str = ""  # the Table's columnDefinitions[].description
 
 
 # validate(new_manifest, old_manifest_or_None) -> causes; cross-field and immutability rules.
@@ -77,6 +78,13 @@ class ResourceKind:
     normalize: Callable[[dict[str, Any], Mapping[str, Any] | None], dict[str, Any]] | None = None
     # An item as a list shows it (a Secret's values only on a GET of that one Secret).
     in_list: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # Served from rows others keep (a provider's Runtime Pods): get and list only; every
+    # write through the API or the store is refused.
+    read_only: bool = False
+    # (kind, model instance) -> manifest, for a model not stored as body JSON fields.
+    to_manifest: Callable[[ResourceKind, Any], dict[str, Any]] | None = None
+    # The model attribute holding metadata.creationTimestamp (what AGE counts from).
+    created_attr: str = "creation_timestamp"
 
     def __post_init__(self) -> None:
         self.singular = self.singular or self.kind.lower()
@@ -138,6 +146,10 @@ class Registry:
             if resource in kind.names() and (not group or kind.group == group):
                 return kind
         return None
+
+    def stored(self) -> list[ResourceKind]:
+        """The kinds whose objects the store writes (garbage collection walks only these)."""
+        return [kind for kind in self.kinds if not kind.read_only]
 
     def groups(self) -> dict[str, list[ResourceKind]]:
         by_group: dict[str, list[ResourceKind]] = {}

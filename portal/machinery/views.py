@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, store
+from . import errors, store, tables
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
@@ -165,6 +165,32 @@ class KubeView(APIView):
     def manifest(self, obj: Any) -> dict[str, Any]:
         return to_manifest(self.kind, obj)
 
+    def read_response(
+        self,
+        request: Request,
+        objects: list[Any],
+        plain: Callable[[], dict[str, Any]],
+        metadata: dict[str, str] | None = None,
+        manifest_of: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> Response:
+        """What a GET answers: ``plain()``, or a meta.k8s.io Table of ``objects`` when the
+        Accept header asks for one."""
+        version = tables.requested_table(request.META.get("HTTP_ACCEPT", ""))
+        if version is None:
+            return Response(plain())
+        include = tables.include_object(request.query_params)
+        data = tables.table(
+            self.kind,
+            objects,
+            version=version,
+            include=include,
+            metadata=metadata,
+            manifest_of=manifest_of,
+        )
+        renderer = getattr(request, "accepted_renderer", None)
+        base = getattr(renderer, "media_type", "application/json")
+        return Response(data, content_type=tables.media_type(base, version))
+
 
 class CollectionView(KubeView):
     """GET (list) and POST (create) on ``.../<plural>``."""
@@ -175,13 +201,17 @@ class CollectionView(KubeView):
         metadata = {"resourceVersion": ""}
         if token:
             metadata["continue"] = token
-        return Response(
-            {
+        return self.read_response(
+            request,
+            items,
+            lambda: {
                 "apiVersion": self.kind.api_version,
                 "kind": f"{self.kind.kind}List",
                 "metadata": metadata,
                 "items": [list_item(self.kind, o) for o in items],
-            }
+            },
+            metadata,
+            lambda obj: list_item(self.kind, obj),
         )
 
     def post(self, request: Request, namespace: str | None = None) -> Response:
@@ -210,7 +240,11 @@ class ObjectView(KubeView):
 
     def get(self, request: Request, name: str, namespace: str | None = None) -> Response:
         self.authorize(request, "get", namespace, name)
-        return Response(self.manifest(store.get_object(self.kind, namespace, name)))
+        obj = store.get_object(self.kind, namespace, name)
+        version = str(getattr(obj, "resource_version", "") or "")
+        return self.read_response(
+            request, [obj], lambda: self.manifest(obj), {"resourceVersion": version}
+        )
 
     def put(self, request: Request, name: str, namespace: str | None = None) -> Response:
         context = self.authorize(request, "update", namespace, name)

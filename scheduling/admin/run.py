@@ -61,7 +61,7 @@ def preview(text: str) -> str:
 @admin.register(Run)
 class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +downloads, live Log
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
-    extra_list_display = ["duration_cell", "message_cell"]
+    extra_list_display = ["duration_cell"]
     detail_fieldsets = [
         (
             "Progress",
@@ -105,7 +105,11 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
         ),
     ]
     # the kind's printer columns, replaced by linked cells
-    replaced_columns = {"column_runtime": "runtime_cell", "column_pod": "pod_cell"}
+    replaced_columns = {
+        "column_runtime": "runtime_cell",
+        "column_pod": "pod_cell",
+        "column_reason": "message_cell",
+    }
 
     def get_list_display(self, request):
         return [

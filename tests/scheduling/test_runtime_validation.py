@@ -403,13 +403,13 @@ def test_printer_columns(admin_api):
     assert runtimes[0] == ["NAME", "REPLICAS", "READY", "AGE", "IMAGE"]
     assert runtimes[1][:3] + runtimes[1][4:] == ["bash", "2", "0", "bash:5.2"]
     runs = _get("rn", "-o", "wide")
-    assert runs[0] == ["NAME", "RUNTIME", "PHASE", "POD", "ATTEMPT", "AGE", "REASON", "MESSAGE"]
+    assert runs[0] == ["NAME", "PHASE", "RUNTIME", "POD", "REASON", "AGE", "ATTEMPT", "MESSAGE"]
     assert runs[1][:5] + runs[1][6:] == [
         "r1",
-        "bash",
         "Failed",
+        "bash",
         "runtime-bash-0",
-        "2",
         "OutputsInvalid",
+        "2",
         "bad",
     ]

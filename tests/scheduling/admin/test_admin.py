@@ -228,7 +228,7 @@ def test_run_changelist_shows_why_pending_why_failed_and_where_running(client):
     response = client.get(url("run", "changelist"))
     assert names(response) == ["broken", "busy", "fresh", "waiting"]
     html = response.content.decode()
-    for header in ("RUNTIME", "PHASE", "POD", "ATTEMPT", "DURATION", "REASON / MESSAGE", "AGE"):
+    for header in ("PHASE", "RUNTIME", "POD", "REASON / MESSAGE", "DURATION", "AGE"):
         assert f">{header}<" in html
     assert PENDING_MESSAGE in html
     assert ">ExecutionLost<" in html and "runtimed is no longer executing this Run" in html
