@@ -31,7 +31,9 @@ def test_list_as_table_has_name_columns_age_then_wide(admin_api):
     body = response.json()
     assert response["Content-Type"].startswith("application/json;as=Table;v=v1;g=meta.k8s.io")
     assert (body["kind"], body["apiVersion"]) == ("Table", "meta.k8s.io/v1")
-    columns = [(c["name"], c["type"], c["format"], c["priority"]) for c in body["columnDefinitions"]]
+    columns = [
+        (c["name"], c["type"], c["format"], c["priority"]) for c in body["columnDefinitions"]
+    ]
     assert columns == [
         ("Name", "string", "name", 0),
         ("Size", "string", "", 0),
@@ -123,8 +125,6 @@ def test_a_table_is_still_authorized(user_api):
 
 
 def test_yaml_table(admin_api):
-    response = table(
-        admin_api, widgets(), accept="application/yaml;as=Table;v=v1;g=meta.k8s.io"
-    )
+    response = table(admin_api, widgets(), accept="application/yaml;as=Table;v=v1;g=meta.k8s.io")
     assert response["Content-Type"].startswith("application/yaml;as=Table")
     assert b"kind: Table" in response.content
