@@ -18,11 +18,11 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from . import errors
+from . import errors, patches
 from .admission import WriteContext, authorize
 from .errors import FieldError
 from .events import send_on_commit
-from .manifest import check_type_meta, merge_patch, to_manifest, validate_metadata
+from .manifest import check_type_meta, to_manifest, validate_metadata
 from .registry import ResourceKind
 from .serializers import ObjectMetaSerializer, flatten_errors, validate_with
 
@@ -404,28 +404,31 @@ def patch(
     patch_body: Any,
     *,
     subresource: str | None = None,
+    patch_type: str = patches.MERGE_PATCH,
     context: WriteContext,
 ) -> Any:
-    """JSON merge patch (RFC 7386) applied to the current object, then a PUT of the result.
+    """A merge patch (RFC 7386) or JSON patch (RFC 6902) applied to the current object, then
+    a PUT of the result.
 
     Without a resourceVersion precondition a patch applies to whatever is current, so a
-    concurrent write only makes it merge again (as the Kubernetes API server does); with one,
-    a stale version is a 409."""
+    concurrent write only makes it apply again (as the Kubernetes API server does); with one
+    (a merge patch naming metadata.resourceVersion, a JSON patch changing it), a stale version
+    is a 409."""
     context = authorize(context, kind, "patch", namespace, name, subresource or "")
-    if not isinstance(patch_body, dict):
-        raise errors.bad_request("a merge patch must be a JSON object")
-    given_meta = patch_body.get("metadata")
-    patch_meta = given_meta if isinstance(given_meta, dict) else {}
-    conditional = "resourceVersion" in patch_meta
+    patches.check_shape(patch_type, patch_body)
+    given_meta = patch_body.get("metadata") if isinstance(patch_body, dict) else None
+    names_version = isinstance(given_meta, dict) and "resourceVersion" in given_meta
     for attempt in range(1, PATCH_ATTEMPTS + 1):
         current = get_object(kind, namespace, name)
-        merged = merge_patch(to_manifest(kind, current), patch_body)
-        if not conditional and isinstance(merged.get("metadata"), dict):
+        seen = str(current.resource_version)
+        merged = patches.apply_patch(patch_type, to_manifest(kind, current), patch_body)
+        meta = merged.get("metadata") if isinstance(merged, dict) else None
+        conditional = names_version or (
+            isinstance(meta, dict) and meta.get("resourceVersion") != seen
+        )
+        if not conditional and isinstance(meta, dict):
             # (a patch that removed metadata or made it a non-object is refused by replace)
-            merged["metadata"] = {
-                **merged["metadata"],
-                "resourceVersion": str(current.resource_version),
-            }
+            merged["metadata"] = {**meta, "resourceVersion": seen}
         try:
             return _replace(kind, namespace, name, merged, subresource, context)
         except errors.StatusError as exc:

@@ -20,14 +20,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, store, tables
+from . import errors, patches, store, tables
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
 from .manifest import list_item, to_manifest
 from .registry import ResourceKind
 from .streams import RETRY_AFTER_SECONDS
-from .yaml import MergePatchParser, StrictJSONParser, YAMLParser, YAMLRenderer
+from .yaml import (
+    JSONPatchParser,
+    MergePatchParser,
+    StrictJSONParser,
+    YAMLParser,
+    YAMLRenderer,
+)
 
 log = logging.getLogger(__name__)
 MAX_LIMIT = 5000
@@ -124,7 +130,7 @@ def decode_continue(token: str) -> list[str]:
 class KubeView(APIView):
     kind: ResourceKind = None  # type: ignore[assignment]
     subresource: str = ""
-    parser_classes = [StrictJSONParser, MergePatchParser, YAMLParser]
+    parser_classes = [StrictJSONParser, MergePatchParser, JSONPatchParser, YAMLParser]
     renderer_classes = [JSONRenderer, YAMLRenderer]
 
     def get_exception_handler(self) -> Callable[[Exception, Mapping[str, Any]], Response]:
@@ -259,18 +265,8 @@ class ObjectView(KubeView):
         return Response(self.manifest(obj))
 
     def patch(self, request: Request, name: str, namespace: str | None = None) -> Response:
-        content_type = (request.content_type or "").split(";")[0].strip()
-        if content_type in (
-            "application/strategic-merge-patch+json",
-            "application/apply-patch+yaml",
-            "application/json-patch+json",
-        ):
-            raise errors.StatusError(
-                415,
-                "UnsupportedMediaType",
-                f"the body of the request was in an unsupported patch type "
-                f"{content_type}: use application/merge-patch+json",
-            )
+        content_type = (request.content_type or "").split(";")[0].strip().lower()
+        patches.refuse_unserved(content_type)
         context = self.authorize(request, "patch", namespace, name)
         obj = store.patch(
             self.kind,
@@ -278,6 +274,9 @@ class ObjectView(KubeView):
             name,
             self.body(request),
             subresource=self.subresource or None,
+            patch_type=patches.JSON_PATCH
+            if content_type == patches.JSON_PATCH
+            else patches.MERGE_PATCH,
             context=context,
         )
         return Response(self.manifest(obj))

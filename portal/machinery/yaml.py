@@ -120,6 +120,10 @@ class MergePatchParser(StrictJSONParser):
     media_type = "application/merge-patch+json"
 
 
+class JSONPatchParser(StrictJSONParser):
+    media_type = "application/json-patch+json"
+
+
 class YAMLRenderer(BaseRenderer):
     media_type = "application/yaml"
     format = "yaml"
