@@ -15,7 +15,7 @@ from portal.auth.rbac_serializers import (
 )
 from portal.config_kinds import register_config_kinds
 from portal.machinery import errors
-from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.registry import Column, ResourceKind, ReviewKind, registry
 from portal.machinery.serializers import StrictSerializer
 
 
@@ -51,7 +51,18 @@ def role_ref_immutable(new: dict, old: dict | None) -> list:
     return []
 
 
+def register_access_reviews() -> None:
+    from portal.auth import access_reviews as reviews
+
+    for kind, plural, answer in (
+        ("SelfSubjectAccessReview", "selfsubjectaccessreviews", reviews.self_subject_access_review),
+        ("SelfSubjectRulesReview", "selfsubjectrulesreviews", reviews.self_subject_rules_review),
+    ):
+        registry.register_review(ReviewKind(reviews.GROUP, reviews.VERSION, kind, plural, answer))
+
+
 def register_portal_kinds() -> None:
+    register_access_reviews()
     from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
 
     registry.register(

@@ -63,13 +63,37 @@ class ResourceAttributes:
 
 
 @dataclass(frozen=True)
+class NonResourceAttributes:
+    verb: str
+    path: str
+
+
+@dataclass(frozen=True)
 class Decision:
     allowed: bool
     reason: str = ""
+    denied: bool = False  # an explicit deny (not merely no rule allowing it)
+
+
+@dataclass(frozen=True)
+class RuleList:
+    """What a user may do, as a SelfSubjectRulesReview tells it: PolicyRule-shaped dicts;
+    ``incomplete`` when the backend could not list them all (and why)."""
+
+    resource_rules: tuple[dict, ...] = ()
+    non_resource_rules: tuple[dict, ...] = ()
+    incomplete: bool = False
+    evaluation_error: str = ""
 
 
 class Authorizer(Protocol):
     def review(self, user: UserInfo, attributes: ResourceAttributes) -> Decision: ...
+
+    def review_non_resource(
+        self, user: UserInfo, attributes: NonResourceAttributes
+    ) -> Decision: ...
+
+    def rules(self, user: UserInfo, namespace: str) -> RuleList: ...
 
 
 # The monotonic time by which the reviews being asked must be answered (None: no budget).
@@ -147,3 +171,74 @@ def review(
         version=version,
     )
     return system_decision(info, attributes) or get_authorizer().review(info, attributes)
+
+
+# Served to every authenticated user whichever authorizer runs (kube-apiserver's
+# system:basic-user and system:discovery roles): asking what one may do, and discovery.
+BASIC_RULES = (
+    {
+        "verbs": ["create"],
+        "apiGroups": ["authorization.k8s.io"],
+        "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+    },
+)
+DISCOVERY_RULES = ({"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*"]},)
+EVERYTHING = RuleList(
+    ({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},),
+    ({"verbs": ["*"], "nonResourceURLs": ["*"]},),
+)
+
+
+def url_matches(pattern: str, path: str) -> bool:
+    """A PolicyRule nonResourceURL: exact, ``*``, or a prefix ending in ``*``."""
+    return pattern in ("*", path) or (pattern.endswith("*") and path.startswith(pattern[:-1]))
+
+
+def non_resource_rules_allow(rules, verb: str, path: str) -> bool:
+    return any(
+        isinstance(rule, dict)
+        and any(v in ("*", verb) for v in rule.get("verbs") or ())
+        and any(url_matches(p, path) for p in rule.get("nonResourceURLs") or ())
+        for rule in rules or ()
+    )
+
+
+def review_non_resource(user, verb: str, path: str) -> Decision:
+    """May ``user`` do ``verb`` on a path that is no resource (``/api``, ``/healthz``)?"""
+    from .identities import PRIVILEGED_GROUP, system_rules
+
+    info = UserInfo.of(user)
+    if info.is_superuser:
+        return Decision(True, "superuser")
+    if PRIVILEGED_GROUP in info.groups:
+        return Decision(True, f'member of the privileged group "{PRIVILEGED_GROUP}"')
+    if non_resource_rules_allow(DISCOVERY_RULES, verb, path):
+        return Decision(True, "discovery is served to every authenticated user")
+    controller_rules = system_rules(info)
+    if controller_rules is not None:
+        return Decision(non_resource_rules_allow(controller_rules, verb, path), "built-in policy")
+    return get_authorizer().review_non_resource(info, NonResourceAttributes(verb, path))
+
+
+def rules_review(user, namespace: str) -> RuleList:
+    """Every rule ``user`` holds in ``namespace`` (and cluster-wide), as the configured
+    authorizer can tell it, plus what every authenticated user may do."""
+    from .identities import PRIVILEGED_GROUP, system_rules
+
+    info = UserInfo.of(user)
+    if info.is_superuser or PRIVILEGED_GROUP in info.groups:
+        return EVERYTHING
+    controller_rules = system_rules(info)
+    if controller_rules is not None:
+        found = RuleList(
+            tuple(r for r in controller_rules if r.get("resources")),
+            tuple(r for r in controller_rules if r.get("nonResourceURLs")),
+        )
+    else:
+        found = get_authorizer().rules(info, namespace)
+    return RuleList(
+        (*found.resource_rules, *BASIC_RULES),
+        (*found.non_resource_rules, *DISCOVERY_RULES),
+        found.incomplete,
+        found.evaluation_error,
+    )

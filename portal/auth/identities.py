@@ -70,3 +70,11 @@ def system_decision(user: UserInfo, attributes: ResourceAttributes) -> Decision 
     if rules_allow(list(found.rules), attributes):
         return Decision(True, f'built-in policy of controller "{found.name}"')
     return Decision(False, f'not in the built-in policy of controller "{found.name}"')
+
+
+def system_rules(user: UserInfo) -> list[dict] | None:
+    """A registered controller's built-in rules; None for everyone else."""
+    found = _controllers.get(user.username)
+    if found is None or CONTROLLERS_GROUP not in user.groups:
+        return None
+    return list(found.rules)

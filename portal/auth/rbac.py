@@ -15,7 +15,14 @@ from typing import Any
 
 from django.db.models import Q
 
-from .authorizer import Decision, ResourceAttributes, UserInfo
+from .authorizer import (
+    Decision,
+    NonResourceAttributes,
+    ResourceAttributes,
+    RuleList,
+    UserInfo,
+    non_resource_rules_allow,
+)
 
 ALL = "*"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
@@ -182,6 +189,30 @@ class RBACAuthorizer:
             if rules_allow(rules, attrs):
                 return Decision(True, grant.describe())
         return Decision(False, DENIED)
+
+    def review_non_resource(self, user: UserInfo, attrs: NonResourceAttributes) -> Decision:
+        if non_resource_rules_allow(rules_of(user), attrs.verb, attrs.path):
+            return Decision(True, "RBAC: allowed by a nonResourceURLs rule")
+        return Decision(False, DENIED)
+
+    def rules(self, user: UserInfo, namespace: str) -> RuleList:
+        rules = rules_of(user, namespace)
+        return RuleList(
+            tuple(_resource_rule(r) for r in rules if r.get("resources")),
+            tuple(
+                {"verbs": r.get("verbs") or [], "nonResourceURLs": r["nonResourceURLs"]}
+                for r in rules
+                if r.get("nonResourceURLs")
+            ),
+        )
+
+
+def _resource_rule(rule: dict) -> dict:
+    """A PolicyRule as a SelfSubjectRulesReview's ResourceRule."""
+    found = {key: rule.get(key) or [] for key in ("verbs", "apiGroups", "resources")}
+    if rule.get("resourceNames"):
+        found["resourceNames"] = rule["resourceNames"]
+    return found
 
 
 def rules_of(user: UserInfo, namespace: str = "") -> list[dict]:

@@ -14,17 +14,34 @@ from kubernetes import client
 
 from portal.kube import api_client
 
-from .authorizer import Decision, ResourceAttributes, UserInfo, time_left
+from .authorizer import (
+    Decision,
+    NonResourceAttributes,
+    ResourceAttributes,
+    RuleList,
+    UserInfo,
+    time_left,
+)
+
+CANNOT_LIST = (
+    "the SubjectAccessReview authorizer cannot list rules: ask about one request instead "
+    "(kubectl auth can-i VERB RESOURCE)"
+)
 
 log = logging.getLogger(__name__)
 
 
-def review_body(user: UserInfo, attrs: ResourceAttributes) -> client.V1SubjectAccessReview:
+def review_body(
+    user: UserInfo, attrs: ResourceAttributes | NonResourceAttributes
+) -> client.V1SubjectAccessReview:
     """The SubjectAccessReview for one request; empty fields are omitted, as client-go does."""
     extra = {
         key: [str(v) for v in (value if isinstance(value, list | tuple) else [value])]
         for key, value in (user.extra or {}).items()
     }
+    if isinstance(attrs, NonResourceAttributes):
+        non_resource = client.V1NonResourceAttributes(path=attrs.path, verb=attrs.verb)
+        return _review(user, extra, non_resource_attributes=non_resource)
     resource = client.V1ResourceAttributes(
         namespace=attrs.namespace or None,
         verb=attrs.verb or None,
@@ -34,12 +51,16 @@ def review_body(user: UserInfo, attrs: ResourceAttributes) -> client.V1SubjectAc
         subresource=attrs.subresource or None,
         name=attrs.name or None,
     )
+    return _review(user, extra, resource_attributes=resource)
+
+
+def _review(user: UserInfo, extra: dict, **attributes) -> client.V1SubjectAccessReview:
     spec = client.V1SubjectAccessReviewSpec(
         user=user.username,
         uid=user.uid or None,
         groups=list(user.groups) or None,
         extra=extra or None,
-        resource_attributes=resource,
+        **attributes,
     )
     return client.V1SubjectAccessReview(
         api_version="authorization.k8s.io/v1", kind="SubjectAccessReview", spec=spec
@@ -64,7 +85,13 @@ def _failure(exc: Exception, timeout: float) -> str:
 
 
 class SubjectAccessReviewAuthorizer:
-    def review(self, user: UserInfo, attrs: ResourceAttributes) -> Decision:
+    def rules(self, user: UserInfo, namespace: str) -> RuleList:
+        return RuleList(incomplete=True, evaluation_error=CANNOT_LIST)
+
+    def review_non_resource(self, user: UserInfo, attrs: NonResourceAttributes) -> Decision:
+        return self.review(user, attrs)
+
+    def review(self, user: UserInfo, attrs: ResourceAttributes | NonResourceAttributes) -> Decision:
         body = review_body(user, attrs)
         timeout = time_left(settings.KRUNTIMES_SAR_TIMEOUT_SECONDS)
         if timeout <= 0:
@@ -82,11 +109,13 @@ class SubjectAccessReviewAuthorizer:
                 "SubjectAccessReview for %s %s %s failed; denying",
                 user.username,
                 attrs.verb,
-                attrs.resource,
+                getattr(attrs, "resource", "") or getattr(attrs, "path", ""),
                 exc_info=True,
             )
             return Decision(False, f"authorization check failed: {_failure(exc, timeout)}")
         reason = status.reason or status.evaluation_error or ""
         if status.allowed and not status.denied:
             return Decision(True, reason)
-        return Decision(False, reason or "denied by the cluster's authorizer")
+        return Decision(
+            False, reason or "denied by the cluster's authorizer", denied=bool(status.denied)
+        )

@@ -105,9 +105,44 @@ class ResourceKind:
         return {self.kind.lower(), self.plural, self.singular, *self.short_names}
 
 
+@dataclass(frozen=True)
+class ReviewKind:
+    """A create-only, cluster-scoped kind that is answered and never stored (an access
+    review): POST ``/apis/<group>/<version>/<plural>`` returns ``answer(user, body)``."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    answer: Callable[[Any, Any], dict[str, Any]]
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
 @dataclass
 class Registry:
     kinds: list[ResourceKind] = field(default_factory=list)
+    reviews: list[ReviewKind] = field(default_factory=list)
+
+    def register_review(self, review: ReviewKind) -> ReviewKind:
+        if any(
+            (r.group, r.version, r.plural) == (review.group, review.version, review.plural)
+            for r in self.reviews
+        ):
+            raise ValueError(f"review {review.plural}.{review.group} registered twice")
+        self.reviews.append(review)
+        return review
+
+    def group_versions(self) -> dict[str, set[str]]:
+        """Every API group (named ones and the core "") with the versions served in it."""
+        found: dict[str, set[str]] = {}
+        pairs = [(k.group, k.version) for k in self.kinds]
+        pairs += [(r.group, r.version) for r in self.reviews]
+        for group, version in pairs:
+            found.setdefault(group, set()).add(version)
+        return found
 
     def register(self, kind: ResourceKind) -> ResourceKind:
         for existing in self.kinds:

@@ -12,9 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from . import errors
-from .registry import ResourceKind, registry
+from .registry import ResourceKind, ReviewKind, registry
 from .serializers import ObjectMetaSerializer, StrictSerializer, fresh_field
-from .views import CollectionView, KubeView, ObjectView
+from .views import CollectionView, KubeView, ObjectView, ReviewView
 
 VERBS_COLLECTION = ["create", "delete", "get", "list", "patch", "update"]
 
@@ -240,6 +240,17 @@ def resource_list(group: str, version: str) -> APIResourceList:
                     "verbs": list(verbs),
                 }
             )
+    for review in registry.reviews:
+        if (review.group, review.version) == (group, version):
+            resources.append(
+                {
+                    "name": review.plural,
+                    "singularName": review.kind.lower(),
+                    "namespaced": False,
+                    "kind": review.kind,
+                    "verbs": ["create"],
+                }
+            )
     group_version = f"{group}/{version}" if group else version
     return {
         "kind": "APIResourceList",
@@ -256,10 +267,10 @@ class APIGroupListView(KubeView):
     @extend_schema(operation_id="getAPIGroups", responses=FREEFORM, tags=["discovery"])
     def get(self, request: Request) -> Response:
         groups = []
-        for group, kinds in sorted(registry.groups().items()):
+        for group, served in sorted(registry.group_versions().items()):
             if not group:
                 continue
-            versions = sorted({k.version for k in kinds})
+            versions = sorted(served)
             entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
             groups.append({"name": group, "versions": entries, "preferredVersion": entries[0]})
         return Response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
@@ -304,6 +315,18 @@ class NotFoundView(KubeView):
         return self.response
 
 
+def review_urlpattern(review: ReviewKind) -> URLPattern:
+    view: type[ReviewView] = extend_schema_view(
+        post=extend_schema(
+            operation_id=f"create{review.kind}",
+            request=FREEFORM[200],
+            responses={201: FREEFORM[200], **ERRORS},
+            tags=[review.api_version],
+        )
+    )(type(f"{review.kind}View", (ReviewView,), {"review": review}))
+    return path(f"apis/{review.group}/{review.version}/{review.plural}", view.as_view())
+
+
 def api_urlpatterns() -> list[URLPattern]:
     patterns = [
         re_path(r"^apis/?$", APIGroupListView.as_view()),
@@ -312,8 +335,10 @@ def api_urlpatterns() -> list[URLPattern]:
     ]
     for kind in registry.kinds:
         patterns += kind_urlpatterns(kind)
-    for group, kinds in registry.groups().items():
-        for version in sorted({k.version for k in kinds}):
+    for review in registry.reviews:
+        patterns.append(review_urlpattern(review))
+    for group, served in registry.group_versions().items():
+        for version in sorted(served):
             if group:
                 patterns.append(
                     path(

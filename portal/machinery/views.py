@@ -25,7 +25,7 @@ from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
 from .manifest import list_item, to_manifest
-from .registry import ResourceKind
+from .registry import ResourceKind, ReviewKind
 from .streams import RETRY_AFTER_SECONDS
 from .yaml import (
     JSONPatchParser,
@@ -315,6 +315,26 @@ class ObjectView(KubeView):
                 },
             }
         )
+
+
+class ReviewView(KubeView):
+    """POST on a create-only kind that is answered, never stored (an access review)."""
+
+    review: ReviewKind = None  # type: ignore[assignment]
+    http_method_names = ["post", "options"]
+
+    def post(self, request: Request) -> Response:
+        body = self.body(request)
+        if isinstance(body, dict):
+            for key, expected in (
+                ("apiVersion", self.review.api_version),
+                ("kind", self.review.kind),
+            ):
+                if body.get(key) not in (None, "", expected):
+                    raise errors.bad_request(
+                        f"{key} must be {expected}", [errors.invalid(key, f"must be {expected}")]
+                    )
+        return Response(self.review.answer(request.user, body), status=201)
 
 
 def list_objects(
