@@ -315,12 +315,27 @@ class NotFoundView(KubeView):
         return self.response
 
 
+def review_serializer(review: ReviewKind) -> type[serializers.Serializer[Any]]:
+    return type(
+        review.kind,
+        (serializers.Serializer,),
+        {
+            "apiVersion": serializers.CharField(default=review.api_version),
+            "kind": serializers.CharField(default=review.kind),
+            "metadata": serializers.DictField(required=False),
+            "spec": serializers.DictField(),
+            "status": serializers.DictField(read_only=True),
+        },
+    )
+
+
 def review_urlpattern(review: ReviewKind) -> URLPattern:
+    body = review_serializer(review)
     view: type[ReviewView] = extend_schema_view(
         post=extend_schema(
             operation_id=f"create{review.kind}",
-            request=FREEFORM[200],
-            responses={201: FREEFORM[200], **ERRORS},
+            request=body,
+            responses={201: body, **ERRORS},
             tags=[review.api_version],
         )
     )(type(f"{review.kind}View", (ReviewView,), {"review": review}))
