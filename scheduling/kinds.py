@@ -80,3 +80,37 @@ def register_scheduling_kinds() -> None:
             ),
         )
     )
+    register_runtime_pods()
+
+
+def register_runtime_pods() -> None:
+    from .models import RuntimePod
+    from .runtime_pods import (
+        RuntimePodSpecSerializer,
+        RuntimePodStatusSerializer,
+        runs_cell,
+        runtime_pod_manifest,
+    )
+
+    registry.register(
+        ResourceKind(
+            group=GROUP,
+            version=VERSION,
+            kind="RuntimePod",
+            plural="runtimepods",
+            model=RuntimePod,
+            short_names=("rp",),
+            body={"spec": RuntimePodSpecSerializer, "status": RuntimePodStatusSerializer},
+            read_only=True,
+            status_field=None,
+            generation_fields=(),
+            to_manifest=runtime_pod_manifest,
+            created_attr="created",
+            columns=(
+                Column("RUNTIME", lambda o: o.runtime, description="spec.runtime"),
+                Column("PHASE", lambda o: o.phase, description="status.phase"),
+                Column("READY", lambda o: o.ready, description="status.ready"),
+                Column("RUNS", runs_cell, description="active Runs bound / runs capacity"),
+            ),
+        )
+    )

@@ -205,3 +205,16 @@ def unauthorized(message: str = "Unauthorized") -> StatusError:
 
 def method_not_allowed(message: str) -> StatusError:
     return StatusError(405, "MethodNotAllowed", message)
+
+
+def read_only(plural: str, group: str) -> StatusError:
+    """A write to a kind the API only reads (its rows are kept by others)."""
+    resource = f"{plural}.{group}" if group else plural
+    return StatusError(
+        405,
+        "MethodNotAllowed",
+        f"{resource} are read-only: only their providers write them, "
+        "and the API serves get and list",
+        kind=plural,
+        group=group,
+    )

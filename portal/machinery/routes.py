@@ -17,6 +17,7 @@ from .serializers import ObjectMetaSerializer, StrictSerializer, fresh_field
 from .views import CollectionView, KubeView, ObjectView, ReviewView
 
 VERBS_COLLECTION = ["create", "delete", "get", "list", "patch", "update"]
+VERBS_READ = ["get", "list"]
 
 
 class StatusSerializer(serializers.Serializer[Any]):
@@ -215,7 +216,7 @@ def resource_list(group: str, version: str) -> APIResourceList:
                 "singularName": kind.singular,
                 "namespaced": kind.namespaced,
                 "kind": kind.kind,
-                "verbs": VERBS_COLLECTION,
+                "verbs": VERBS_READ if kind.read_only else VERBS_COLLECTION,
                 "shortNames": list(kind.short_names),
                 "categories": list(kind.categories),
             }

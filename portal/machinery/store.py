@@ -48,6 +48,11 @@ __all__ = [
 ]
 
 
+def _refuse_read_only(kind: ResourceKind) -> None:
+    if kind.read_only:
+        raise errors.read_only(kind.plural, kind.group)
+
+
 def _objects(kind: ResourceKind) -> models.QuerySet[Any]:
     query: models.QuerySet[Any] = kind.model.objects.all()
     return query
@@ -212,6 +217,7 @@ def create(
     namespace: str | None = None,
     context: WriteContext,
 ) -> Any:
+    _refuse_read_only(kind)
     meta = _meta_of(manifest) if isinstance(manifest, dict) else {}
     body_ns = meta.get("namespace") if kind.namespaced else None
     if kind.namespaced:
@@ -311,6 +317,7 @@ def replace(
     context: WriteContext,
 ) -> Any:
     """PUT semantics: the manifest is the whole new object (or the whole status)."""
+    _refuse_read_only(kind)
     context = authorize(context, kind, "update", namespace, name, subresource or "")
     return _replace(kind, namespace, name, manifest, subresource, context)
 
@@ -414,6 +421,7 @@ def patch(
     concurrent write only makes it apply again (as the Kubernetes API server does); with one
     (a merge patch naming metadata.resourceVersion, a JSON patch changing it), a stale version
     is a 409."""
+    _refuse_read_only(kind)
     context = authorize(context, kind, "patch", namespace, name, subresource or "")
     patches.check_shape(patch_type, patch_body)
     given_meta = patch_body.get("metadata") if isinstance(patch_body, dict) else None
@@ -447,6 +455,7 @@ def delete(
     context: WriteContext,
 ) -> tuple[Any, bool]:
     """Kubernetes deletion. Returns (object, gone): gone is False while finalizers remain."""
+    _refuse_read_only(kind)
     from portal.models import OwnerLink
 
     context = authorize(context, kind, "delete", namespace, name)

@@ -37,6 +37,7 @@ from .yaml import (
 
 log = logging.getLogger(__name__)
 MAX_LIMIT = 5000
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
 _DRF_TO_STATUS: dict[type[drf_exceptions.APIException], tuple[int, str]] = {
     drf_exceptions.NotAuthenticated: (401, "Unauthorized"),
     drf_exceptions.AuthenticationFailed: (401, "Unauthorized"),
@@ -135,6 +136,11 @@ class KubeView(APIView):
 
     def get_exception_handler(self) -> Callable[[Exception, Mapping[str, Any]], Response]:
         return status_exception_handler
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if self.kind is not None and self.kind.read_only and request.method in WRITES:
+            raise errors.read_only(self.kind.plural, self.kind.group)
 
     def authorize(
         self, request: Request, verb: str, namespace: str | None, name: str = ""
