@@ -21,6 +21,7 @@ from .render import (
     human_duration,
     label_chips,
     link_to,
+    selector_text,
     simple_table,
     timestamp,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "human_duration",
     "label_chips",
     "link_to",
+    "selector_text",
     "simple_table",
     "skeleton_manifest",
     "timestamp",

@@ -1,9 +1,16 @@
 """Deletion with Kubernetes semantics (finalizers, Terminating) and the force-finalize action.
 
-Django's ``delete_selected`` is replaced: it would delete rows behind the store's back.
+Django's ``delete_selected`` is replaced: it would delete rows behind the store's back. A forced
+finalizer removal skips a controller's cleanup, so it is audited (a ``LogEntry`` naming the
+finalizers and the user, and a warning in the log); a kind whose finalizers guard something
+that outlives the object restricts it to superusers (``force_finalize_superuser_only``).
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -15,6 +22,8 @@ from portal.machinery import store
 from portal.machinery.errors import StatusError
 
 from .render import admin_change_url
+
+logger = logging.getLogger(__name__)
 
 
 class DeletionMixin:
@@ -81,9 +90,22 @@ class DeletionMixin:
 class ActionsMixin(DeletionMixin):
     """The ``delete_objects`` and ``remove_finalizers`` actions and their confirmation page."""
 
+    # True: only a superuser is offered (and may run) the forced finalizer removal
+    force_finalize_superuser_only = False
+    force_finalize_label = "Remove finalizers (force)"
+    force_finalize_warning = (
+        "This skips the cleanup the finalizers' controllers would do (e.g. deleting workspace "
+        "data or external resources). Objects that are Terminating are removed immediately."
+    )
+
     def get_actions(self, request):
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)  # Django's would delete rows behind the store
+        if self.force_finalize_superuser_only and not request.user.is_superuser:
+            actions.pop("remove_finalizers", None)
+        if "remove_finalizers" in actions:
+            func, name, _description = actions["remove_finalizers"]
+            actions["remove_finalizers"] = (func, name, self.force_finalize_label)
         if "delete_objects" in actions:
             func, name, _description = actions["delete_objects"]
             actions["delete_objects"] = (func, name, self.delete_action_label)
@@ -135,8 +157,10 @@ class ActionsMixin(DeletionMixin):
         intro: str,
         warning: str = "",
         button: str = "Yes, I’m sure",
+        notes: Callable[[Any], list[str]] | None = None,
     ):
-        """Django's intermediate-page pattern: the action runs when ``post=yes`` comes back."""
+        """Django's intermediate-page pattern: the action runs when ``post=yes`` comes back.
+        ``notes(obj)``: lines said under each object (what the action does to that one)."""
         kind = self.resource_kind
         rows = []
         for obj in queryset:
@@ -146,6 +170,7 @@ class ActionsMixin(DeletionMixin):
                     "url": admin_change_url(obj, self.admin_site),
                     "finalizers": store.blocking_finalizers(kind, obj),
                     "terminating": obj.deletion_timestamp is not None,
+                    "notes": notes(obj) if notes is not None else [],
                 }
             )
         context = {
@@ -211,9 +236,22 @@ class ActionsMixin(DeletionMixin):
         """The merge patch that releases every finalizer holding ``obj``."""
         return {"metadata": {"finalizers": None}}
 
+    def force_finalize_consequences(self, obj) -> list[str]:
+        """What removing ``obj``'s finalizers skips, one plain line each: shown on the
+        confirmation page and written into the audit entry."""
+        return []
+
     @admin.action(permissions=["change"], description="Remove finalizers (force)")
     def remove_finalizers(self, request, queryset):
         opts = self.model._meta
+        if self.force_finalize_superuser_only and not request.user.is_superuser:
+            self.message_user(
+                request,
+                f"Only a superuser may force-remove the finalizers of {opts.verbose_name_plural}: "
+                "it skips the cleanup or protection they stand for.",
+                messages.ERROR,
+            )
+            return None
         if request.POST.get("post") != "yes":
             return self.confirm_action(
                 request,
@@ -221,17 +259,18 @@ class ActionsMixin(DeletionMixin):
                 action="remove_finalizers",
                 title=f"Remove finalizers from {opts.verbose_name_plural}",
                 intro="Remove every finalizer from these objects?",
-                warning="This skips the cleanup the finalizers' controllers would do (e.g. "
-                "deleting workspace data or external resources). Objects that are "
-                "Terminating are removed immediately.",
+                warning=self.force_finalize_warning,
                 button="Yes, remove the finalizers",
+                notes=self.force_finalize_consequences,
             )
         kind = self.resource_kind
         released, removed, failed = [], [], []
         for obj in list(queryset):
             label = str(obj)
-            if not store.blocking_finalizers(kind, obj):
+            before = store.blocking_finalizers(kind, obj)
+            if not before:
                 continue
+            skipped = self.force_finalize_consequences(obj)
             try:
                 store.patch(
                     kind,
@@ -243,10 +282,25 @@ class ActionsMixin(DeletionMixin):
             except StatusError as exc:
                 failed.append(f"{label}: {exc.message}")
                 continue
-            still_there = self.model.objects.filter(pk=obj.pk).exists()
-            (released if still_there else removed).append(label)
+            after = self.model.objects.filter(pk=obj.pk).first()
+            gone = [
+                f
+                for f in before
+                if after is None or f not in store.blocking_finalizers(kind, after)
+            ]
+            self._audit_finalizers_removed(request, obj, gone, skipped, deleted=after is None)
+            (released if after is not None else removed).append(label)
         self._report_finalizers_removed(request, released, removed, failed)
         return None
+
+    def _audit_finalizers_removed(self, request, obj, gone, skipped, *, deleted: bool) -> None:
+        user = request.user.get_username()
+        message = f"Force-removed finalizers {', '.join(map(str, gone))} as {user}"
+        if skipped:
+            message += "; skipped: " + "; ".join(skipped)
+        message += "; it was Terminating and is deleted." if deleted else "."
+        self.log_change(request, obj, message)
+        logger.warning("%s %s: %s", self.model._meta.verbose_name, obj, message)
 
     def _report_finalizers_removed(self, request, released, removed, failed) -> None:
         if released:

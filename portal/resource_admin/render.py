@@ -226,3 +226,26 @@ def link_to(obj: Any, text: str, admin_site: admin.AdminSite | None = None) -> S
     if url is None:
         return format_html("{}", text)
     return format_html('<a href="{}">{}</a>', url, text)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def selector_text(selector: Any) -> str:
+    """A LabelSelector as kubectl prints one: ``app=web,tier in (a,b),!debug``."""
+    selector = _dict(selector)
+    parts = [f"{k}={compact(v)}" for k, v in sorted(_dict(selector.get("matchLabels")).items())]
+    for expr in selector.get("matchExpressions") or []:
+        expr = _dict(expr)
+        key, op = compact(expr.get("key")), compact(expr.get("operator"))
+        values = ",".join(compact(v) for v in expr.get("values") or [])
+        parts.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": key,
+                "DoesNotExist": f"!{key}",
+            }.get(op, f"{key} {op} {values}")
+        )
+    return ",".join(parts) or compact(selector)

@@ -19,6 +19,7 @@ from portal.resource_admin import (
     find_object,
     human_duration,
     link_to,
+    selector_text,
     simple_table,
     timestamp,
 )
@@ -96,25 +97,6 @@ def env_names(env: Any) -> SafeString:
         return NONE
     names = [e.get("name") if isinstance(e, dict) else compact(e) for e in env]
     return format_html('{} <span class="k-muted">(values in the YAML)</span>', code_list(names))
-
-
-def selector_text(selector: Any) -> str:
-    """A LabelSelector as kubectl prints one: ``app=web,tier in (a,b),!debug``."""
-    selector = as_dict(selector)
-    parts = [f"{k}={compact(v)}" for k, v in sorted(as_dict(selector.get("matchLabels")).items())]
-    for expr in selector.get("matchExpressions") or []:
-        expr = as_dict(expr)
-        key, op = compact(expr.get("key")), compact(expr.get("operator"))
-        values = ",".join(compact(v) for v in expr.get("values") or [])
-        parts.append(
-            {
-                "In": f"{key} in ({values})",
-                "NotIn": f"{key} notin ({values})",
-                "Exists": key,
-                "DoesNotExist": f"!{key}",
-            }.get(op, f"{key} {op} {values}")
-        )
-    return ",".join(parts) or compact(selector)
 
 
 def affinity_table(affinity: Any) -> SafeString:

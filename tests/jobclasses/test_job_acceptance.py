@@ -311,3 +311,91 @@ def test_a_deleted_job_without_an_execution_goes_at_once():
     job = submit()
     delete(job)
     assert reconcile_job(job) is None
+
+
+# --- env references --------------------------------------------------------------------------
+
+
+def secret_env(name="TOKEN", secret="creds", key="token", optional=None):
+    ref = {"name": secret, "key": key}
+    if optional is not None:
+        ref["optional"] = optional
+    return [{"name": name, "valueFrom": {"secretKeyRef": ref}}]
+
+
+def config_env(name="MODE", config="settings", key="mode", optional=None):
+    ref = {"name": config, "key": key}
+    if optional is not None:
+        ref["optional"] = optional
+    return [{"name": name, "valueFrom": {"configMapKeyRef": ref}}]
+
+
+def make_secret(name="creds", namespace="default", **data):
+    from portal.machinery import store
+    from portal.machinery.registry import registry
+    from tests.helpers.operator import OPERATOR
+    from tests.helpers.secrets import b64, secret
+
+    body = secret(name, {k: b64(v) for k, v in data.items()})
+    return store.create(
+        registry.get("", "v1", "secrets"), body, namespace=namespace, context=OPERATOR
+    )
+
+
+def make_config_map(name="settings", namespace="default", **data):
+    from portal.machinery import store
+    from portal.machinery.registry import registry
+    from tests.helpers.operator import OPERATOR
+    from tests.helpers.secrets import config_map
+
+    return store.create(
+        registry.get("", "v1", "configmaps"),
+        config_map(name, data),
+        namespace=namespace,
+        context=OPERATOR,
+    )
+
+
+def test_a_missing_secret_holds_the_job_naming_it():
+    not_ready_class(default=True)
+    job = submit(env=secret_env())
+    assert reason(job, "Accepted") == ("False", "ReferenceNotFound")
+    assert "creds" in job.status["message"]
+
+
+def test_a_missing_key_of_an_existing_secret_holds_the_job():
+    not_ready_class(default=True)
+    make_secret(other="x")
+    job = submit(env=secret_env())
+    assert reason(job, "Accepted") == ("False", "ReferenceNotFound")
+    assert "token" in job.status["message"]
+
+
+def test_a_secret_created_later_lets_the_waiting_job_in():
+    not_ready_class(default=True)
+    job = submit(env=secret_env())
+    make_secret(token="s3cr3t-value")
+    job = reconcile_job(job)
+    assert reason(job, "Accepted") == ("True", "Accepted")
+    assert "s3cr3t-value" not in str(job.status)
+
+
+def test_optional_references_that_are_missing_do_not_hold_the_job():
+    not_ready_class(default=True)
+    job = submit(env=secret_env(optional=True) + config_env(optional=True))
+    assert reason(job, "Accepted") == ("True", "Accepted")
+
+
+def test_a_missing_config_map_key_holds_the_job():
+    not_ready_class(default=True)
+    make_config_map(other="x")
+    job = submit(env=config_env())
+    assert reason(job, "Accepted") == ("False", "ReferenceNotFound")
+    assert "mode" in job.status["message"] and "settings" in job.status["message"]
+
+
+def test_a_secret_in_another_namespace_does_not_count():
+    not_ready_class(default=True)
+    set_namespace("other")
+    make_secret(namespace="other", token="x")
+    assert reason(submit(env=secret_env()), "Accepted")[1] == "ReferenceNotFound"

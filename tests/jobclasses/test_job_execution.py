@@ -274,3 +274,21 @@ def test_the_log_subresource_serves_the_jobs_one_log(admin_api, user_api):
     assert missing.status_code == 404 and missing.json()["kind"] == "Status"
     bad = admin_api.get(path, {"limitBytes": "x"})
     assert bad.status_code == 400 and bad.json()["details"]["causes"][0]["field"] == "limitBytes"
+
+
+def test_secret_and_config_map_values_reach_the_steps_and_nowhere_else():
+    from tests.jobclasses.test_job_acceptance import make_config_map, make_secret
+
+    make_secret(token="s3cr3t-value")
+    make_config_map(mode="fast")
+    local_class("default", default=True)
+    job = submit(
+        steps=[{"name": "use", "run": 'test "$TOKEN" = s3cr3t-value && test "$MODE" = fast'}],
+        env=[
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+            {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}},
+        ],
+    )
+    job = run_until(job, {JobPhase.SUCCEEDED, JobPhase.FAILED})
+    assert job.phase == JobPhase.SUCCEEDED, job.status
+    assert "s3cr3t-value" not in str(job.status) + job_controller.log_of(job)

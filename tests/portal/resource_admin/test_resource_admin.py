@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
@@ -447,6 +448,25 @@ def test_remove_finalizers_on_a_live_object_keeps_it(client):
     )
     after = Widget.objects.get(pk=widget.pk)
     assert after.finalizers == [] and after.deletion_timestamp is None
+
+
+def test_remove_finalizers_writes_an_audit_entry_naming_them_and_the_user(client, admin_user):
+    widget = make_widget("held", finalizers=["example.com/hold", "example.com/other"])
+    plain = make_widget("plain")
+    store.delete(kind_of(Widget), "default", "held", context=OPERATOR)
+    client.post(
+        url("changelist"),
+        {
+            "action": "remove_finalizers",
+            "post": "yes",
+            "_selected_action": [str(widget.pk), str(plain.pk)],
+        },
+    )
+    assert not Widget.objects.filter(pk=widget.pk).exists()
+    (entry,) = LogEntry.objects.filter(action_flag=CHANGE)  # none for the one without
+    assert entry.object_id == str(widget.pk) and entry.user == admin_user
+    assert "example.com/hold, example.com/other" in entry.change_message
+    assert "as admin" in entry.change_message and "is deleted" in entry.change_message
 
 
 def test_bulk_delete_action_uses_kubernetes_semantics(client):
