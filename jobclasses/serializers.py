@@ -17,6 +17,7 @@ from rest_framework.exceptions import ErrorDetail
 from portal.machinery import errors
 from portal.machinery.errors import FieldError
 from portal.machinery.labels import validate_label_selector
+from portal.machinery.openapi.fields import INT_OR_STRING
 from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
 from portal.machinery.validation import (
     dns1123_label_errors,
@@ -88,6 +89,9 @@ class QuantityValueField(serializers.JSONField):
         self.resource = resource
         super().__init__(**kwargs)
 
+    def openapi_schema(self) -> dict:
+        return INT_OR_STRING
+
     def to_internal_value(self, data: Any) -> Any:
         messages = quantities.resource_errors(self.resource, data)
         if messages:
@@ -157,10 +161,19 @@ class ParametersReferenceSerializer(StrictSerializer):
 
 
 class JobClassSpecSerializer(StrictSerializer):
-    controllerName = StrictCharField(max_length=253)
-    parametersRef = ParametersReferenceSerializer()
-    allowedNamespaces = LabelSelectorObjectField(required=False)
-    resources = ExecutionResourcePolicySerializer(required=False)
+    controllerName = StrictCharField(
+        max_length=253, help_text="The controller that executes Jobs of this class."
+    )
+    parametersRef = ParametersReferenceSerializer(
+        help_text="The execution parameters object (the backend's settings) of the class."
+    )
+    allowedNamespaces = LabelSelectorObjectField(
+        required=False, help_text="A label selector of the namespaces whose Jobs may use the class."
+    )
+    resources = ExecutionResourcePolicySerializer(
+        required=False,
+        help_text="The resources a Job of the class may ask for, and their defaults.",
+    )
 
     def validate_controllerName(self, value: str) -> str:
         if not _CONTROLLER_NAME.fullmatch(value):

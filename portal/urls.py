@@ -6,6 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from portal.machinery.openapi.views import openapi_urlpatterns
 from portal.machinery.routes import api_not_found_patterns, api_urlpatterns
 from portal.metrics import metrics_view
 
@@ -25,6 +26,7 @@ urlpatterns = [
     path("", include("workspaces.urls")),  # the admission webhook, before /apis/ is a 404
     path("", include("workflows.urls")),  # workflows/<name>/run, before the kinds
     path("", include("jobclasses.urls")),  # jobs/<name>/log, before the kinds
+    *openapi_urlpatterns(),  # what kubectl validates and explains with
     *api_urlpatterns(),
     *api_not_found_patterns(),
 ]

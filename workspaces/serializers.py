@@ -16,13 +16,24 @@ CONDITION_TYPES = ("PodReady", "Cleanup")
 
 
 class PersistentWorkspaceSpecSerializer(StrictSerializer):
-    runtime = StrictCharField(max_length=63)
-    mode = serializers.ChoiceField(
-        choices=WorkspaceMode.values, default=WorkspaceMode.RUNTIME_POD_LOCAL
+    runtime = StrictCharField(
+        max_length=63, help_text="The Runtime whose Pods mount this workspace."
     )
-    ttlSecondsAfterUnused = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    mode = serializers.ChoiceField(
+        choices=WorkspaceMode.values,
+        default=WorkspaceMode.RUNTIME_POD_LOCAL,
+        help_text="How Runs share the workspace.",
+    )
+    ttlSecondsAfterUnused = StrictIntegerField(
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+        help_text="Seconds unused after which the workspace is cleaned up.",
+    )
     cleanupPolicy = serializers.ChoiceField(
-        choices=CleanupPolicy.values, default=CleanupPolicy.DELETE_AFTER_TTL
+        choices=CleanupPolicy.values,
+        default=CleanupPolicy.DELETE_AFTER_TTL,
+        help_text="What happens to the data when the workspace is deleted or expires.",
     )
 
     def validate_runtime(self, value: str) -> str:

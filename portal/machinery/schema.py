@@ -1,11 +1,17 @@
-"""OpenAPI for the strict serializers: a StrictSerializer refuses unknown fields, so its schema
-says ``additionalProperties: false`` (clients and fuzzers then know what the server takes)."""
+"""drf-spectacular's ``/api/schema/`` draws every strict serializer with the one field-schema
+generator (``portal.machinery.openapi.fields``) that the Kubernetes documents and CRDs use,
+closed: a StrictSerializer refuses unknown fields, so its schema says
+``additionalProperties: false`` (clients and fuzzers then know what the server takes).
+Nested serializers are inlined, as in the Kubernetes documents."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.plumbing import is_patched_serializer
+
+from .openapi.fields import serializer_schema
 
 if TYPE_CHECKING:
     from drf_spectacular.openapi import AutoSchema
@@ -18,9 +24,5 @@ class StrictSerializerExtension(OpenApiSerializerExtension):  # type: ignore[no-
     match_subclasses = True
 
     def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
-        # drf-spectacular leaves _map_basic_serializer unannotated
-        schema: dict[str, Any] = auto_schema._map_basic_serializer(  # type: ignore[no-untyped-call]
-            self.target, direction
-        )
-        schema["additionalProperties"] = False
-        return schema
+        partial: bool = is_patched_serializer(self.target, direction)
+        return serializer_schema(self.target, closed=True, partial=partial)

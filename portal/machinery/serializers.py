@@ -298,12 +298,26 @@ class ObjectMetaSerializer(StrictSerializer):
     Every field has its JSON type checked, so a number where a string belongs is named, not
     turned into a string or left to crash whatever reads it next."""
 
-    name = StrictCharField(required=False, allow_blank=True)
-    generateName = StrictCharField(required=False, allow_blank=True)
-    namespace = StrictCharField(required=False, allow_blank=True)
-    labels = StringMapField(required=False)
-    annotations = StringMapField(required=False)
-    finalizers = serializers.ListField(child=StrictCharField(), required=False)
+    name = StrictCharField(
+        required=False, allow_blank=True, help_text="Unique within a namespace; cannot be updated."
+    )
+    generateName = StrictCharField(
+        required=False,
+        allow_blank=True,
+        help_text="A prefix the server completes into a unique name when name is empty.",
+    )
+    namespace = StrictCharField(
+        required=False, allow_blank=True, help_text="The namespace of a namespaced object."
+    )
+    labels = StringMapField(required=False, help_text="Keys and values that label selectors match.")
+    annotations = StringMapField(
+        required=False, help_text="Arbitrary, non-identifying metadata kept with the object."
+    )
+    finalizers = serializers.ListField(
+        child=StrictCharField(),
+        required=False,
+        help_text="Names that must each be removed before a deleted object goes away.",
+    )
     ownerReferences = serializers.ListField(child=serializers.DictField(), required=False)
     uid = StrictCharField(required=False, allow_blank=True)
     resourceVersion = StrictCharField(required=False, allow_blank=True)

@@ -12,6 +12,7 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 from portal.machinery import errors
 from portal.machinery.conditions import validate_conditions
 from portal.machinery.errors import FieldError
+from portal.machinery.openapi.fields import INT_OR_STRING, conditions_schema
 from portal.machinery.quantities import QUANTITY_MAX, parse_quantity
 from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
 from portal.machinery.validation import invalid_value, qualified_name_errors
@@ -60,6 +61,9 @@ class QuantityField(serializers.JSONField):
         self.integer_only = integer_only
         super().__init__(**kwargs)
 
+    def openapi_schema(self) -> dict:
+        return INT_OR_STRING
+
     def to_internal_value(self, data: Any) -> Any:
         messages = quantity_errors(data, integer_only=self.integer_only)
         if messages:
@@ -77,6 +81,9 @@ class ResourceListField(FreeformObjectField):
     def __init__(self, *, integer_only: bool, **kwargs: Any) -> None:
         self.integer_only = integer_only
         super().__init__(**kwargs)
+
+    def openapi_schema(self) -> dict:
+        return {"type": "object", "additionalProperties": INT_OR_STRING}
 
     def to_internal_value(self, data: Any) -> dict:
         data = super().to_internal_value(data)
@@ -239,6 +246,9 @@ class ConditionsField(serializers.JSONField):
         self.types = types
         self.max_items = max_items
         super().__init__(**kwargs)
+
+    def openapi_schema(self) -> dict:
+        return conditions_schema(self.max_items, self.types)
 
     def to_internal_value(self, data: Any) -> Any:
         causes = validate_conditions(data, "", max_items=self.max_items)

