@@ -12,6 +12,7 @@ Django signs something, by ``secret_key()``: production sets ``SECRET_KEY`` and 
 from __future__ import annotations
 
 import os
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -34,8 +35,10 @@ def _read_or_make_key(path: str) -> str:
         key_file.parent.mkdir(parents=True, exist_ok=True)
         # written aside with 0600, then linked into place: two processes starting at once
         # agree on the first key linked, and neither reads a half-written file
-        aside = key_file.with_name(f".{key_file.name}.{os.getpid()}")
-        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # (a name of its own per caller: threads of one process race here too)
+        fd, aside_name = tempfile.mkstemp(prefix=f".{key_file.name}.", dir=key_file.parent)
+        aside = Path(aside_name)
+        os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(get_random_secret_key())
         try:

@@ -98,3 +98,26 @@ def test_each_command_lives_beside_the_app_it_serves():
     assert commands["bench"] == "benchmarks"
     assert commands["runtimed"] == "scheduling"
     assert commands["up"] == "portal"
+
+
+def test_threads_of_one_process_making_the_key_at_once_agree(tmp_path):
+    import threading
+
+    from portal.datadir import _read_or_make_key
+
+    path = str(tmp_path / "secret_key")
+    keys, errors = [], []
+
+    def make():
+        try:
+            keys.append(_read_or_make_key.__wrapped__(path))
+        except Exception as exc:  # the race this guards against raised FileNotFoundError
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(set(keys)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["secret_key"]
