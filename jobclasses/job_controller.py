@@ -83,7 +83,7 @@ def _conditions(job: Job, status: dict, now: datetime, **conditions: tuple) -> d
 
 
 def _not_accepted(job: Job, status: dict, now: datetime, reason: str, message: str) -> dict:
-    metrics.NOT_ACCEPTED.labels(reason).inc()
+    metrics.NOT_ACCEPTED.labels(reason if reason in metrics.NOT_ACCEPTED_REASONS else "Other").inc()
     new = _conditions(job, status, now, Accepted=("False", reason, message))
     new.update(phase=JobPhase.PENDING, message=message)
     return new

@@ -14,6 +14,20 @@ DEFAULT_CLASSES = Gauge(
 JOB_TRANSITIONS = Counter(
     "kruntimes_job_transitions_total", "Job phase changes written, by the phase reached.", ["phase"]
 )
+# the reasons the counter names; anything else (an adapter's own refusal) counts as Other
+NOT_ACCEPTED_REASONS = (
+    "NoDefaultJobClass",
+    "AmbiguousDefaultJobClass",
+    "JobClassNotFound",
+    "JobClassTerminating",
+    "JobClassReplaced",
+    "JobClassNotAccepted",
+    "ParametersNotFound",
+    "ParametersReplaced",
+    "NamespaceNotAllowed",
+    "InvalidResources",
+    "ReferenceNotFound",
+)
 NOT_ACCEPTED = Counter(
     "kruntimes_job_not_accepted_total",
     "Acceptance passes that left a Job Accepted=False, by reason.",

@@ -7,6 +7,8 @@ import re
 import pytest
 from django.utils import timezone
 
+from jobclasses.metrics import NOT_ACCEPTED_REASONS
+from jobclasses.models import JobPhase
 from scheduling import lifecycle
 from scheduling.metrics import ATTEMPT_REASONS
 from scheduling.models import Run
@@ -31,9 +33,9 @@ SERIES = (
 )
 ALLOWED_LABELS = {
     "plugin": {plugin.name for plugin in default_plugins()},
-    "reason": set(REASON_TEXT) | ATTEMPT_REASONS,
+    "reason": set(REASON_TEXT) | ATTEMPT_REASONS | set(NOT_ACCEPTED_REASONS) | {"Other"},
     "result": {"bound", "unschedulable", "failed", "cleaned"},
-    "phase": {"Succeeded", "Failed", "Timeout", "Cancelled"},
+    "phase": {"Succeeded", "Failed", "Timeout", "Cancelled"} | set(JobPhase.values),
     "retried": {"true", "false"},
     "stage": {"run", "capacity", "pod"},
     "source": set(SOURCES),
