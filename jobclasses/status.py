@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from portal.machinery import history
 from portal.machinery.conditions import get_condition, with_conditions
 
 MESSAGE_LIMIT = 1024
@@ -40,18 +41,11 @@ def write(obj: Any, status: dict) -> bool:
     """Compare-and-set ``status`` (and the model's status columns) on ``obj``; True if it won."""
     if status == (obj.status or {}):
         return False
-    model = type(obj)
-    columns_of = getattr(model, "status_columns", None)
+    columns_of = getattr(type(obj), "status_columns", None)
     columns = columns_of(status) if columns_of else {}
-    won = model.objects.filter(pk=obj.pk, resource_version=obj.resource_version).update(
-        status=status, resource_version=obj.resource_version + 1, **columns
-    )
-    if not won:
-        return False
     before = (getattr(obj, "phase", None), getattr(obj, "job_class", None))
-    obj.status, obj.resource_version = status, obj.resource_version + 1
-    for column, value in columns.items():
-        setattr(obj, column, value)
+    if not history.compare_and_set(obj, {"status": status, **columns}):
+        return False
     after = (getattr(obj, "phase", None), getattr(obj, "job_class", None))
     if hasattr(obj, "job_class") and after[0] != before[0]:
         from .metrics import JOB_TRANSITIONS

@@ -15,9 +15,11 @@ __all__ = [
     "ConfigMap",
     "Namespace",
     "OwnerLink",
+    "ResourceVersionCounter",
     "Role",
     "RoleBinding",
     "Secret",
+    "WatchEvent",
 ]
 
 
@@ -132,3 +134,40 @@ class OwnerLink(models.Model):
                 {"metadata": {"ownerReferences": refs or None}},
                 context=GARBAGE_COLLECTOR,
             )
+
+
+class ResourceVersionCounter(models.Model):
+    """The one row holding the cluster's resourceVersion: every write takes the next value in
+    its own transaction, so versions are committed in the order they are given (the row lock
+    serializes writers at that point) and a watch resumed after N misses nothing.
+
+    ``compacted_through``: the newest version whose history was compacted away; a watch from
+    an older version is 410 Expired."""
+
+    value = models.BigIntegerField(default=0)
+    compacted_through = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"resourceVersion {self.value} (compacted through {self.compacted_through})"
+
+
+class WatchEvent(models.Model):
+    """One change of one object, written in the transaction that changed it (the watch
+    history): ADDED, MODIFIED or DELETED with the object as it was then."""
+
+    resource_version = models.BigIntegerField(primary_key=True)
+    kind_key = models.CharField(max_length=255)  # ResourceKind.key, e.g. runs.kruntimes.io
+    namespace = models.CharField(max_length=63, blank=True, default="")
+    name = models.CharField(max_length=253)
+    type = models.CharField(max_length=16)
+    object = models.JSONField()
+    # the labels before this change: a label-selected watch turns a change that leaves (or
+    # enters) the selection into DELETED (or ADDED), as kube-apiserver does
+    previous_labels = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=("kind_key", "resource_version"))]
+
+    def __str__(self) -> str:
+        return f"{self.resource_version} {self.type} {self.kind_key} {self.namespace}/{self.name}"

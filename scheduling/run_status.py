@@ -18,8 +18,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
-from django.db import connection
+from django.db import connection, transaction
 
+from portal.machinery import history
 from portal.machinery.conditions import format_time, with_conditions
 from runtimed.reporting import status_message
 from scheduling.models import Run, RunPhase
@@ -157,18 +158,27 @@ def write(run: Versioned, status: dict, guard: Guard = ANY, **columns: Any) -> b
     at the resourceVersion ``run`` was read at; False when someone wrote first. ``run`` is
     updated in step when the write lands."""
     values = {**Run.status_columns(status), **dict.fromkeys(guard.resets), **columns}
-    query = Run.objects.filter(pk=run.pk, resource_version=run.resource_version)
+    guards: dict[str, Any] = {}
     if guard.phase is not None:
-        query = query.filter(phase=guard.phase)
+        guards["phase"] = guard.phase
     if guard.live:
-        query = query.filter(deletion_timestamp__isnull=True)
+        guards["deletion_timestamp__isnull"] = True
     before = (run.status or {}).get("phase") or RunPhase.PENDING
-    if not query.update(status=status, resource_version=run.resource_version + 1, **values):
-        return False
-    run.status, run.resource_version = status, run.resource_version + 1
-    for column, value in values.items():
-        if hasattr(run, column):
-            setattr(run, column, value)
+    if isinstance(run, Run):
+        if not history.compare_and_set(run, {"status": status, **values}, **guards):
+            return False
+    else:  # the scheduler's PendingRun: the row is written, then recorded as it now is
+        with transaction.atomic():
+            version = history.allocate()
+            query = Run.objects.filter(pk=run.pk, resource_version=run.resource_version, **guards)
+            if not query.update(status=status, resource_version=version, **values):
+                transaction.set_rollback(True)
+                return False
+            history.record_many(_run_kind(), Run.objects.filter(pk=run.pk))
+        run.status, run.resource_version = status, version
+        for column, value in values.items():
+            if hasattr(run, column):
+                setattr(run, column, value)
     if values["phase"] != before:
         run_phase_changed.send(sender=None, run=run, phase=values["phase"])
     return True
@@ -184,21 +194,37 @@ def write_many(writes: Iterable[tuple[Versioned, dict]], guard: Guard) -> set[in
     vendor = connection.vendor
     if vendor not in ("postgresql", "sqlite"):
         return {run.pk for run, status in writes if write(run, status, guard)}
+    with transaction.atomic():
+        return _write_batch(vendor, writes, guard)
+
+
+def _write_batch(vendor: str, writes: list[tuple[Versioned, dict]], guard: Guard) -> set[int]:
+    last = history.allocate(len(writes))  # one new resourceVersion each, in order
     rows = json.dumps(
         [
             {
                 "id": run.pk,
                 "resource_version": run.resource_version,
+                "new_version": last - len(writes) + 1 + index,
                 **Run.status_columns(status),
                 "status": status,
             }
-            for run, status in writes
+            for index, (run, status) in enumerate(writes)
         ]
     )
     params = [rows] + ([guard.phase] if guard.phase is not None else [])
     with connection.cursor() as cursor:
         cursor.execute(_statement(vendor, guard), params)
-        return {pk for (pk,) in cursor.fetchall()}
+        won = {pk for (pk,) in cursor.fetchall()}
+        if won:
+            history.record_many(_run_kind(), Run.objects.filter(pk__in=won))
+        return won
+
+
+def _run_kind():
+    from portal.machinery.registry import registry
+
+    return registry.for_model(Run)
 
 
 def _written() -> tuple[str, ...]:
@@ -212,9 +238,10 @@ def _statement(vendor: str, guard: Guard) -> str:
     send); every value is a parameter."""
     names = ("id", "resource_version", *_written(), *guard.resets, "phase", "deletion_timestamp")
     fields = {name: Run._meta.get_field(name) for name in names}
+    fields["new_version"] = fields["resource_version"]
     table = connection.ops.quote_name(Run._meta.db_table)
     column = {name: connection.ops.quote_name(field.column) for name, field in fields.items()}
-    row = ("id", "resource_version", *_written())
+    row = ("id", "resource_version", "new_version", *_written())
     if vendor == "postgresql":
         types = ", ".join(f"{name} {fields[name].db_type(connection)}" for name in row)
         source = f"jsonb_to_recordset(%s::jsonb) AS v({types})"
@@ -223,7 +250,7 @@ def _statement(vendor: str, guard: Guard) -> str:
         source = f"(SELECT {picks} FROM json_each(%s)) AS v"
     sets = [
         *(f"{column[name]} = v.{name}" for name in _written()),
-        f"{column['resource_version']} = v.resource_version + 1",
+        f"{column['resource_version']} = v.new_version",
         *(f"{column[name]} = NULL" for name in guard.resets),
     ]
     tests = [("id", "= v.id"), ("resource_version", "= v.resource_version")]

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from django.db.models import Count, Q
 
+from portal.machinery import history
 from portal.machinery.conditions import set_condition
 from scheduling.models import Runtime, RuntimePod
 
@@ -54,7 +55,5 @@ def sync_runtime_status(
         ):
             continue
         status = desired_status(runtime, count, now)
-        writes += Runtime.objects.filter(
-            pk=runtime.pk, resource_version=runtime.resource_version
-        ).update(status=status, ready_replicas=count, resource_version=runtime.resource_version + 1)
+        writes += history.compare_and_set(runtime, {"status": status, "ready_replicas": count})
     return writes

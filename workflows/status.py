@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from portal.machinery import history
 from portal.machinery.conditions import with_conditions
 
 from .models import FINISHED_RUN_PHASES, WorkflowRun, WorkflowRunPhase
@@ -41,13 +42,9 @@ def write(wfr: WorkflowRun, status: dict) -> bool:
         return False
     status = {**status, "message": (status.get("message") or "")[:MESSAGE_LIMIT]}
     columns = WorkflowRun.status_columns(status)
-    won = WorkflowRun.objects.filter(pk=wfr.pk, resource_version=wfr.resource_version).update(
-        status=status, resource_version=wfr.resource_version + 1, **columns
-    )
-    if not won:
-        return False
     before = wfr.phase
-    wfr.status, wfr.resource_version, wfr.phase = status, wfr.resource_version + 1, columns["phase"]
+    if not history.compare_and_set(wfr, {"status": status, **columns}):
+        return False
     parent = (wfr.labels or {}).get(UID_LABEL)
     if parent and wfr.phase != before and wfr.is_finished:
         from .triggers import request_reconcile

@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from portal.machinery import history
 from portal.machinery.conditions import format_time, get_condition, with_conditions
 from scheduling.triggers import request_scheduling
 
@@ -120,15 +121,9 @@ def write(ws: PersistentWorkspace, status: dict) -> bool:
     if status == (ws.status or {}):
         return False
     columns = PersistentWorkspace.status_columns(status)
-    won = PersistentWorkspace.objects.filter(pk=ws.pk, resource_version=ws.resource_version).update(
-        status=status, resource_version=ws.resource_version + 1, **columns
-    )
-    if not won:
-        return False
     fenced_before = (ws.phase, ws.bound_pod, ws.bound_pod_uid)
-    ws.status, ws.resource_version = status, ws.resource_version + 1
-    for column, value in columns.items():
-        setattr(ws, column, value)
+    if not history.compare_and_set(ws, {"status": status, **columns}):
+        return False
     if (ws.phase, ws.bound_pod, ws.bound_pod_uid) != fenced_before:
         request_scheduling("workspace")
     return True

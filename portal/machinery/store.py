@@ -18,7 +18,7 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from . import errors, patches
+from . import errors, history, patches
 from .admission import WriteContext, authorize
 from .errors import FieldError
 from .events import send_on_commit
@@ -65,7 +65,7 @@ def get_object(kind: ResourceKind, namespace: str | None, name: str) -> Any:
     obj = query.first()
     if obj is None:
         raise errors.not_found(kind.plural, kind.group, name)
-    return obj
+    return history.remember_labels(obj)
 
 
 def blocking_finalizers(kind: ResourceKind, obj: Any) -> list[str]:
@@ -193,6 +193,7 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
     from portal import task_names
     from portal.models import OwnerLink
 
+    history.record(kind, obj, event)
     if event == "DELETED":
         OwnerLink.forget(obj.uid)
     else:
@@ -257,6 +258,7 @@ def create(
         return obj
     try:
         with transaction.atomic():
+            obj.resource_version = history.allocate()
             obj.save(force_insert=True)
             _notify(kind, obj, "ADDED")
     except IntegrityError:
@@ -286,7 +288,8 @@ def _save_if_unchanged(kind: ResourceKind, obj: Any, seen_version: int) -> None:
         for f in kind.model._meta.concrete_fields
         if not f.primary_key
     }
-    fields["resource_version"] = seen_version + 1
+    version = history.allocate()
+    fields["resource_version"] = version
     updated = _objects(kind).filter(pk=obj.pk, resource_version=seen_version).update(**fields)
     if not updated:
         raise errors.conflict(
@@ -296,12 +299,13 @@ def _save_if_unchanged(kind: ResourceKind, obj: Any, seen_version: int) -> None:
             "the object has been modified; please apply your changes to the "
             "latest version and try again",
         )
-    obj.resource_version = seen_version + 1
+    obj.resource_version = version
 
 
 def _finish_deletion_if_released(kind: ResourceKind, obj: Any) -> bool:
     if obj.deletion_timestamp is not None and not blocking_finalizers(kind, obj):
         _objects(kind).filter(pk=obj.pk).delete()
+        obj.resource_version = history.allocate()
         _notify(kind, obj, "DELETED")
         return True
     return False
@@ -506,6 +510,7 @@ def delete(
             _notify(kind, obj, "MODIFIED")
             return obj, False
         _objects(kind).filter(pk=obj.pk).delete()
+        obj.resource_version = history.allocate()
         _notify(kind, obj, "DELETED")
     return obj, True
 

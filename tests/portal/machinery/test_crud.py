@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from portal.machinery import history
 from tests.helpers.api import (
     API_VERSION,
     assert_status,
@@ -25,12 +26,9 @@ def test_create_then_get_returns_server_set_metadata(admin_api):
     assert created.status_code == 201
     body = created.json()
     meta = body["metadata"]
-    assert (meta["name"], meta["namespace"], meta["generation"], meta["resourceVersion"]) == (
-        "a",
-        "default",
-        1,
-        "1",
-    )
+    assert (meta["name"], meta["namespace"], meta["generation"]) == ("a", "default", 1)
+    # the cluster's resourceVersion: the newest of every kind's writes so far
+    assert int(meta["resourceVersion"]) == history.current()
     assert meta["uid"] and meta["creationTimestamp"].endswith("Z")
     assert body["spec"] == {"size": 3, "color": "red"}  # defaulted
     assert body["status"] == {}
@@ -42,7 +40,7 @@ def test_create_ignores_client_set_server_fields_and_status(admin_api):
     manifest["status"] = {"phase": "Ready"}
     body = admin_api.post(widgets(), manifest, format="json").json()
     assert body["metadata"]["uid"] != "x"
-    assert body["metadata"]["resourceVersion"] == "1"
+    assert body["metadata"]["resourceVersion"] == str(history.current())
     assert body["metadata"]["generation"] == 1
     assert body["status"] == {}
 
@@ -85,11 +83,13 @@ def test_put_bumps_resource_version_and_generation_only_on_spec_change(admin_api
     created = admin_api.post(widgets(), widget("a", 1), format="json").json()
     created["metadata"]["labels"] = {"team": "x"}
     relabelled = admin_api.put(f"{widgets()}/a", created, format="json").json()
-    assert relabelled["metadata"]["resourceVersion"] == "2"
+    versions = [int(created["metadata"]["resourceVersion"])]
+    versions.append(int(relabelled["metadata"]["resourceVersion"]))
     assert relabelled["metadata"]["generation"] == 1
     relabelled["spec"]["size"] = 2
     resized = admin_api.put(f"{widgets()}/a", relabelled, format="json").json()
-    assert resized["metadata"]["resourceVersion"] == "3"
+    versions.append(int(resized["metadata"]["resourceVersion"]))
+    assert versions == sorted(set(versions))  # every write a newer version
     assert resized["metadata"]["generation"] == 2
 
 
@@ -173,7 +173,7 @@ def test_status_subresource_writes_only_status_and_keeps_generation(admin_api):
     assert body["status"] == {"phase": "Ready"}
     assert body["spec"]["size"] == 1
     assert body["metadata"]["generation"] == 1
-    assert body["metadata"]["resourceVersion"] == "2"
+    assert int(body["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     patched = merge_patch(admin_api, f"{widgets()}/a/status", {"status": {"phase": "Pending"}})
     assert patched.json()["status"]["phase"] == "Pending"
     assert admin_api.get(f"{widgets()}/a/status").json()["status"]["phase"] == "Pending"

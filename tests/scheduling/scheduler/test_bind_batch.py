@@ -50,7 +50,7 @@ def test_stale_changed_and_deleted_runs_are_run_conflicts(batch):
             pod.uid,
             1,
         )
-        assert bound.resource_version == runs[name].resource_version + 1
+        assert bound.resource_version > runs[name].resource_version
         assert bound.dispatched_at is None
         assert bound.status["assignedPodUID"] == pod.uid and bound.status["phase"] == "Scheduled"
         scheduled = next(c for c in bound.status["conditions"] if c["type"] == "Scheduled")

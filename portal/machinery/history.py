@@ -1,0 +1,156 @@
+"""The cluster's resourceVersion and the watch history.
+
+Every write of every kind takes the next resourceVersion from one counter row
+(``ResourceVersionCounter``) and records a ``WatchEvent`` (ADDED, MODIFIED or DELETED, with
+the object as it is after the write) in the same transaction. Taking the counter locks its row
+until the transaction ends, so versions commit in the order they were given: a reader that has
+seen version N has seen every change up to N, and a watch resumed from N gets every later
+change, in order, once. No change is missed (the event commits with the write) or invented
+(a write that rolls back takes its event with it).
+
+The writers: ``portal.machinery.store`` (every API, admin and CLI write) and the kinds' status
+writers, through ``compare_and_set`` (one object) and ``allocate`` + ``record`` (batches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.db import connection, models, transaction
+
+from .manifest import to_manifest
+from .registry import ResourceKind, registry
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# set on an object as the store loads it: the labels a MODIFIED event's previous state had
+PREVIOUS_LABELS = "_watch_previous_labels"
+
+
+def _counter_model() -> Any:
+    from portal.models import ResourceVersionCounter
+
+    return ResourceVersionCounter
+
+
+def _event_model() -> Any:
+    from portal.models import WatchEvent
+
+    return WatchEvent
+
+
+def allocate(count: int = 1) -> int:
+    """Take ``count`` new resourceVersions (the caller is in a transaction: they and the row
+    lock last until it ends); returns the highest, the others precede it."""
+    counter = _counter_model()
+    table = connection.ops.quote_name(counter._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET value = value + %s WHERE id = 1 RETURNING value", [count]
+        )
+        row = cursor.fetchone()
+    if row is None:  # a database made before the counter existed: start it now
+        counter.objects.get_or_create(pk=1)
+        return allocate(count)
+    return int(row[0])
+
+
+def current() -> int:
+    """The newest resourceVersion committed (what a list at this moment is at)."""
+    value = _counter_model().objects.filter(pk=1).values_list("value", flat=True).first()
+    return int(value or 0)
+
+
+def compacted_through() -> int:
+    value = (
+        _counter_model().objects.filter(pk=1).values_list("compacted_through", flat=True).first()
+    )
+    return int(value or 0)
+
+
+def remember_labels(obj: Any) -> Any:
+    """Note ``obj``'s labels as loaded, for the event its next write records."""
+    setattr(obj, PREVIOUS_LABELS, dict(obj.labels or {}))
+    return obj
+
+
+def event_row(kind: ResourceKind, obj: Any, event_type: str) -> Any:
+    previous = getattr(obj, PREVIOUS_LABELS, None)
+    if event_type == ADDED:
+        previous = None
+    elif previous is None:
+        previous = dict(obj.labels or {})
+    return _event_model()(
+        resource_version=obj.resource_version,
+        kind_key=kind.key,
+        namespace=getattr(obj, "namespace", "") or "",
+        name=obj.name,
+        type=event_type,
+        object=to_manifest(kind, obj),
+        previous_labels=previous,
+    )
+
+
+def record(kind: ResourceKind, obj: Any, event_type: str) -> None:
+    """Record one change (``obj`` holds its new resourceVersion and state)."""
+    event_row(kind, obj, event_type).save(force_insert=True)
+    remember_labels(obj)
+
+
+def record_many(kind: ResourceKind, objs: Iterable[Any], event_type: str = MODIFIED) -> None:
+    rows = sorted(
+        (event_row(kind, obj, event_type) for obj in objs), key=lambda e: e.resource_version
+    )
+    _event_model().objects.bulk_create(rows)
+
+
+def compare_and_set(obj: Any, fields: Mapping[str, Any], **guards: Any) -> bool:
+    """Write ``fields`` on ``obj``'s row if it is still at the resourceVersion ``obj`` was read
+    at (and matches ``guards``); record the change. True if it landed, and then ``obj`` holds
+    the new fields and resourceVersion."""
+    model = type(obj)
+    kind = registry.for_model(model)
+    with transaction.atomic():
+        version = allocate()
+        won = model.objects.filter(
+            pk=obj.pk, resource_version=obj.resource_version, **guards
+        ).update(resource_version=version, **fields)
+        if not won:
+            transaction.set_rollback(True)
+            return False
+        for name, value in fields.items():
+            if not isinstance(value, models.expressions.BaseExpression):
+                setattr(obj, name, value)
+        obj.resource_version = version
+        if kind is not None:
+            record(kind, obj, MODIFIED)
+    return True
+
+
+def compact(keep_seconds: float, keep_at_least: int = 0) -> int:
+    """Drop history older than ``keep_seconds`` (keeping the newest ``keep_at_least`` events);
+    a watch from a version before what remains is answered 410 Expired. Returns how many."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    events = _event_model().objects
+    cutoff = timezone.now() - timedelta(seconds=keep_seconds)
+    doomed = events.filter(created_at__lt=cutoff)
+    if keep_at_least:
+        floor = (
+            events.order_by("-resource_version")
+            .values_list("resource_version", flat=True)[keep_at_least - 1 : keep_at_least]
+            .first()
+        )
+        if floor is not None:
+            doomed = doomed.filter(resource_version__lt=floor)
+    newest_doomed = doomed.aggregate(top=models.Max("resource_version"))["top"]
+    if newest_doomed is None:
+        return 0
+    with transaction.atomic():
+        removed, _ = events.filter(resource_version__lte=newest_doomed).delete()
+        _counter_model().objects.filter(pk=1, compacted_through__lt=newest_doomed).update(
+            compacted_through=newest_doomed
+        )
+    return int(removed)
