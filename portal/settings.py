@@ -244,12 +244,27 @@ KRUNTIMES_JOB_POLL_SECONDS = env.float("KRUNTIMES_JOB_POLL_SECONDS", default=2.0
 # all decrypt (rotate by putting a new key first, then manage.py rotate_secret_keys); empty:
 # stored plain.
 KRUNTIMES_SECRET_ENCRYPTION_KEYS = env.list("KRUNTIMES_SECRET_ENCRYPTION_KEYS", default=[])
+# Watches: the history kept for resuming (older versions answer 410 Expired and clients
+# relist), how often each web process reads it, bookmark spacing, and the longest watch.
+KRUNTIMES_WATCH_HISTORY_SECONDS = env.float("KRUNTIMES_WATCH_HISTORY_SECONDS", default=900.0)
+KRUNTIMES_WATCH_HISTORY_MIN_EVENTS = env.int("KRUNTIMES_WATCH_HISTORY_MIN_EVENTS", default=1000)
+KRUNTIMES_WATCH_POLL_SECONDS = env.float("KRUNTIMES_WATCH_POLL_SECONDS", default=0.05)
+KRUNTIMES_WATCH_BOOKMARK_SECONDS = env.float("KRUNTIMES_WATCH_BOOKMARK_SECONDS", default=10.0)
+KRUNTIMES_WATCH_MAX_SECONDS = env.float("KRUNTIMES_WATCH_MAX_SECONDS", default=1800.0)
+# Watches held open per web process and per user (429 beyond; they hold no thread under ASGI).
+KRUNTIMES_MAX_WATCHES = env.int("KRUNTIMES_MAX_WATCHES", default=4096)
+KRUNTIMES_MAX_WATCHES_PER_USER = env.int("KRUNTIMES_MAX_WATCHES_PER_USER", default=1024)
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
 CELERY_BEAT_SCHEDULE = {
     "garbage-collect": {
         "task": portal_tasks.GARBAGE_COLLECT,
         "schedule": KRUNTIMES_RECONCILE_INTERVAL_SECONDS,
         "options": {"queue": CONTROL_QUEUE, "expires": KRUNTIMES_RECONCILE_INTERVAL_SECONDS * 3},
+    },
+    "compact-watch-history": {
+        "task": portal_tasks.COMPACT_WATCH_HISTORY,
+        "schedule": 60.0,
+        "options": {"queue": CONTROL_QUEUE, "expires": 120.0},
     },
     # Pods and Runs on a short beat: a lost pod fails its Runs within 30 s.
     "scheduling-reconcile": {

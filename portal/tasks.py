@@ -40,3 +40,14 @@ def collect_dependents(owner_uid: str) -> int:
 def release_foreground_owners() -> int:
     """Event path after a dependent is deleted: owners deleting in the foreground may go."""
     return gc.release_foreground(settings.KRUNTIMES_GC_BATCH_SIZE).released
+
+
+@shared_task(name=task_names.COMPACT_WATCH_HISTORY, ignore_result=True)
+def compact_watch_history() -> int:
+    """The beat pass: drop watch history older than KRUNTIMES_WATCH_HISTORY_SECONDS (keeping
+    the newest KRUNTIMES_WATCH_HISTORY_MIN_EVENTS); older watches get 410 and relist."""
+    from portal.machinery import history
+
+    return history.compact(
+        settings.KRUNTIMES_WATCH_HISTORY_SECONDS, settings.KRUNTIMES_WATCH_HISTORY_MIN_EVENTS
+    )

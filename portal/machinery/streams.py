@@ -17,50 +17,55 @@ from . import errors
 
 RETRY_AFTER_SECONDS = 5
 _lock = threading.Lock()
-_total = 0
-_by_user: Counter[str] = Counter()
+# pool -> (streams open, streams open by user): log follows and watches are counted apart
+_open: Counter[str] = Counter()
+_by_user: dict[str, Counter[str]] = {}
+# pool -> the settings naming its limits (total per web process, per user) and their defaults
+POOLS = {
+    "stream": ("KRUNTIMES_MAX_STREAMS", 8, "KRUNTIMES_MAX_STREAMS_PER_USER", 4),
+    "watch": ("KRUNTIMES_MAX_WATCHES", 4096, "KRUNTIMES_MAX_WATCHES_PER_USER", 1024),
+}
 
 
-def limits() -> tuple[int, int]:
-    return (
-        int(getattr(settings, "KRUNTIMES_MAX_STREAMS", 8)),
-        int(getattr(settings, "KRUNTIMES_MAX_STREAMS_PER_USER", 4)),
-    )
+def limits(pool: str = "stream") -> tuple[int, int]:
+    total, total_default, user, user_default = POOLS[pool]
+    return int(getattr(settings, total, total_default)), int(getattr(settings, user, user_default))
 
 
-def in_use() -> tuple[int, dict[str, int]]:
+def in_use(pool: str = "stream") -> tuple[int, dict[str, int]]:
     with _lock:
-        return _total, dict(_by_user)
+        return _open[pool], dict(_by_user.get(pool, {}))
 
 
-def acquire(user_key: str) -> Callable[[], None]:
-    """Take a slot for ``user_key`` or raise a 429 Status; returns an idempotent release."""
-    global _total
-    total_limit, user_limit = limits()
+def acquire(user_key: str, pool: str = "stream") -> Callable[[], None]:
+    """Take a slot of ``pool`` for ``user_key`` or raise a 429 Status; returns an idempotent
+    release."""
+    total_limit, user_limit = limits(pool)
+    what = "watches" if pool == "watch" else "streams"
     with _lock:
-        if _by_user[user_key] >= user_limit:
+        users = _by_user.setdefault(pool, Counter())
+        if users[user_key] >= user_limit:
             raise too_many(
-                f"{user_key} already has {user_limit} streams open (the limit per "
+                f"{user_key} already has {user_limit} {what} open (the limit per "
                 "user); close one or retry later"
             )
-        if _total >= total_limit:
+        if _open[pool] >= total_limit:
             raise too_many(
-                f"the server already serves {total_limit} streams (its limit); retry later"
+                f"the server already serves {total_limit} {what} (its limit); retry later"
             )
-        _total += 1
-        _by_user[user_key] += 1
+        _open[pool] += 1
+        users[user_key] += 1
     released = threading.Event()
 
     def release() -> None:
-        global _total
         with _lock:
             if released.is_set():
                 return
             released.set()
-            _total -= 1
-            _by_user[user_key] -= 1
-            if _by_user[user_key] <= 0:
-                del _by_user[user_key]
+            _open[pool] -= 1
+            users[user_key] -= 1
+            if users[user_key] <= 0:
+                del users[user_key]
 
     return release
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, DataError
+from django.db import DatabaseError, DataError, connection, transaction
 from django.db.models import QuerySet
 from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, patches, store, tables
+from . import errors, history, patches, store, tables, watch
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
@@ -207,10 +207,16 @@ class KubeView(APIView):
 class CollectionView(KubeView):
     """GET (list) and POST (create) on ``.../<plural>``."""
 
-    def get(self, request: Request, namespace: str | None = None) -> Response:
+    def get(self, request: Request, namespace: str | None = None) -> Any:
+        params = request.query_params
+        if params.get("watch", "") in watch.TRUE:
+            self.authorize(request, "watch", namespace)
+            fields = parse_field_selector(self.kind, params.get("fieldSelector", ""))
+            wanted = watch.parse_request(self.kind, namespace, params, fields)
+            return watch.respond(request._request, request.user.get_username(), wanted)
         self.authorize(request, "list", namespace)
-        items, token = list_objects(self.kind, namespace, request.query_params)
-        metadata = {"resourceVersion": ""}
+        version, items, token = consistent_list(self.kind, namespace, params)
+        metadata = {"resourceVersion": str(version)}
         if token:
             metadata["continue"] = token
         return self.read_response(
@@ -341,6 +347,21 @@ class ReviewView(KubeView):
                         f"{key} must be {expected}", [errors.invalid(key, f"must be {expected}")]
                     )
         return Response(self.review.answer(request.user, body), status=201)
+
+
+def consistent_list(
+    kind: ResourceKind, namespace: str | None, params: Mapping[str, str]
+) -> tuple[int, list[Any], str]:
+    """(the resourceVersion, one page of the list) read at one moment, so a watch from that
+    version misses and repeats nothing."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        version = history.current()
+        items, token = list_objects(kind, namespace, params)
+    return version, items, token
 
 
 def list_objects(

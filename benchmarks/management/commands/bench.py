@@ -1,4 +1,5 @@
-"""``manage.py bench scheduler|runs|workflows``: one JSON line on stdout, progress on stderr.
+"""``manage.py bench scheduler|runs|workflows|watch``: one JSON line on stdout, progress on
+stderr.
 
 - ``bench scheduler --runs N --pods P [--affinity MODE] [--namespace NS] [--keep]``: how fast
   the scheduler binds a backlog on the configured database (settings DATABASE_URL).
@@ -7,6 +8,9 @@
 - ``bench workflows --count N [--concurrency C]``: WorkflowRun latency (creation to Succeeded)
   of the demo's two-job, four-step Workflow on real processes, and the overhead per step above
   the child Runs' own time.
+
+- ``bench watch --watchers N --writes M [--rate R]``: watch event delivery on one web process
+  (p50/p99, events lost, memory per watch).
 
 The logic lives in the ``benchmarks`` app (a checkout's, not the wheel's).
 """
@@ -21,6 +25,15 @@ from collections.abc import Callable
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+WATCH_HELP = (
+    "Watch fan-out on one web process: uvicorn serving portal.asgi (as manage.py up's web "
+    "workers do) holds N real HTTP watches of ConfigMaps in a fresh namespace while this "
+    "process creates M ConfigMaps through the store. Prints ONE JSON line: delivered, "
+    "events_lost (must be 0), duplicates, p50_ms/p99_ms/max_ms (commit to arrival at a "
+    "watcher), memory_per_watcher_kib (the web process's RSS growth over N), web_rss_mib. "
+    "Uses the database of settings DATABASE_URL (must be migrated). Exits non-zero if an "
+    "event was lost or duplicated."
+)
 SCHEDULER_HELP = (
     "Benchmark the scheduler: bind N pending Runs onto P Runtime Pods in a fresh "
     "namespace and print one JSON line (bound_per_s, pass p50/p99, floor_s...). "
@@ -82,7 +95,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         # each target has its own options: ``bench <target> --help``
         targets = parser.add_subparsers(
-            dest="target", required=True, metavar="{scheduler,runs,workflows}"
+            dest="target", required=True, metavar="{scheduler,runs,workflows,watch}"
         )
         scheduler = targets.add_parser("scheduler", help=SCHEDULER_HELP, description=SCHEDULER_HELP)
         scheduler.add_argument("--runs", type=int, required=True, help="pending Runs to bind")
@@ -230,15 +243,45 @@ class Command(BaseCommand):
             help="do not start beat (the controller then lives on events alone)",
         )
 
+        watch = targets.add_parser("watch", help=WATCH_HELP, description=WATCH_HELP)
+        watch.add_argument("--watchers", type=int, required=True, help="watches held open")
+        watch.add_argument("--writes", type=int, required=True, help="ConfigMap creates")
+        watch.add_argument(
+            "--rate", type=float, default=50.0, help="writes per second (0: as fast as possible)"
+        )
+        watch.add_argument(
+            "--namespace",
+            default="bench-watch",
+            help="the namespace to (re)create; its ConfigMaps are deleted first",
+        )
+
     def handle(self, *args, target, **options) -> None:
         if settings.DEBUG:
             self.stderr.write("warning: DEBUG=True records every query; numbers are slower")
-        if target == "runs":
+        if target == "watch":
+            self.handle_watch(**options)
+        elif target == "runs":
             self.handle_runs(**options)
         elif target == "workflows":
             self.handle_workflows(**options)
         else:
             self.handle_scheduler(**options)
+
+    def handle_watch(self, *, watchers, writes, rate, namespace, **options) -> None:
+        from benchmarks.watch import WatchBenchOptions, run_watch_bench
+
+        if watchers < 1 or writes < 1:
+            raise CommandError("--watchers and --writes must be at least 1")
+        self.log(f"bench watch: {watchers} watches, {writes} writes at {rate}/s")
+        result = run_watch_bench(
+            WatchBenchOptions(watchers=watchers, writes=writes, rate=rate, namespace=namespace),
+            self.log,
+        )
+        self.stdout.write(json.dumps(result))
+        if result["events_lost"] or result["duplicates"]:
+            raise CommandError(
+                f"{result['events_lost']} events lost, {result['duplicates']} duplicated"
+            )
 
     def log(self, line: str) -> None:
         self.stderr.write(line)

@@ -12,7 +12,7 @@ from .kinds import definition_name, gvk, ref
 from .meta import DELETE_OPTIONS, PATCH, STATUS
 
 JSON_TYPES = ("application/json", "application/yaml")
-PATCH_TYPES = ("application/merge-patch+json",)
+PATCH_TYPES = ("application/merge-patch+json", "application/json-patch+json")
 Operation = dict[str, Any]
 
 
@@ -40,6 +40,25 @@ LIST_PARAMETERS = [
     _query("fieldSelector", "metadata.name and metadata.namespace, with = or ==."),
     _query("limit", "The most items to return.", {"type": "integer"}),
     _query("continue", "The continue token of the previous page."),
+    _query(
+        "watch",
+        "Stream ADDED/MODIFIED/DELETED/BOOKMARK/ERROR events, one JSON object a line.",
+        {"type": "boolean"},
+    ),
+    _query(
+        "resourceVersion",
+        "With watch: the changes after this version (410 Expired when older than the history "
+        "kept); without it a watch starts with the current state.",
+    ),
+    _query("allowWatchBookmarks", "With watch: BOOKMARK events.", {"type": "boolean"}),
+    _query(
+        "sendInitialEvents",
+        "With watch: the current state first, ended by a BOOKMARK annotated "
+        "k8s.io/initial-events-end.",
+        {"type": "boolean"},
+    ),
+    _query("resourceVersionMatch", "NotOlderThan (with sendInitialEvents)."),
+    _query("timeoutSeconds", "With watch: end the stream after this long.", {"type": "integer"}),
 ]
 DRY_RUN = _query("dryRun", "All: validate and admit, but do not persist.", {"type": "string"})
 FIELD_VALIDATION = _query(
