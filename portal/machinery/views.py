@@ -212,7 +212,8 @@ class CollectionView(KubeView):
         if params.get("watch", "") in watch.TRUE:
             self.authorize(request, "watch", namespace)
             fields = parse_field_selector(self.kind, params.get("fieldSelector", ""))
-            wanted = watch.parse_request(self.kind, namespace, params, fields)
+            accept = request.META.get("HTTP_ACCEPT", "")
+            wanted = watch.parse_request(self.kind, namespace, params, fields, accept)
             return watch.respond(request._request, request.user.get_username(), wanted)
         self.authorize(request, "list", namespace)
         version, items, token = consistent_list(self.kind, namespace, params)

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.http import StreamingHttpResponse
 
-from . import errors, history
+from . import errors, history, tables
 from .labels import LabelSelectorError, Selector, parse_selector_string
 from .manifest import list_item
 from .registry import ResourceKind, registry
@@ -67,6 +67,8 @@ class WatchRequest:
     timeout: float
     list_params: Mapping[str, str] = field(default_factory=dict)  # labelSelector, fieldSelector
     initial_end_bookmark: bool = False  # sendInitialEvents=true: mark the initial events' end
+    table: str | None = None  # a meta.k8s.io Table version: each event's object is a Table
+    include: str = "Metadata"  # the Table rows' includeObject
 
     def matches(self, namespace: str, name: str, labels: Mapping[str, str] | None) -> bool:
         if self.namespace is not None and namespace != self.namespace:
@@ -83,6 +85,7 @@ def parse_request(
     namespace: str | None,
     params: Mapping[str, str],
     field_filters: Mapping[str, str],
+    accept: str = "",
 ) -> WatchRequest:
     try:
         selector = parse_selector_string(params.get("labelSelector", ""))
@@ -145,6 +148,8 @@ def parse_request(
             key: params[key] for key in ("labelSelector", "fieldSelector") if params.get(key)
         },
         initial_end_bookmark=send_initial and bookmarks,
+        table=tables.requested_table(accept),
+        include=tables.include_object(params),
     )
 
 
@@ -167,12 +172,17 @@ class Change:
         self.previous: dict[str, str] | None = row.previous_labels
         self._lines: dict[str, bytes] = {}
 
-    def line(self, event_type: str, kind: ResourceKind) -> bytes:
-        cached = self._lines.get(event_type)
+    def line(self, event_type: str, request: WatchRequest, headers: bool = False) -> bytes:
+        key = f"{event_type}/{request.table}/{request.include}/{headers}"
+        cached = self._lines.get(key)
         if cached is None:
+            kind = request.kind
             shown = kind.in_list(self.object) if kind.in_list is not None else self.object
-            cached = encode(event_type, shown)
-            self._lines[event_type] = cached
+            if request.table is None:
+                cached = encode(event_type, shown)
+            else:
+                cached = encode(event_type, table_of(request, shown, headers))
+            self._lines[key] = cached
         return cached
 
     def as_seen_by(self, request: WatchRequest) -> str | None:
@@ -191,6 +201,49 @@ class Change:
         if before:
             return history.DELETED
         return None
+
+
+def table_of(request: WatchRequest, manifest: dict[str, Any], headers: bool) -> dict[str, Any]:
+    """One object as a one-row Table; column definitions only in a watch's first Table, as
+    kube-apiserver sends them."""
+    obj = instance_of(request.kind, manifest)
+    data = tables.table(
+        request.kind,
+        [obj],
+        version=request.table or "v1",
+        include=request.include,
+        metadata={"resourceVersion": manifest["metadata"].get("resourceVersion", "")},
+        manifest_of=lambda _: manifest,
+    )
+    if not headers:
+        data["columnDefinitions"] = []
+    return data
+
+
+def instance_of(kind: ResourceKind, manifest: Mapping[str, Any]) -> Any:
+    """An unsaved row holding ``manifest`` (the printer columns read rows)."""
+    from .conditions import time_or_none
+
+    meta = manifest.get("metadata") or {}
+    obj = kind.model(name=meta.get("name", ""))
+    if kind.namespaced:
+        obj.namespace = meta.get("namespace", "")
+    obj.uid = meta.get("uid") or obj.uid
+    obj.resource_version = int(meta.get("resourceVersion") or 0)
+    obj.generation = meta.get("generation") or 1
+    obj.labels = meta.get("labels") or {}
+    obj.annotations = meta.get("annotations") or {}
+    obj.finalizers = meta.get("finalizers") or []
+    obj.owner_references = meta.get("ownerReferences") or []
+    obj.creation_timestamp = time_or_none(meta.get("creationTimestamp")) or obj.creation_timestamp
+    obj.deletion_timestamp = time_or_none(meta.get("deletionTimestamp"))
+    for wire in kind.body:
+        if wire in manifest:
+            setattr(obj, kind.attr(wire), manifest[wire])
+    sync = getattr(obj, "sync_columns", None)
+    if sync is not None:
+        sync()
+    return obj
 
 
 def encode(event_type: str, obj: Mapping[str, Any]) -> bytes:
@@ -386,6 +439,7 @@ class Stream:
         self.watcher = Watcher(request, after=0)
         self.started = time.monotonic()
         self.last_bookmark = self.started
+        self.headers_sent = False  # a Table watch: the column definitions went out
 
     def start(self) -> list[bytes]:
         """Subscribe, then read what precedes the live changes (lines to send first)."""
@@ -399,6 +453,9 @@ class Stream:
             self.watcher.after = request.resource_version
             return self._deliver(_history_after(request, request.resource_version))
         version, lines = _snapshot(request)
+        if request.table is not None:
+            lines = [self._as_table(line, index == 0) for index, line in enumerate(lines)]
+            self.headers_sent = bool(lines)
         self.watcher.after = version
         if request.initial_end_bookmark:
             lines.append(bookmark(request.kind, version, initial_end=True))
@@ -412,8 +469,14 @@ class Stream:
             self.watcher.after = change.version
             seen_as = change.as_seen_by(self.request)
             if seen_as is not None:
-                lines.append(change.line(seen_as, self.request.kind))
+                headers = self.request.table is not None and not self.headers_sent
+                lines.append(change.line(seen_as, self.request, headers))
+                self.headers_sent = self.headers_sent or headers
         return lines
+
+    def _as_table(self, line: bytes, headers: bool) -> bytes:
+        event = json.loads(line)
+        return encode(event["type"], table_of(self.request, event["object"], headers))
 
     def next_lines(self) -> list[bytes]:
         changes, progress = self.watcher.take()

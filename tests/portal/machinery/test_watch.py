@@ -424,3 +424,27 @@ def test_beat_compacts_the_history_by_age_and_keeps_the_newest(settings):
         "fresh",
     ]
     assert "compact-watch-history" in settings.CELERY_BEAT_SCHEDULE
+
+
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+@pytest.mark.django_db
+def test_a_table_watch_sends_one_row_tables_with_the_columns_first_only():
+    """kubectl get -w asks for Tables: each event's object is a Table of its one row."""
+    from portal.machinery.views import parse_field_selector
+
+    create("a", size=3)
+    hub = Hub(background=False)
+    request = parse_request(kind(), "default", {}, parse_field_selector(kind(), ""), TABLE_ACCEPT)
+    stream = Stream(request, hub)
+    (first,) = events(stream.start())
+    assert first["type"] == "ADDED" and first["object"]["kind"] == "Table"
+    assert [c["name"] for c in first["object"]["columnDefinitions"]][0] == "Name"
+    assert first["object"]["rows"][0]["cells"][0] == "a"
+    assert first["object"]["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+    patch("a", {"spec": {"size": 4}})
+    hub.poll_once()
+    (second,) = events(stream.next_lines())
+    assert second["type"] == "MODIFIED" and second["object"]["columnDefinitions"] == []
+    assert second["object"]["rows"][0]["cells"][0] == "a"
