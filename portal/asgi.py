@@ -1,0 +1,12 @@
+"""The ASGI application ``manage.py up`` serves (gunicorn with uvicorn workers): a long-lived
+response (a log follow, a watch) waits on the event loop instead of holding a server thread."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+from portal.datadir import ensure_data_dir
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+ensure_data_dir()
+application = get_asgi_application()
