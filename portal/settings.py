@@ -94,6 +94,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # every path no route matched answers a Status 404, not HTML (the console keeps its page)
+    "portal.machinery.not_found.status_not_found_middleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
