@@ -5,7 +5,8 @@ answered at once with a 429 Status, and ordinary requests keep their threads.
 
 Under ASGI Django would read a sync stream to its end before sending a byte; a
 ``SlotStreamingResponse`` hands it over piece by piece instead, and a client that goes away
-closes the stream (and gives the slot back) as soon as the piece being read is done."""
+closes the stream (and gives the slot back) as soon as the piece being read is done; a stream
+that may wait long for output yields empty pieces meanwhile, so it can be stopped between them."""
 
 from __future__ import annotations
 
@@ -93,6 +94,10 @@ class SlotStreamingResponse(StreamingHttpResponse):
         finally:
             self._release()
 
+    def __iter__(self) -> Iterator[bytes]:
+        # a WSGI server cannot stop a stream between pieces: it gets only the text
+        return (piece for piece in super().__iter__() if piece)
+
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self.is_async:
             async for chunk in super().__aiter__():
@@ -107,7 +112,8 @@ class SlotStreamingResponse(StreamingHttpResponse):
 
         try:
             while (piece := await sync_to_async(step, thread_sensitive=True)()) is not None:
-                yield piece
+                if piece:  # an empty piece only hands control back (a quiet poll)
+                    yield piece
         finally:
             # a disconnect cancels the send; Django then never calls close() itself
             await sync_to_async(self.close, thread_sensitive=True)()

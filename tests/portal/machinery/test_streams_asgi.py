@@ -109,3 +109,38 @@ def test_a_stream_that_ends_frees_the_slot():
 
     assert b"".join(asyncio.run(scenario())) == b"ab"
     assert streams.in_use() == (0, {})
+
+
+def test_empty_pieces_are_not_sent_but_let_a_gone_client_stop_the_stream():
+    quiet = Endless()
+
+    def polls():
+        for _ in quiet:  # each allow() is one quiet poll
+            yield b""
+
+    release = streams.acquire("ann")
+    response = streams.SlotStreamingResponse(polls(), release=release)
+
+    async def scenario() -> list[dict]:
+        sent: asyncio.Queue = asyncio.Queue()
+        task = asyncio.create_task(serve(response, sent))
+        quiet.allow(3)
+        await asyncio.sleep(0.2)
+        task.cancel()  # the client went away while nothing was being written
+        quiet.allow()
+        await asyncio.gather(task, return_exceptions=True)
+        return [sent.get_nowait() for _ in range(sent.qsize())]
+
+    messages = asyncio.run(scenario())
+    assert not [m for m in messages if m["type"] == "http.response.body" and m.get("body")]
+    assert quiet.closed.wait(5)
+    assert streams.in_use() == (0, {})
+
+
+@pytest.mark.django_db  # close() sends request_finished, which looks at the connections
+def test_a_wsgi_server_iterates_only_the_text():
+    release = streams.acquire("ann")
+    response = streams.SlotStreamingResponse(iter([b"a", b"", b"b"]), release=release)
+    assert list(response) == [b"a", b"b"]
+    response.close()
+    assert streams.in_use() == (0, {})
