@@ -27,9 +27,7 @@ class Command(BaseCommand):
         found = users.objects.filter(username=user).first()
         if found is None:
             if not create_user:
-                raise CommandError(
-                    f'user "{user}" does not exist; pass --create-user to create it'
-                )
+                raise CommandError(f'user "{user}" does not exist; pass --create-user to create it')
             found = users.objects.create_user(user)
             found.set_unusable_password()
             found.save(update_fields=["password"])
