@@ -94,6 +94,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # every path no route matched answers a Status 404, not HTML (the console keeps its page)
+    "portal.machinery.not_found.status_not_found_middleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -219,8 +221,10 @@ KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(
 # The largest request body the API and the admin accept (413 beyond; Kubernetes' 3 MiB).
 KRUNTIMES_MAX_REQUEST_BYTES = env.int("KRUNTIMES_MAX_REQUEST_BYTES", default=3 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KRUNTIMES_MAX_REQUEST_BYTES
-# Long-lived responses (log follows) each hold a web thread: at most this many per web process
-# and per user, so ordinary requests keep answering (429 beyond; ``up`` runs 16 threads).
+# ``manage.py up``'s web server processes (gunicorn with uvicorn workers).
+KRUNTIMES_WEB_WORKERS = env.int("KRUNTIMES_WEB_WORKERS", default=4)
+# Long-lived responses (log follows) each hold a thread while they wait for output: at most
+# this many per web process and per user, so ordinary requests keep answering (429 beyond).
 KRUNTIMES_MAX_STREAMS = env.int("KRUNTIMES_MAX_STREAMS", default=8)
 KRUNTIMES_MAX_STREAMS_PER_USER = env.int("KRUNTIMES_MAX_STREAMS_PER_USER", default=4)
 # Stored log bytes per Run attempt; the oldest output is truncated beyond it.

@@ -1,23 +1,22 @@
 """URLs: the Kubernetes-shaped API, OpenAPI, the admin console."""
 
 from django.contrib import admin
-from django.http import JsonResponse
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from portal.machinery import server_info
 from portal.machinery.openapi.views import openapi_urlpatterns
 from portal.machinery.routes import api_not_found_patterns, api_urlpatterns
 from portal.metrics import metrics_view
 
-
-def healthz(request):
-    return JsonResponse({"status": "ok"})
-
-
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
-    path("healthz", healthz),
+    path("version", server_info.version),
+    path("version/", server_info.version),  # the Python client asks with the slash
+    path("healthz", server_info.ok),
+    path("livez", server_info.ok),
+    path("readyz", server_info.readyz),
     path("metrics", metrics_view),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -125,6 +125,7 @@ class RunLogView(KubeView):
                 tail_lines=tail_lines,
                 limit_bytes=limit_bytes,
                 policy=self.follow_policy,
+                idle_pieces=True,  # lets an ASGI server end it between polls (streams.py)
             )
             response = streams.SlotStreamingResponse(
                 encoded_stream(pieces), release=release, content_type=TEXT_PLAIN

@@ -294,8 +294,12 @@ def follow_log(
     tail_lines: int | None = None,
     limit_bytes: int | None = None,
     policy: FollowPolicy = DEFAULT_FOLLOW,
+    idle_pieces: bool = False,
 ) -> Iterator[str]:
-    """Yield the log, then new text as it arrives, until the attempt is over and quiet."""
+    """Yield the log, then new text as it arrives, until the attempt is over and quiet.
+
+    ``idle_pieces`` yields ``""`` after each quiet poll, so a server that reads the stream
+    from another thread can stop it between polls once its client has gone."""
     attempt = run.attempt if attempt is None else attempt
     first = read_log(run, attempt, tail_lines=tail_lines, limit_bytes=limit_bytes)
     budget = None if limit_bytes is None else limit_bytes - len(first.text.encode())
@@ -312,6 +316,8 @@ def follow_log(
             if budget is not None:
                 budget -= len(piece.text.encode())
             quiet_since = None
+        elif idle_pieces:
+            yield ""
         position = max(position, piece.next_offset)
         if over and not piece.text:
             quiet_since = policy.clock() if quiet_since is None else quiet_since

@@ -1,15 +1,21 @@
 """Slots for long-lived responses (log follows; watches later), so streams cannot starve the
-web server: each holds a request thread, so at most ``KRUNTIMES_MAX_STREAMS`` run per web
-process and ``KRUNTIMES_MAX_STREAMS_PER_USER`` per user; beyond that a request is answered at
-once with a 429 Status, and ordinary requests keep their threads."""
+web server: each holds a thread while it waits for output, so at most ``KRUNTIMES_MAX_STREAMS``
+run per web process and ``KRUNTIMES_MAX_STREAMS_PER_USER`` per user; beyond that a request is
+answered at once with a 429 Status, and ordinary requests keep their threads.
+
+Under ASGI Django would read a sync stream to its end before sending a byte; a
+``SlotStreamingResponse`` hands it over piece by piece instead, and a client that goes away
+closes the stream (and gives the slot back) as soon as the piece being read is done; a stream
+that may wait long for output yields empty pieces meanwhile, so it can be stopped between them."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, cast
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
@@ -92,6 +98,30 @@ class SlotStreamingResponse(StreamingHttpResponse):
             super().close()
         finally:
             self._release()
+
+    def __iter__(self) -> Iterator[bytes]:
+        # a WSGI server cannot stop a stream between pieces: it gets only the text
+        return (piece for piece in super().__iter__() if piece)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self.is_async:
+            async for chunk in super().__aiter__():
+                yield chunk
+            return
+        # the request's own thread (thread_sensitive): the stream's database connection stays
+        # on it, and close() waits for the piece being read rather than racing it
+        parts = iter(cast(Iterator[bytes], self.streaming_content))
+
+        def step() -> bytes | None:
+            return next(parts, None)
+
+        try:
+            while (piece := await sync_to_async(step, thread_sensitive=True)()) is not None:
+                if piece:  # an empty piece only hands control back (a quiet poll)
+                    yield piece
+        finally:
+            # a disconnect cancels the send; Django then never calls close() itself
+            await sync_to_async(self.close, thread_sensitive=True)()
 
 
 def _releasing(

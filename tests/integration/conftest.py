@@ -140,15 +140,25 @@ def up_env() -> dict[str, str]:
 class PortalUp:
     """``manage.py up`` as a process that a test may stop (SIGTERM) and start again."""
 
-    def __init__(self, env: dict[str, str], port: int, log_path: Path) -> None:
-        self.env, self.port, self.log_path = env, port, log_path
+    def __init__(
+        self, env: dict[str, str], port: int, log_path: Path, *, tls: bool = False
+    ) -> None:
+        self.env, self.port, self.log_path, self.tls = env, port, log_path, tls
         self.process: subprocess.Popen | None = None
-        self.base = f"http://127.0.0.1:{port}"
+        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+        self.data_dir = Path(env["KRUNTIMES_DATA_DIR"])
 
     def start(self, session: requests.Session) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "up", "--port", str(self.port)],
+            [
+                sys.executable,
+                "manage.py",
+                "up",
+                "--port",
+                str(self.port),
+                *(["--tls"] if self.tls else []),
+            ],
             cwd=ROOT,
             env=self.env,
             stdout=log,
@@ -173,7 +183,7 @@ class PortalUp:
         return time.monotonic() - started
 
 
-def up_process(broker, tmp_path, up_env) -> PortalUp:
+def up_process(broker, tmp_path, up_env, *, tls: bool = False) -> PortalUp:
     env = {
         **os.environ,
         **broker,
@@ -186,7 +196,7 @@ def up_process(broker, tmp_path, up_env) -> PortalUp:
         "KRUNTIMES_POD_TERMINATION_GRACE_SECONDS": "6",
         **up_env,
     }
-    return PortalUp(env, free_port(), tmp_path / "up.log")
+    return PortalUp(env, free_port(), tmp_path / "up.log", tls=tls)
 
 
 def api_session(admin_user) -> requests.Session:
@@ -208,6 +218,31 @@ def portal_up(broker, tmp_path, admin_user, up_env):
     try:
         up.start(session)
         yield session, up.base
+    finally:
+        up.stop()
+        print(up.log_path.read_text(errors="replace")[-6000:])
+
+
+@pytest.fixture
+def portal_up_tls(tmp_path, admin_user, up_env):
+    """``manage.py up --tls`` on the filesystem broker: (session verifying the data dir's CA
+    with the admin's token, base URL, the PortalUp). The CA is made first, as ``up`` would."""
+    from portal import tls
+    from portal.models import Namespace
+
+    Namespace.objects.get_or_create(name="default", defaults={"spec": {"finalizers": []}})
+    data = tmp_path / "data"
+    data.mkdir()
+    broker = {"CELERY_BROKER_URL": "filesystem://localhost/", "KRUNTIMES_DATA_DIR": str(data)}
+    up = up_process(broker, tmp_path, up_env, tls=True)
+    paths = tls.Paths(up.data_dir / "tls")
+    tls.ensure_server_cert(paths, tls.server_hosts("127.0.0.1"))
+    session = api_session(admin_user)
+    session.verify = str(paths.ca_cert)
+    session.trust_env = False  # else REQUESTS_CA_BUNDLE would stand in for the data dir's CA
+    try:
+        up.start(session)
+        yield session, up.base, up
     finally:
         up.stop()
         print(up.log_path.read_text(errors="replace")[-6000:])

@@ -311,3 +311,10 @@ def test_follow_with_no_tail_lines_only_yields_what_is_new(run):
     time = FakeTime(lambda: append(run, 10, "new\n"), lambda: set_attempt(run, 1, "Succeeded"))
     assert list(logs.follow_log(run, tail_lines=0, policy=time.policy(grace=0))) == ["new\n"]
     assert logs.read_log(run, tail_lines=0).next_offset == 14
+
+
+def test_idle_pieces_mark_each_quiet_poll_and_change_no_text(run):
+    time = FakeTime(lambda: append(run, 0, "one\n"))
+    pieces = list(logs.follow_log(run, policy=time.policy(max_seconds=1.0), idle_pieces=True))
+    assert "".join(pieces) == "one\n"
+    assert pieces.count("") == len(pieces) - 1 >= 4  # one per quiet 0.2 s poll

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from rest_framework.authtoken.models import Token
@@ -30,6 +31,8 @@ class Command(BaseCommand):
             )
         token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(f"API token for {username!r}: {token.key}")
-        self.stdout.write(
-            f"  curl -H 'Authorization: Bearer {token.key}' http://127.0.0.1:8000/apis"
+        ca = settings.DATA_DIR / "tls" / "ca.crt"
+        self.stdout.write(  # make demo serves up --tls
+            f"  curl --cacert {ca} -H 'Authorization: Bearer {token.key}' "
+            "https://127.0.0.1:8000/apis"
         )

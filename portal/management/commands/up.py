@@ -7,34 +7,48 @@ import logging
 import os
 import shutil
 import sys
+from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from portal import tls as tls_files
 from portal.processes import Child, Supervisor
+from portal.tls import ServingFiles
 from runtimed.protocol import CONTROL_QUEUE
 
 
-def control_plane(port: int, bind: str) -> list[Child]:
-    python = sys.executable
-    web = [
-        python,
+def web_command(
+    port: int, bind: str, *, workers: int, tls: ServingFiles | None = None
+) -> list[str]:
+    """gunicorn with uvicorn workers: streams wait on an event loop, not on a pinned thread,
+    and several processes answer at once (Django runs each process's sync views in turn)."""
+    argv = [
+        sys.executable,
         "-m",
         "gunicorn",
-        "portal.wsgi:application",
+        "portal.asgi:application",
         "--bind",
-        f"{bind}:{port}",
+        f"[{bind}]:{port}" if ":" in bind else f"{bind}:{port}",
         "--worker-class",
-        "gthread",
+        "uvicorn_worker.UvicornWorker",
         "--workers",
-        "1",
-        "--threads",
-        "16",
+        str(workers),
         "--timeout",
         "120",
         "--access-logfile",
         "-",
     ]
+    if tls is not None:
+        argv += ["--certfile", str(tls.cert), "--keyfile", str(tls.key)]
+    return argv
+
+
+def control_plane(
+    port: int, bind: str, *, workers: int = 4, tls: ServingFiles | None = None
+) -> list[Child]:
+    python = sys.executable
+    web = web_command(port, bind, workers=workers, tls=tls)
     worker = [
         python,
         "-m",
@@ -76,6 +90,22 @@ def metrics_dir() -> str:
     return str(path)
 
 
+def serving_files(
+    bind: str, *, tls: bool, cert: str | None, key: str | None
+) -> ServingFiles | None:
+    """What HTTPS serves with: the given files, the data dir's (made as needed), or none."""
+    if bool(cert) != bool(key):
+        raise CommandError("--tls-cert and --tls-key go together")
+    if cert and key:
+        for given in (cert, key):
+            if not Path(given).is_file():
+                raise CommandError(f"no such file: {given}")
+        return ServingFiles(cert=Path(cert).resolve(), key=Path(key).resolve())
+    if not tls:
+        return None
+    return tls_files.ensure_server_cert(tls_files.data_dir_paths(), tls_files.server_hosts(bind))
+
+
 class Command(BaseCommand):
     help = "Start the web server, the control worker, beat and the local Runtime Pods."
 
@@ -84,13 +114,41 @@ class Command(BaseCommand):
         parser.add_argument(
             "--bind", default="127.0.0.1", help="address to listen on (0.0.0.0 for every interface)"
         )
+        parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=None,
+            help="web server processes (default KRUNTIMES_WEB_WORKERS, 4)",
+        )
+        parser.add_argument(
+            "--tls",
+            action="store_true",
+            help="serve HTTPS with the data dir's CA-signed certificate (made on first use)",
+        )
+        parser.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM chain)")
+        parser.add_argument("--tls-key", help="the private key of --tls-cert")
 
-    def handle(self, *args, port: int, bind: str, **options) -> None:
+    def handle(
+        self,
+        *args,
+        port: int,
+        bind: str,
+        web_workers: int | None,
+        tls: bool,
+        tls_cert: str | None,
+        tls_key: str | None,
+        **options,
+    ) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+        workers = web_workers if web_workers is not None else settings.KRUNTIMES_WEB_WORKERS
+        if workers < 1:
+            raise CommandError("--web-workers must be at least 1")
+        files = serving_files(bind, tls=tls, cert=tls_cert, key=tls_key)
         (settings.DATA_DIR / "beat.pid").unlink(missing_ok=True)
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir())
         supervisor = Supervisor(
-            control_plane(port, bind), stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS
+            control_plane(port, bind, workers=workers, tls=files),
+            stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS,
         )
         tick = None
         if settings.KRUNTIMES_CLUSTER == "local":
@@ -99,8 +157,9 @@ class Command(BaseCommand):
             provider = LocalProvider(supervisor)
             provider.cleanup_orphans()
             tick = provider.sync
+        scheme = "https" if files else "http"
         self.stdout.write(
-            f"kruntimes portal: admin http://{bind}:{port}/admin/ , "
-            f"API http://{bind}:{port}/apis , Ctrl-C stops everything"
+            f"kruntimes portal: admin {scheme}://{bind}:{port}/admin/ , "
+            f"API {scheme}://{bind}:{port}/apis , Ctrl-C stops everything"
         )
         supervisor.run(tick=tick, poll=0.5)

@@ -8,7 +8,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from portal.models import Namespace
-from tests.helpers.kubectl import kubectl, token_proxy, write_kubeconfig
+from tests.helpers.kubectl import kubectl, token_proxy, write_proxy_kubeconfig
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
 WIDGET = """
@@ -24,7 +24,7 @@ def kubeconfig(live_server, admin_user, tmp_path):
     Namespace.objects.get_or_create(name="default")  # a transactional test starts empty
     token = Token.objects.create(user=admin_user).key
     with token_proxy(live_server.url, token) as server:
-        yield write_kubeconfig(tmp_path / "kubeconfig", server)
+        yield write_proxy_kubeconfig(tmp_path / "kubeconfig", server)
 
 
 def test_explain_describes_a_runs_source(kubeconfig):

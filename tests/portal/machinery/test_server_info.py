@@ -1,0 +1,119 @@
+"""``/version`` and the health probes as kube-apiserver serves them (no credentials needed),
+and every path no route matched as a Status 404 (the console keeps its HTML page)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import DatabaseError
+from django.urls import path
+
+from portal import urls as portal_urls
+from tests.helpers.api import assert_status
+
+pytestmark = pytest.mark.django_db
+
+VERSION_KEYS = {
+    "major",
+    "minor",
+    "gitVersion",
+    "gitCommit",
+    "gitTreeState",
+    "buildDate",
+    "goVersion",
+    "compiler",
+    "platform",
+}
+# client-go's version.ParseSemantic, as kubectl reads gitVersion
+SEMVER = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+
+
+@pytest.mark.parametrize("url", ["/version", "/version/"])
+def test_version_answers_without_credentials(anon_api, url):
+    response = anon_api.get(url)
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == VERSION_KEYS
+    assert body["major"] == "1" and body["minor"].isdigit()
+    match = SEMVER.match(body["gitVersion"])
+    assert match, body["gitVersion"]
+    assert (match[1], match[2]) == (body["major"], body["minor"])
+    assert "kruntimes" in body["gitVersion"]
+
+
+def test_the_project_version_is_in_git_version(anon_api):
+    from portal.machinery.server_info import project_version
+
+    assert anon_api.get("/version").json()["gitVersion"].endswith(f"+{project_version()}")
+
+
+@pytest.mark.parametrize("url", ["/healthz", "/livez", "/readyz"])
+def test_health_probes_answer_ok_as_text(anon_api, url):
+    response = anon_api.get(url)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    assert response.content == b"ok"
+
+
+def test_readyz_fails_when_the_database_does_not_answer(anon_api, monkeypatch):
+    from portal.machinery import server_info
+
+    class Broken:
+        def cursor(self):
+            raise DatabaseError("gone")
+
+    monkeypatch.setattr(server_info, "connection", Broken())
+    response = anon_api.get("/readyz")
+    assert response.status_code == 500
+    assert b"readyz check failed" in response.content
+    assert anon_api.get("/livez").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "url", ["/version/x", "/foo", "/openapi/v2", "/openapi/v3/apis/kruntimes.io/v1alpha1", "/x/y/"]
+)
+def test_unknown_paths_are_a_status_404(anon_api, admin_api, url):
+    for client in (anon_api, admin_api):
+        response = client.get(url)
+        assert response["Content-Type"].startswith("application/json"), url
+        assert_status(response, 404, "NotFound")
+    assert_status(admin_api.post(url, {}, format="json"), 404, "NotFound")
+
+
+def test_the_console_keeps_its_html_404(admin_client):
+    response = admin_client.get("/admin/no-such-app/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
+
+
+def with_route(monkeypatch, route):
+    from django.urls import clear_url_caches
+
+    monkeypatch.setattr(portal_urls, "urlpatterns", [*portal_urls.urlpatterns, route])
+    clear_url_caches()
+
+
+@pytest.fixture
+def routes(monkeypatch):
+    from django.urls import clear_url_caches
+
+    yield lambda route: with_route(monkeypatch, route)
+    monkeypatch.undo()
+    clear_url_caches()
+
+
+def test_a_route_added_after_the_api_is_not_shadowed(anon_api, routes):
+    """e.g. /openapi/ served by a later change: the 404 does not stand in front of it."""
+    from django.http import HttpResponse
+
+    routes(path("openapi/v2", lambda request: HttpResponse("schema")))
+    assert anon_api.get("/openapi/v2").content == b"schema"
+
+
+def test_a_routed_view_answering_404_is_left_as_it_is(anon_api, routes):
+    from django.http import HttpResponseNotFound
+
+    routes(path("own-404", lambda request: HttpResponseNotFound("mine")))
+    response = anon_api.get("/own-404")
+    assert (response.status_code, response.content) == (404, b"mine")

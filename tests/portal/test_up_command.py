@@ -1,0 +1,84 @@
+"""``manage.py up``'s web server: the ASGI app under uvicorn workers, as many as asked, and
+HTTPS with the data dir's certificate or the files given."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management.base import CommandError
+
+from portal.management.commands.up import serving_files, web_command
+from portal.tls import ServingFiles
+
+
+def option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_the_web_serves_the_asgi_app_with_uvicorn_workers():
+    argv = web_command(8000, "127.0.0.1", workers=3)
+    assert "portal.asgi:application" in argv
+    assert option(argv, "--worker-class") == "uvicorn_worker.UvicornWorker"
+    assert option(argv, "--workers") == "3"
+    assert option(argv, "--bind") == "127.0.0.1:8000"
+    assert "--certfile" not in argv
+
+
+def test_an_ipv6_bind_is_bracketed():
+    assert option(web_command(8000, "::1", workers=1), "--bind") == "[::1]:8000"
+
+
+def test_tls_passes_the_certificate_and_key(tmp_path):
+    files = ServingFiles(cert=tmp_path / "c.pem", key=tmp_path / "k.pem")
+    argv = web_command(8443, "127.0.0.1", workers=1, tls=files)
+    assert option(argv, "--certfile") == str(files.cert)
+    assert option(argv, "--keyfile") == str(files.key)
+
+
+def test_the_workers_default_to_the_setting(settings, monkeypatch, tmp_path):
+    from portal.management.commands import up
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))  # restored after the test
+    settings.DATA_DIR = tmp_path
+    seen = {}
+    monkeypatch.setattr(up, "control_plane", lambda *a, **kw: seen.update(kw) or [])
+    monkeypatch.setattr(up.Supervisor, "run", lambda self, **kw: None)
+    settings.KRUNTIMES_WEB_WORKERS = 2
+    settings.KRUNTIMES_CLUSTER = "kubernetes"  # no local pods
+    up.Command().run_from_argv(["manage.py", "up"])
+    assert seen["workers"] == 2 and seen["tls"] is None
+    up.Command().run_from_argv(["manage.py", "up", "--web-workers", "5"])
+    assert seen["workers"] == 5
+
+
+def test_tls_without_files_uses_the_data_dirs_certificate(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    files = serving_files("127.0.0.1", tls=True, cert=None, key=None)
+    assert files == ServingFiles(cert=tmp_path / "tls/server.crt", key=tmp_path / "tls/server.key")
+    assert files.cert.is_file() and (tmp_path / "tls/ca.crt").is_file()
+
+
+def test_no_tls_serves_plain_http():
+    assert serving_files("127.0.0.1", tls=False, cert=None, key=None) is None
+
+
+def test_given_files_are_used_as_they_are(tmp_path):
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    cert.write_text("c")
+    key.write_text("k")
+    assert serving_files("127.0.0.1", tls=False, cert=str(cert), key=str(key)) == ServingFiles(
+        cert=cert, key=key
+    )
+
+
+@pytest.mark.parametrize(
+    ("cert", "key", "message"),
+    [("c.pem", None, "go together"), (None, "k.pem", "go together"), ("c.pem", "k.pem", "no such")],
+)
+def test_bad_certificate_options_are_refused(tmp_path, cert, key, message):
+    with pytest.raises(CommandError, match=message):
+        serving_files(
+            "127.0.0.1",
+            tls=True,
+            cert=cert and str(tmp_path / cert),
+            key=key and str(tmp_path / key),
+        )
