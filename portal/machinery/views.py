@@ -25,6 +25,7 @@ from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .labels import LabelSelectorError, parse_selector_string
 from .manifest import list_item, to_manifest
+from .protobuf import ProtobufParser
 from .registry import ResourceKind, ReviewKind
 from .streams import RETRY_AFTER_SECONDS
 from .yaml import (
@@ -335,6 +336,8 @@ class ReviewView(KubeView):
 
     review: ReviewKind = None  # type: ignore[assignment]
     http_method_names = ["post", "options"]
+    # kubectl auth can-i sends the reviews as protobuf (built-in kinds), never falling back
+    parser_classes = [*KubeView.parser_classes, ProtobufParser]
 
     def post(self, request: Request) -> Response:
         body = self.body(request)
