@@ -70,9 +70,7 @@ def test_readyz_fails_when_the_database_does_not_answer(anon_api, monkeypatch):
     assert anon_api.get("/livez").status_code == 200
 
 
-@pytest.mark.parametrize(
-    "url", ["/version/x", "/foo", "/swagger.json", "/logs/x", "/x/y/"]
-)
+@pytest.mark.parametrize("url", ["/version/x", "/foo", "/swagger.json", "/logs/x", "/x/y/"])
 def test_unknown_paths_are_a_status_404(anon_api, admin_api, url):
     for client in (anon_api, admin_api):
         response = client.get(url)
