@@ -118,10 +118,8 @@ def test_kubectl_drives_runs_end_to_end(live):
     denied = kubectl(other, "auth", "can-i", "create", "runs", "-n", "default")
     assert denied.stdout.strip().startswith("no") and denied.returncode == 1
 
-    explained = ok(
-        kubectl(admin, "explain", "runs.spec.source", "--api-version=kruntimes.io/v1alpha1")
-    )
-    assert "inline" in explained
+    explained = ok(kubectl(admin, "explain", "run.spec.source"))
+    assert "inline" in explained and "FIELDS" in explained
 
     pods = ok(kubectl(admin, "get", "rp", "-n", "default"))
     assert pods.splitlines()[0].split()[:2] == ["NAME", "RUNTIME"] and "bash" in pods
