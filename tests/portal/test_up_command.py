@@ -23,6 +23,11 @@ def test_the_web_serves_the_asgi_app_with_uvicorn_workers():
     assert "--certfile" not in argv
 
 
+def test_idle_connections_outlive_a_clients_pause():
+    """gunicorn's default (2 s) closed connections clients were about to reuse: resets."""
+    assert int(option(web_command(8000, "127.0.0.1", workers=1), "--keep-alive")) >= 60
+
+
 def test_an_ipv6_bind_is_bracketed():
     assert option(web_command(8000, "::1", workers=1), "--bind") == "[::1]:8000"
 

@@ -36,6 +36,10 @@ def web_command(
         str(workers),
         "--timeout",
         "120",
+        # idle keep-alive connections stay open past a client's pause (gunicorn's 2 s closed
+        # them under clients about to reuse them: a reset request); kubectl keeps them 90 s
+        "--keep-alive",
+        "75",
         "--access-logfile",
         "-",
     ]
