@@ -8,5 +8,6 @@ from django.core.asgi import get_asgi_application
 from portal.datadir import ensure_data_dir
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+os.environ.setdefault("KRUNTIMES_ASGI", "1")  # the settings take database connections from a pool
 ensure_data_dir()
 application = get_asgi_application()

@@ -134,6 +134,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # task cost more than the task itself. Health checks drop a connection that went bad.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=300))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+# The ASGI web process (portal.asgi sets KRUNTIMES_ASGI) runs each request's sync code on a
+# thread of its own, so a kept connection per thread would leak and concurrency would be
+# bounded by nothing: on PostgreSQL it takes its connections from one pool per process
+# instead (requests wait up to 30 s for one beyond KRUNTIMES_DB_POOL_SIZE).
+if env.bool("KRUNTIMES_ASGI", default=False) and "postgresql" in DATABASES["default"]["ENGINE"]:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env.int("KRUNTIMES_DB_POOL_SIZE", default=10),
+        "timeout": 30,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -600,4 +600,9 @@ def respond(django_request: Any, user_key: str, request: WatchRequest) -> WatchR
         release()
         raise
     asgi = hasattr(django_request, "scope")
-    return WatchResponse(stream, first, release=release, asgi=asgi)
+    response = WatchResponse(stream, first, release=release, asgi=asgi)
+    # the stream reads no database (the hub does): give this request's connection back now,
+    # or every open watch would hold one (PostgreSQL's max_connections would cap watches)
+    if not connection.in_atomic_block:  # (a test's transaction keeps its connection)
+        connection.close()
+    return response

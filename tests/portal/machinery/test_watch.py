@@ -448,3 +448,16 @@ def test_a_table_watch_sends_one_row_tables_with_the_columns_first_only():
     (second,) = events(stream.next_lines())
     assert second["type"] == "MODIFIED" and second["object"]["columnDefinitions"] == []
     assert second["object"]["rows"][0]["cells"][0] == "a"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_open_watch_holds_no_database_connection(admin_api, default_namespace):
+    """Only the hub reads the history: each request thread gives its connection back."""
+    from django.db import connection
+
+    since = str(history.current())
+    response = admin_api.get(
+        widgets(), {"watch": "true", "resourceVersion": since, "timeoutSeconds": "1"}
+    )
+    assert connection.connection is None  # closed by the view before streaming
+    assert http_events(response) == []
