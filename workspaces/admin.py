@@ -136,12 +136,6 @@ class PersistentWorkspaceAdmin(ResourceAdmin):
     # the kind's printer columns, replaced by linked cells
     replaced_columns = {"column_runtime": "runtime_cell", "column_bound_pod": "bound_pod_cell"}
 
-    def get_list_display(self, request):
-        return [
-            self.replaced_columns.get(getattr(cell, "__name__", ""), cell)
-            for cell in super().get_list_display(request)
-        ]
-
     def get_list_filter(self, request):
         filters = list(super().get_list_filter(request))
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)

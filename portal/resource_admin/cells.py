@@ -30,7 +30,11 @@ def _column_cell(column: Column) -> Callable[[Any], Any]:
 
 
 class ListCellsMixin:
-    """``list_display`` derived from the kind; the phase badge replaces a PHASE/STATUS column."""
+    """``list_display`` derived from the kind; the phase badge replaces a PHASE/STATUS column,
+    and ``replaced_columns`` (a printer column's cell name -> the admin's own cell, e.g. a
+    linked one) replaces the columns an app shows better."""
+
+    replaced_columns: dict[str, str] = {}
 
     def get_list_display(self, request):
         kind = self.resource_kind
@@ -46,7 +50,8 @@ class ListCellsMixin:
                     cells.append("phase_cell")
                     phase_placed = True
                 continue
-            cells.append(_column_cell(column))
+            cell = _column_cell(column)
+            cells.append(self.replaced_columns.get(cell.__name__, cell))
         if self.has_phase() and not phase_placed:
             cells.append("phase_cell")
         cells.extend(self.extra_list_display)

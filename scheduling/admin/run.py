@@ -111,12 +111,6 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
         "column_reason": "message_cell",
     }
 
-    def get_list_display(self, request):
-        return [
-            self.replaced_columns.get(getattr(cell, "__name__", ""), cell)
-            for cell in super().get_list_display(request)
-        ]
-
     def get_list_filter(self, request):
         filters = list(super().get_list_filter(request))
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
