@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from portal.config_kinds import config_key_errors
 from portal.machinery import errors
 from portal.machinery.errors import FieldError
 from portal.machinery.labels import validate_label_selector
@@ -285,12 +286,7 @@ class SecretKeySelectorSerializer(StrictSerializer):
         return _checked(value, dns1123_label_errors(value))
 
     def validate_key(self, value: str) -> str:
-        if not re.fullmatch(r"[-._a-zA-Z0-9]+", value):
-            raise field_error(
-                f'Invalid value: "{value}": a valid config key must consist of alphanumeric '
-                "characters, '-', '_' or '.'"
-            )
-        return value
+        return _checked(value, config_key_errors(value))
 
 
 class OpenSandboxExecutionParametersSpecSerializer(StrictSerializer):
@@ -375,12 +371,7 @@ class KeyRefSerializer(StrictSerializer):
     optional = StrictBooleanField(default=False)
 
     def validate_key(self, value: str) -> str:
-        if not re.fullmatch(r"[-._a-zA-Z0-9]+", value):
-            raise field_error(
-                f'Invalid value: "{value}": a valid config key must consist of alphanumeric '
-                "characters, '-', '_' or '.'"
-            )
-        return value
+        return _checked(value, config_key_errors(value))
 
 
 class EnvVarSourceSerializer(StrictSerializer):

@@ -306,6 +306,11 @@ def test_opensandbox_parameters_defaults(admin_api):
     )
     assert response.status_code == 201, response.json()
     spec = response.json()["spec"]
+    assert spec["apiKeySecretRef"] == {
+        "namespace": "ayatori-system",
+        "name": "opensandbox-api",
+        "key": "api-key",
+    }
     assert spec["requestMapping"] == "AdmissionOnly"
     assert (spec["allowSecretEnv"], spec["allowImageAuth"], spec["allowInsecureHTTP"]) == (
         False,
