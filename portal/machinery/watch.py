@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection
 from django.http import StreamingHttpResponse
 
 from . import errors, history, tables
@@ -404,20 +404,12 @@ def hub() -> Hub:
 # --- a watch's stream --------------------------------------------------------------------------
 
 
-def _snapshot(request: WatchRequest) -> tuple[int, list[bytes]]:
-    """(the version, ADDED lines for every object the list shows) at one consistent moment."""
-    from .views import list_objects
+def _snapshot(request: WatchRequest) -> tuple[int, list[dict[str, Any]]]:
+    """(the version, every object the list shows, as a list shows it) at one moment."""
+    from .views import consistent_list
 
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            # one snapshot for the version and the objects (SQLite's transaction is one already)
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        version = history.current()
-        items, _ = list_objects(request.kind, request.namespace, request.list_params)
-        lines = [encode(history.ADDED, list_item(request.kind, obj)) for obj in items]
-    return version, lines
+    version, items, _ = consistent_list(request.kind, request.namespace, request.list_params)
+    return version, [list_item(request.kind, obj) for obj in items]
 
 
 def _history_after(request: WatchRequest, version: int) -> list[Change]:
@@ -452,10 +444,8 @@ class Stream:
                 return [expired(request.resource_version, oldest)]
             self.watcher.after = request.resource_version
             return self._deliver(_history_after(request, request.resource_version))
-        version, lines = _snapshot(request)
-        if request.table is not None:
-            lines = [self._as_table(line, index == 0) for index, line in enumerate(lines)]
-            self.headers_sent = bool(lines)
+        version, manifests = _snapshot(request)
+        lines = [self._added(manifest) for manifest in manifests]
         self.watcher.after = version
         if request.initial_end_bookmark:
             lines.append(bookmark(request.kind, version, initial_end=True))
@@ -474,9 +464,12 @@ class Stream:
                 self.headers_sent = self.headers_sent or headers
         return lines
 
-    def _as_table(self, line: bytes, headers: bool) -> bytes:
-        event = json.loads(line)
-        return encode(event["type"], table_of(self.request, event["object"], headers))
+    def _added(self, manifest: dict[str, Any]) -> bytes:
+        """An initial ADDED event (a Table's column definitions in the first only)."""
+        if self.request.table is None:
+            return encode(history.ADDED, manifest)
+        headers, self.headers_sent = not self.headers_sent, True
+        return encode(history.ADDED, table_of(self.request, manifest, headers))
 
     def next_lines(self) -> list[bytes]:
         changes, progress = self.watcher.take()
