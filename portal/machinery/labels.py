@@ -314,3 +314,14 @@ def parse_selector_string(text: str) -> Selector:
             return Selector(tuple(reqs))
         if tok != ",":
             parser.fail(f"found '{tok}', expected: ',' or end of string")
+
+
+def selector_parameter(params: Mapping[str, str]) -> Selector:
+    """A request's ``labelSelector`` query parameter (a 400 Status naming it when malformed)."""
+    try:
+        return parse_selector_string(params.get("labelSelector", ""))
+    except LabelSelectorError as exc:
+        raise errors.bad_request(
+            f"unable to parse labelSelector: {exc.message}",
+            [errors.invalid("labelSelector", exc.message)],
+        ) from None

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from . import errors, history, patches, store, tables, watch
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
-from .labels import LabelSelectorError, parse_selector_string
+from .labels import selector_parameter
 from .manifest import list_item, to_manifest
 from .protobuf import ProtobufParser
 from .registry import ResourceKind, ReviewKind
@@ -372,13 +372,7 @@ def list_objects(
     kind: ResourceKind, namespace: str | None, params: Mapping[str, str]
 ) -> tuple[list[Any], str]:
     """One page of a list in (namespace, name) order, filtered by ``labelSelector``."""
-    try:
-        selector = parse_selector_string(params.get("labelSelector", ""))
-    except LabelSelectorError as exc:
-        raise errors.bad_request(
-            f"unable to parse labelSelector: {exc.message}",
-            [errors.invalid("labelSelector", exc.message)],
-        ) from None
+    selector = selector_parameter(params)
     field_filters = parse_field_selector(kind, params.get("fieldSelector", ""))
     limit = _parse_limit(params.get("limit"))
     query = kind.model.objects.filter(**field_filters)

@@ -36,7 +36,7 @@ from django.db import close_old_connections, connection
 from django.http import StreamingHttpResponse
 
 from . import errors, history, tables
-from .labels import LabelSelectorError, Selector, parse_selector_string
+from .labels import Selector, selector_parameter
 from .manifest import list_item
 from .registry import ResourceKind, registry
 
@@ -87,13 +87,7 @@ def parse_request(
     field_filters: Mapping[str, str],
     accept: str = "",
 ) -> WatchRequest:
-    try:
-        selector = parse_selector_string(params.get("labelSelector", ""))
-    except LabelSelectorError as exc:
-        raise errors.bad_request(
-            f"unable to parse labelSelector: {exc.message}",
-            [errors.invalid("labelSelector", exc.message)],
-        ) from None
+    selector = selector_parameter(params)
     raw_version = params.get("resourceVersion") or ""
     send_initial = params.get("sendInitialEvents", "") in TRUE
     version: int | None = None
