@@ -3,6 +3,7 @@ cluster-scoped JobClass (``jc``) and its adapters' parameter kinds, namespaced J
 
 from __future__ import annotations
 
+from portal.machinery.conditions import get_condition
 from portal.machinery.registry import Column, ResourceKind, registry
 
 from .models import (
@@ -19,19 +20,17 @@ CATEGORIES = ("execution",)
 
 def job_reason(job) -> str:
     """The reason a Job is where it is: its outcome, or what it waits for."""
-    status = job.status or {}
-    for ctype in ("Succeeded", "Failed", "ResultUnknown", "Accepted", "Scheduled"):
-        for condition in status.get("conditions") or []:
-            if condition.get("type") != ctype:
-                continue
-            if ctype in ("Accepted", "Scheduled") and condition.get("status") == "True":
-                continue
-            if (
-                ctype in ("Succeeded", "Failed", "ResultUnknown")
-                and condition.get("status") != "True"
-            ):
-                continue
-            return condition.get("reason", "")
+    conditions = (job.status or {}).get("conditions")
+    for ctype, shown_when in (
+        ("Succeeded", True),
+        ("Failed", True),
+        ("ResultUnknown", True),
+        ("Accepted", False),
+        ("Scheduled", False),
+    ):
+        condition = get_condition(conditions, ctype)
+        if condition is not None and (condition.get("status") == "True") is shown_when:
+            return str(condition.get("reason", ""))
     return ""
 
 

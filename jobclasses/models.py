@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from portal.machinery.conditions import get_condition
 from portal.machinery.objects import ClusterObject, NamespacedObject, unique_name_constraint
 
 GROUP = "execution.ayatori.ddupan.top"
@@ -40,10 +41,8 @@ TERMINAL_JOB_PHASES = (JobPhase.SUCCEEDED, JobPhase.FAILED)
 
 
 def condition_status(status: dict, ctype: str) -> str:
-    for condition in (status or {}).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == ctype:
-            return str(condition.get("status", ""))
-    return ""
+    condition = get_condition((status or {}).get("conditions"), ctype) or {}
+    return str(condition.get("status", ""))
 
 
 class JobClass(ClusterObject):
