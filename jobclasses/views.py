@@ -15,12 +15,10 @@ from collections.abc import Iterator
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.renderers import JSONRenderer
 
-from portal.machinery import store, streams
+from portal.machinery import store
 from portal.machinery.registry import registry
-from portal.machinery.views import KubeView
-from scheduling.log_views import TEXT_PLAIN, PlainTextRenderer, parse_bool, parse_int
+from scheduling.log_views import TEXT_PLAIN, TextLogView, parse_bool, parse_int
 
 from .job_controller import log_of
 from .models import Job
@@ -48,10 +46,7 @@ def follow(job: Job, limit_bytes: int | None, poll: float = FOLLOW_POLL_SECONDS)
         time.sleep(poll)
 
 
-class JobLogView(KubeView):
-    subresource = "log"
-    http_method_names = ["get", "options"]
-    renderer_classes = [JSONRenderer, PlainTextRenderer]
+class JobLogView(TextLogView):
     poll_seconds = FOLLOW_POLL_SECONDS
 
     @property
@@ -74,19 +69,6 @@ class JobLogView(KubeView):
         limit_bytes = parse_int(params, "limitBytes", 1)
         job = store.get_object(self.kind, namespace, name)
         if following:
-            release = streams.acquire(request.user.get_username())
-            response = streams.SlotStreamingResponse(
-                follow(job, limit_bytes, self.poll_seconds),
-                release=release,
-                content_type=TEXT_PLAIN,
-            )
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
-            return response
+            return self.follow_response(request, follow(job, limit_bytes, self.poll_seconds))
         text = log_of(job, limit_bytes=limit_bytes)
         return HttpResponse(text.encode(), content_type=TEXT_PLAIN)
-
-    def handle_exception(self, exc):
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return super().handle_exception(exc)

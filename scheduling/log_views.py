@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Iterator
 
 from django.db import DatabaseError
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -92,10 +92,29 @@ LOG_PARAMETERS = [
 ]
 
 
-class RunLogView(KubeView):
+class TextLogView(KubeView):
+    """A ``<plural>/log`` subresource: text, a follow streamed in one of the process's stream
+    slots, and every failure a JSON Status even when the client asked for text."""
+
     subresource = "log"
     http_method_names = ["get", "options"]
     renderer_classes = [JSONRenderer, PlainTextRenderer]
+
+    def follow_response(self, request, content: Iterable[bytes]) -> StreamingHttpResponse:
+        release = streams.acquire(request.user.get_username())  # or a 429 Status
+        response = streams.SlotStreamingResponse(content, release=release, content_type=TEXT_PLAIN)
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # a proxy must not hold the stream back
+        return response
+
+    def handle_exception(self, exc):
+        # a Status is JSON even when the client asked for text/plain
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+class RunLogView(TextLogView):
     follow_policy = logs.DEFAULT_FOLLOW  # tests inject a zero poll interval
 
     @property
@@ -118,7 +137,6 @@ class RunLogView(KubeView):
         run = store.get_object(self.kind, namespace, name)
         attempt = check_attempt(run, attempt)
         if follow:
-            release = streams.acquire(request.user.get_username())  # or a 429 Status
             pieces = logs.follow_log(
                 run,
                 attempt,
@@ -127,17 +145,6 @@ class RunLogView(KubeView):
                 policy=self.follow_policy,
                 idle_pieces=True,  # lets an ASGI server end it between polls (streams.py)
             )
-            response = streams.SlotStreamingResponse(
-                encoded_stream(pieces), release=release, content_type=TEXT_PLAIN
-            )
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"  # a proxy must not hold the stream back
-            return response
+            return self.follow_response(request, encoded_stream(pieces))
         piece = logs.read_log(run, attempt, tail_lines=tail_lines, limit_bytes=limit_bytes)
         return HttpResponse(piece.text.encode(), content_type=TEXT_PLAIN)
-
-    def handle_exception(self, exc):
-        # a Status is JSON even when the client asked for text/plain
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return super().handle_exception(exc)
