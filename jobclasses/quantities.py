@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from portal.machinery.quantities import QUANTITY_MAX, parse_quantity
+from portal.machinery.quantities import QUANTITY_MAX, checked_amount, parse_quantity
 
 RESOURCES = ("cpu", "memory")
 MILLI = Decimal("0.001")
@@ -19,12 +19,9 @@ MILLI = Decimal("0.001")
 
 def resource_errors(resource: str, value: Any) -> list[str]:
     """Why ``value`` is not a valid amount of ``resource`` (``cpu`` or ``memory``); [] if it is."""
-    try:
-        amount = parse_quantity(value)
-    except ValueError as exc:
-        return [str(exc)]
-    if amount < 0:
-        return ["must be greater than or equal to 0"]
+    amount, problems = checked_amount(value)
+    if amount is None:
+        return problems
     if resource == "cpu":
         if amount * 1000 > QUANTITY_MAX:
             return [f"must be at most {QUANTITY_MAX}m"]

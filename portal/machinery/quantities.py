@@ -43,3 +43,14 @@ def parse_quantity(value: Any) -> Decimal:
         return number.scaleb(int(suffix[1:]))
     except ArithmeticError:  # decimal Overflow/InvalidOperation for absurd exponents
         raise ValueError("quantity out of range") from None
+
+
+def checked_amount(value: Any) -> tuple[Decimal | None, list[str]]:
+    """(the amount, []) for a non-negative quantity, or (None, why it is not one)."""
+    try:
+        amount = parse_quantity(value)
+    except ValueError as exc:
+        return None, [str(exc)]
+    if amount < 0:
+        return None, ["must be greater than or equal to 0"]
+    return amount, []

@@ -13,7 +13,7 @@ from portal.machinery import errors
 from portal.machinery.conditions import validate_conditions
 from portal.machinery.errors import FieldError
 from portal.machinery.openapi.fields import INT_OR_STRING, conditions_schema
-from portal.machinery.quantities import QUANTITY_MAX, parse_quantity
+from portal.machinery.quantities import QUANTITY_MAX, checked_amount, parse_quantity
 from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
 from portal.machinery.validation import invalid_value, qualified_name_errors
 from runtimed.refs import Problem, artifact_name_problem, location_path_problem
@@ -37,12 +37,9 @@ _INTEGER_STRING_RE = re.compile(r"\+?[0-9]+")
 
 
 def quantity_errors(value: Any, *, integer_only: bool) -> list[str]:
-    try:
-        amount = parse_quantity(value)
-    except ValueError as exc:
-        return [str(exc)]
-    if amount < 0:
-        return ["must be greater than or equal to 0"]
+    amount, problems = checked_amount(value)
+    if amount is None:
+        return problems
     if amount > QUANTITY_MAX:
         return [f"must be at most {QUANTITY_MAX} (a 64-bit integer)"]
     if integer_only and (
