@@ -89,6 +89,16 @@ def holders_text(what: str, holders: list[str]) -> str:
     return f"{len(holders)} {what}: {shown}"
 
 
+def holding_html(obj, holding_of, *, nobody: str, waits: str, holders: str):
+    """Why a Terminating object is still here: who its protective finalizer waits for."""
+    if obj.deletion_timestamp is None:
+        return render.muted("not being deleted")
+    holding = holding_of()
+    if not holding:
+        return render.muted(f"{nobody}: the controller releases it on its next pass")
+    return format_html("{} {}", badge("Terminating", "warn", waits), holders_text(holders, holding))
+
+
 # ------------------------------------------------------------------------------ JobClass
 
 
@@ -286,15 +296,12 @@ class JobClassAdmin(ExecutionAdmin):
 
     @admin.display(description="deletion held by")
     def holding_display(self, obj):
-        if obj.deletion_timestamp is None:
-            return render.muted("not being deleted")
-        holding = class_controller.jobs_holding(obj)
-        if not holding:
-            return render.muted("no non-terminal Job: the controller releases it on its next pass")
-        return format_html(
-            "{} {}",
-            badge("Terminating", "warn", f"{CLASS_PROTECTION} waits for these Jobs to finish"),
-            holders_text("non-terminal Jobs", holding),
+        return holding_html(
+            obj,
+            lambda: class_controller.jobs_holding(obj),
+            nobody="no non-terminal Job",
+            waits=f"{CLASS_PROTECTION} waits for these Jobs to finish",
+            holders="non-terminal Jobs",
         )
 
 
@@ -356,15 +363,12 @@ class ParametersAdmin(ExecutionAdmin):
 
     @admin.display(description="deletion held by")
     def holding_display(self, obj):
-        if obj.deletion_timestamp is None:
-            return render.muted("not being deleted")
-        holding = class_controller.classes_holding(obj)
-        if not holding:
-            return render.muted("no JobClass: the controller releases it on its next pass")
-        return format_html(
-            "{} {}",
-            badge("Terminating", "warn", f"{PARAMETERS_PROTECTION} waits for these classes"),
-            holders_text("JobClasses still referencing it (delete them first)", holding),
+        return holding_html(
+            obj,
+            lambda: class_controller.classes_holding(obj),
+            nobody="no JobClass",
+            waits=f"{PARAMETERS_PROTECTION} waits for these classes",
+            holders="JobClasses still referencing it (delete them first)",
         )
 
 
