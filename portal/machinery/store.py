@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import secrets
 import string
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -405,7 +406,11 @@ def _forbid_new_finalizers_when_terminating(
         )
 
 
-PATCH_ATTEMPTS = 5
+# An unconditional patch re-applies after a concurrent write, as kube-apiserver's
+# GuaranteedUpdate does: a Run's status is written several times a second while it starts, and
+# five tries in a row lost to it in CI. A conflict waits a little longer each time.
+PATCH_ATTEMPTS = 20
+PATCH_BACKOFF_SECONDS = 0.005
 
 
 def patch(
@@ -446,6 +451,7 @@ def patch(
         except errors.StatusError as exc:
             if conditional or exc.reason != "Conflict" or attempt == PATCH_ATTEMPTS:
                 raise
+            time.sleep(PATCH_BACKOFF_SECONDS * attempt)
     raise AssertionError("unreachable")
 
 
