@@ -53,6 +53,20 @@ KRUNTIMES_AUTHORIZER = env("KRUNTIMES_AUTHORIZER") or (
     "subjectaccessreview" if KRUNTIMES_CLUSTER == "kubernetes" else "rbac"
 )
 KRUNTIMES_SAR_TIMEOUT_SECONDS = env("KRUNTIMES_SAR_TIMEOUT_SECONDS")
+# ServiceAccount (JWT) bearer tokens authenticated by the cluster's TokenReview
+# (portal/auth/tokenreview.py); on by default in a cluster.
+KRUNTIMES_TOKEN_REVIEW = env.bool(
+    "KRUNTIMES_TOKEN_REVIEW", default=KRUNTIMES_CLUSTER == "kubernetes"
+)
+# Audiences the tokens must be meant for (TokenReview spec.audiences); empty: the API server's.
+KRUNTIMES_TOKEN_AUDIENCES = env.list("KRUNTIMES_TOKEN_AUDIENCES", default=[])
+# How long a TokenReview answer is reused (kube-apiserver caches webhook token answers too).
+KRUNTIMES_TOKEN_REVIEW_CACHE_SECONDS = env.float(
+    "KRUNTIMES_TOKEN_REVIEW_CACHE_SECONDS", default=10.0
+)
+KRUNTIMES_TOKEN_REVIEW_TIMEOUT_SECONDS = env.float(
+    "KRUNTIMES_TOKEN_REVIEW_TIMEOUT_SECONDS", default=5.0
+)
 # The workflow controller's ServiceAccount as the cluster's API server names it in the
 # admission webhook's userInfo (e.g. system:serviceaccount:<ns>:<name>); "" trusts only the
 # portal's own system:kruntimes:workflow-controller (workspaces/ownership.py).
@@ -167,6 +181,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # first: a JWT-shaped bearer token is the cluster's to judge (off unless configured)
+        "portal.auth.tokenreview.TokenReviewAuthentication",
         "portal.auth.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],

@@ -32,8 +32,12 @@ class UserInfo:
 
     @classmethod
     def of(cls, user) -> UserInfo:
-        """A UserInfo as it is, or the one of a Django user."""
-        return user if isinstance(user, UserInfo) else cls.from_django(user)
+        """A UserInfo as it is, the one a cluster-authenticated user carries
+        (``tokenreview.ClusterUser.user_info``), or the one of a Django user."""
+        if isinstance(user, UserInfo):
+            return user
+        carried = getattr(user, "user_info", None)
+        return carried if isinstance(carried, UserInfo) else cls.from_django(user)
 
     @classmethod
     def from_django(cls, user) -> UserInfo:

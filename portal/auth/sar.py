@@ -67,7 +67,7 @@ def _review(user: UserInfo, extra: dict, **attributes) -> client.V1SubjectAccess
     )
 
 
-def _failure(exc: Exception, timeout: float) -> str:
+def failure_reason(exc: Exception, timeout: float) -> str:
     """A short, secret-free account of why the review did not come back."""
     status = getattr(exc, "status", None)
     if isinstance(exc, client.ApiException) and isinstance(status, int) and status:
@@ -112,7 +112,7 @@ class SubjectAccessReviewAuthorizer:
                 getattr(attrs, "resource", "") or getattr(attrs, "path", ""),
                 exc_info=True,
             )
-            return Decision(False, f"authorization check failed: {_failure(exc, timeout)}")
+            return Decision(False, f"authorization check failed: {failure_reason(exc, timeout)}")
         reason = status.reason or status.evaluation_error or ""
         if status.allowed and not status.denied:
             return Decision(True, reason)

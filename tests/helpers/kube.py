@@ -168,3 +168,77 @@ class ScriptedAccessReviews:
                 message="the authorizer is unavailable",
             )
         return access_review_answer(request.data, **self._answer)
+
+
+TOKEN_REVIEWS = "post /apis/authentication.k8s.io/v1/tokenreviews"
+
+
+def service_account(namespace: str, name: str, uid: str = "") -> dict:
+    """The UserInfo kube-apiserver answers for a ServiceAccount token."""
+    return {
+        "username": f"system:serviceaccount:{namespace}:{name}",
+        "uid": uid or f"uid-{namespace}-{name}",
+        "groups": [
+            "system:serviceaccounts",
+            f"system:serviceaccounts:{namespace}",
+            "system:authenticated",
+        ],
+        "extra": {"authentication.kubernetes.io/pod-name": [f"{name}-pod"]},
+    }
+
+
+class ScriptedTokenReviews:
+    """A route for TokenReviews: each token known by ``accept(token, user)`` authenticates as
+    that UserInfo (audiences: the scripted ones, or the requested ones echoed, as the API
+    server does); any other token is not authenticated. ``fail(code)`` answers a Status error.
+    Each posted body is recorded."""
+
+    def __init__(self) -> None:
+        self.requests: list[kmock.Request] = []
+        self._users: dict[str, tuple[dict, list[str] | None]] = {}
+        self._error_code: int | None = None
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [request.data for request in self.requests]
+
+    def route(self, emulator: kmock.KubernetesEmulator) -> ScriptedTokenReviews:
+        emulator[TOKEN_REVIEWS] << self
+        return self
+
+    def accept(self, token: str, user: dict, *, audiences: list[str] | None = None) -> None:
+        self._users[token] = (user, audiences)
+
+    def revoke(self, token: str) -> None:
+        self._users.pop(token, None)
+
+    def fail(self, code: int = 500) -> None:
+        self._error_code = code
+
+    async def __call__(self, request: kmock.Request) -> dict:
+        self.requests.append(request)
+        if self._error_code is not None:
+            raise kmock.KubernetesError(
+                status=self._error_code,
+                reason="InternalError",
+                message="the authenticator is unavailable",
+            )
+        spec = request.data.get("spec") or {}
+        found = self._users.get(spec.get("token", ""))
+        if found is None:
+            status: dict = {"authenticated": False, "error": "invalid bearer token"}
+        else:
+            user, audiences = found
+            wanted = spec.get("audiences") or []
+            status = {
+                "authenticated": True,
+                "user": user,
+                "audiences": audiences if audiences is not None else wanted,
+            }
+        return {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "metadata": {},
+            "spec": spec,
+            "status": status,
+        }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from portal.auth import authorizer
-from tests.helpers.kube import EmulatorServer, ScriptedAccessReviews
+from tests.helpers.kube import EmulatorServer, ScriptedAccessReviews, ScriptedTokenReviews
 
 
 @pytest.fixture
@@ -31,3 +31,16 @@ def sar_backend(settings):
     settings.KRUNTIMES_AUTHORIZER = "subjectaccessreview"
     yield
     authorizer._backend.cache_clear()
+
+
+@pytest.fixture
+def token_reviews(kube_emulator, settings):
+    """TokenReviews posted to the emulator, answered as the test scripts them; ServiceAccount
+    bearer tokens are authenticated by the cluster for this test, with an empty cache."""
+    from portal.auth import tokenreview
+
+    settings.KRUNTIMES_KUBERNETES_HOST = kube_emulator.url
+    settings.KRUNTIMES_TOKEN_REVIEW = True
+    tokenreview.cache.clear()
+    yield ScriptedTokenReviews().route(kube_emulator.emulator)
+    tokenreview.cache.clear()
