@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 BIND   ?= 127.0.0.1
 
-.PHONY: demo test test-fast install install-dev lint format bench clean
+.PHONY: demo test test-fast install install-dev lint format bench crds clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ bench: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bench runs --count 200 --concurrency 4
 	$(BIN)/python manage.py bench scheduler --runs 5000 --pods 100
+
+# the Helm chart's CRDs, exported from the serializers (tests/deploy/test_crds_drift.py checks)
+crds: install
+	DJANGO_SETTINGS_MODULE=portal.settings $(BIN)/python manage.py export-crds \
+		> deploy/helm/kruntimes-portal/crds/kruntimes-crds.yaml
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .ruff_cache .mypy_cache .hypothesis

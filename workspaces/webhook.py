@@ -16,7 +16,7 @@ answer echoes ``request.uid``: ``allowed`` and, when refused, ``status{code, rea
 The caller authenticates with a bearer token, as for the API, and must be allowed ``create``
 on ``subjectaccessreviews.authorization.k8s.io``: like a SubjectAccessReview, the answer says
 what another subject may do. In a cluster that caller is the API server, over TLS
-(``deploy/kubernetes/validating-webhook.yaml``).
+(``deploy/helm/kruntimes-portal/templates/webhook.yaml``).
 """
 
 from __future__ import annotations
