@@ -97,7 +97,9 @@ def _registry(image: str) -> str:
     return "docker.io"
 
 
-def image_credentials(namespace: str, image: str, pull_secrets: list[Any]) -> tuple[str, str] | None:
+def image_credentials(
+    namespace: str, image: str, pull_secrets: list[Any]
+) -> tuple[str, str] | None:
     """(username, password) for the image's registry from the Job's imagePullSecrets
     (``.dockerconfigjson``), the first that has an entry for it; None when none does."""
     registry = _registry(image)
@@ -145,7 +147,7 @@ def step_command(index: int, working_dir: str) -> str:
         f"{now} > {step}/started; "
         f'(cd "$R/"{work} && exec /bin/sh -e "$R/{step}.sh") > {step}/log 2>&1; '
         f"code=$?; {now} > {step}/finished; "
-        f"(cd \"$R/outputs\" && find . -type f | head -n {MAX_OUTPUT_FILES}) > {step}/outputs; "
+        f'(cd "$R/outputs" && find . -type f | head -n {MAX_OUTPUT_FILES}) > {step}/outputs; '
         f"echo $code > {step}/exit.tmp && mv {step}/exit.tmp {step}/exit"
     )
 
@@ -174,8 +176,12 @@ class Record:
             yield
 
     def state(self) -> dict[str, Any]:
+        """What the ref fixed at plan (steps, workingDir, timeoutSeconds, startTime) with what
+        was recorded since (sandboxId, prepared): all of it can be found again when lost."""
         text = read_text(self.path / "state.json")
-        return json.loads(text) if text else {}
+        planned = {key: self.ref.get(key) for key in ("steps", "workingDir", "timeoutSeconds")}
+        planned["startTime"] = self.ref.get("startTime")
+        return {**planned, **(json.loads(text) if text else {})}
 
     def save(self, state: dict[str, Any]) -> None:
         write_atomic(self.path / "state.json", json.dumps(state), mode=0o600)
@@ -200,7 +206,11 @@ def _parameters(ref: Mapping[str, Any]) -> Mapping[str, Any]:
     from jobclasses import parameters
 
     found = parameters.lookup(
-        {"group": "execution.ayatori.ddupan.top", "kind": PARAMETERS_KIND, "name": ref["parameters"]}
+        {
+            "group": "execution.ayatori.ddupan.top",
+            "kind": PARAMETERS_KIND,
+            "name": ref["parameters"],
+        }
     )
     if found is not None:
         return found.spec or {}
@@ -238,7 +248,9 @@ class OpenSandboxAdapter:
             return Readiness(False, BACKEND_UNREACHABLE, str(exc))
         return Readiness(True, "BackendReachable", f"OpenSandbox at {conn.endpoint} is healthy")
 
-    def admit(self, spec: Mapping[str, Any], parameters: Mapping[str, Any]) -> tuple[str, str] | None:
+    def admit(
+        self, spec: Mapping[str, Any], parameters: Mapping[str, Any]
+    ) -> tuple[str, str] | None:
         """Why a Job cannot use these parameters (Accepted=False), or None."""
         if not spec.get("image"):
             return IMAGE_REQUIRED, "an OpenSandbox Job needs spec.image: its sandbox's image"
@@ -259,10 +271,15 @@ class OpenSandboxAdapter:
     # --- the execution -----------------------------------------------------------------------
 
     def plan(self, request: ExecutionRequest) -> dict[str, Any]:
+        spec = request.spec
         return {
             "type": REF_TYPE,
             "root": str(work_root()),
             "id": request.uid,
+            "steps": [step.name for step in steps_of(spec)],
+            "workingDir": spec.get("workingDir") or "",
+            "timeoutSeconds": spec.get("timeoutSeconds"),
+            "startTime": _now(),  # the timeout counts from here
             "parameters": request.parameters_name,
             "endpoint": request.parameters.get("endpoint", ""),
             "apiKeySecretRef": dict(request.parameters.get("apiKeySecretRef") or {}),
@@ -280,14 +297,6 @@ class OpenSandboxAdapter:
             except api.APIKeyMissing as exc:
                 raise NotReadyToStart(API_KEY_NOT_FOUND, str(exc)) from None
             steps = steps_of(spec)
-            if not state:
-                state = {
-                    "steps": [step.name for step in steps],
-                    "workingDir": spec.get("workingDir") or "",
-                    "timeoutSeconds": spec.get("timeoutSeconds"),
-                    "startTime": _now(),
-                }
-                record.save(state)
             sandbox_id = state.get("sandboxId") or api.find(conn, request.uid)
             if not sandbox_id:
                 sandbox_id = api.create(conn, self._sandbox_request(request))
@@ -329,9 +338,7 @@ class OpenSandboxAdapter:
         )
 
     def observe(self, ref: Mapping[str, Any]) -> Observation:
-        record = Record(ref)
-        if not record.path.is_dir():
-            return Observation(results.UNKNOWN, "the execution's record is gone", exists=False)
+        record = Record(ref)  # a lost record is rebuilt from the ref and the sandbox
         with record.locked():
             done = record.result()
             if done is None or done["phase"] not in results.FINAL_PHASES:
@@ -361,7 +368,10 @@ class OpenSandboxAdapter:
         conn = _connection(record.ref)
         sandbox_id = state.get("sandboxId") or api.find(conn, str(record.ref["id"]))
         if not sandbox_id:
-            raise BackendError("no sandbox is recorded or found for this execution")
+            data.update(phase=results.UNKNOWN, message="no sandbox is recorded or found for it")
+            return data
+        if not state.get("sandboxId"):
+            record.save({**state, "sandboxId": sandbox_id, "prepared": True})
         stop = self._stop_reason(record, state)
         try:
             with api.Sandbox(conn, sandbox_id) as sandbox:
@@ -393,7 +403,7 @@ class OpenSandboxAdapter:
         return None
 
     def _step_on(
-        self, sandbox: api.Sandbox, record: Record, state: dict, data: dict
+        self, sandbox: api.Sandbox, record: Record, state: dict[str, Any], data: dict[str, Any]
     ) -> tuple[str, str] | None:
         """Record the steps that ended, start the next: the final (phase, message) or None.
         The record is saved after each change, so a failure halfway repeats nothing."""
@@ -414,7 +424,9 @@ class OpenSandboxAdapter:
                 return results.FAILED, message
         return results.SUCCEEDED, f"all {len(steps)} steps succeeded"
 
-    def _collect(self, sandbox: api.Sandbox, record: Record, index: int, step: dict) -> bool:
+    def _collect(
+        self, sandbox: api.Sandbox, record: Record, index: int, step: dict[str, Any]
+    ) -> bool:
         """Whether step ``index`` has ended (its exit code, times and log recorded)."""
         exit_path = _sandbox_path(f"{_step_dir(index)}/exit")
         if exit_path not in self._present(sandbox, index):
@@ -445,7 +457,7 @@ class OpenSandboxAdapter:
         self,
         sandbox: api.Sandbox,
         record: Record,
-        steps: list[dict],
+        steps: list[dict[str, Any]],
         outcome: tuple[str, str],
     ) -> None:
         phase, message = outcome

@@ -41,7 +41,6 @@ from opensandbox_server.api.schema import (
     CreateSandboxResponse,
     Endpoint,
     ErrorResponse,
-    ImageSpec,
     ListSandboxesResponse,
     PaginationInfo,
     Sandbox,
@@ -78,8 +77,10 @@ API_PREFIX = "/v1"  # main.py includes the lifecycle router under /v1 (and at th
 
 
 def _route(method: str, path: str, routes: set[tuple[str, str]] = LIFECYCLE) -> str:
+    """``path``, once the server package is seen to serve it (aiohttp's ``{name}`` placeholders
+    are FastAPI's)."""
     assert (method, path) in routes, f"the server package has no {method} {path}"
-    return path.replace("{sandbox_id}", "{sandbox_id}")
+    return path
 
 
 def _json(model: Any, status: int = 200) -> web.Response:
@@ -200,7 +201,9 @@ class OpenSandboxStandIn:
         sandbox = self.sandboxes.get(request.match_info["sandbox_id"])
         if sandbox is None or sandbox.state != "Running":
             raise web.HTTPNotFound(
-                text=ErrorResponse(code="SANDBOX_NOT_FOUND", message="no such sandbox").model_dump_json(),
+                text=ErrorResponse(
+                    code="SANDBOX_NOT_FOUND", message="no such sandbox"
+                ).model_dump_json(),
                 content_type="application/json",
             )
         return sandbox
@@ -318,7 +321,9 @@ class OpenSandboxStandIn:
             await self._event(response, type="stdout", text=output[0].decode())
             if process.returncode:
                 await self._event(
-                    response, type="error", error={"ename": "CommandExecError", "evalue": str(process.returncode)}
+                    response,
+                    type="error",
+                    error={"ename": "CommandExecError", "evalue": str(process.returncode)},
                 )
         await self._event(response, type="execution_complete", execution_time=0)
         await response.write_eof()
