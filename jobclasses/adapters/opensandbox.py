@@ -371,7 +371,7 @@ class OpenSandboxAdapter:
             data.update(phase=results.UNKNOWN, message="no sandbox is recorded or found for it")
             return data
         if not state.get("sandboxId"):
-            record.save({**state, "sandboxId": sandbox_id, "prepared": True})
+            record.save({**state, "sandboxId": sandbox_id})
         stop = self._stop_reason(record, state)
         try:
             with api.Sandbox(conn, sandbox_id) as sandbox:
@@ -495,9 +495,7 @@ class OpenSandboxAdapter:
     def cancel(self, ref: Mapping[str, Any]) -> None:
         """Mark it cancelled: the next observe stops it (the step, then the sandbox)."""
         record = Record(ref)
-        if not record.path.is_dir():
-            return
-        with record.locked():
+        with record.locked():  # a lost record too: the marker reaches the next observe
             done = record.result()
             if done is None or done["phase"] not in results.FINAL_PHASES:
                 write_atomic(record.cancel_marker, "cancelled")

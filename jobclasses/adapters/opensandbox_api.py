@@ -3,7 +3,8 @@ synchronous clients (``SandboxSync``, ``SandboxManagerSync``: blocking httpx cal
 the sync Celery and controller code; the SDK's async clients would need an event loop).
 
 Every call is bounded by ``KRUNTIMES_OPENSANDBOX_TIMEOUT_SECONDS`` (the SDK's request timeout,
-the endpoint/readiness budgets, the health probe), and fails fast (the SDK's retries are off:
+the endpoint/readiness budgets, the health probe, and every phase the SDK leaves unbounded,
+through the shared transport), and fails fast (the SDK's retries are off:
 the controller's next pass is the retry). The API key is read from its Secret for every
 connection, so a rotated key is used by the next call without a restart.
 """
@@ -43,6 +44,23 @@ class Unauthorized(BackendError):
     """The backend refused the API key (401/403)."""
 
 
+class _BoundedTransport(httpx.HTTPTransport):
+    """The SDK's HTTP transport with no unbounded wait: a request whose timeout leaves a
+    phase unbounded (the SDK's command event stream reads without one) gets the setting's."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        seconds = float(settings.KRUNTIMES_OPENSANDBOX_TIMEOUT_SECONDS)
+        timeout = dict(request.extensions.get("timeout") or {})
+        for phase in ("connect", "read", "write", "pool"):
+            if timeout.get(phase) is None:
+                timeout[phase] = seconds
+        request.extensions["timeout"] = timeout
+        return super().handle_request(request)
+
+
+_transport = _BoundedTransport()  # one pool for the process (httpx transports are thread-safe)
+
+
 @dataclass(frozen=True)
 class Connection:
     endpoint: str  # scheme://host[:port][/path], no trailing slash
@@ -59,6 +77,7 @@ class Connection:
             protocol=self.endpoint.split("://", 1)[0],
             request_timeout=timedelta(seconds=self.timeout),
             retry_policy=RetryPolicy.disabled(),
+            transport=_transport,
             endpoint_cache_disabled=True,
             disable_metrics=True,
         )

@@ -131,6 +131,7 @@ class OpenSandboxStandIn:
         self.deleted: list[str] = []
         self.commands: list[dict[str, Any]] = []  # (sandbox id, command) of each execd command
         self.refused_keys: list[str] = []
+        self.hang_commands = False  # /command then sends its headers and nothing more
         self._dir = Path(tempfile.mkdtemp(prefix="opensandbox-standin-"))
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
@@ -315,6 +316,8 @@ class OpenSandboxStandIn:
         self.commands.append({"sandbox": sandbox.id, "command": command, "cwd": body.get("cwd")})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        while self.hang_commands:
+            await asyncio.sleep(0.05)
         await self._event(response, type="init", text=execution_id)
         if not body.get("background"):
             output = await asyncio.get_running_loop().run_in_executor(None, process.communicate)

@@ -336,6 +336,30 @@ def test_ensure_twice_creates_one_sandbox(standin):
     assert len(standin.created) == 1
 
 
+def test_a_hung_backend_call_times_out_and_the_job_goes_on_when_it_answers(standin, settings):
+    sandbox_class(standin)
+    job = submit(steps=[{"name": "a", "run": "true"}])
+    assert reason(job, "Scheduled") == ("True", "ExecutionCreated")  # the sandbox exists
+    settings.KRUNTIMES_OPENSANDBOX_TIMEOUT_SECONDS = 1.0
+    standin.hang_commands = True  # starting the step: the event stream never comes
+    started = time.monotonic()
+    job = reconcile_job(job)
+    assert time.monotonic() - started < 5
+    assert reason(job, "ResultUnknown") == ("True", "ObserveFailed")
+    standin.hang_commands = False
+    assert run_until(job, FINAL).phase == JobPhase.SUCCEEDED
+
+
+def test_cancel_with_the_local_record_lost_still_cancels(standin):
+    sandbox_class(standin)
+    job = run_until(submit(steps=[{"name": "slow", "run": "sleep 30"}]), {JobPhase.RUNNING})
+    shutil.rmtree(record_dir(job))
+    patch(job, {"spec": {"cancelRequested": True}})
+    job = run_until(job, FINAL)
+    assert reason(job, "Failed") == ("True", "Cancelled")
+    assert standin.live() == []
+
+
 # --- the API key Secret ----------------------------------------------------------------------
 
 
