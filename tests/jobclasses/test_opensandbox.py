@@ -378,6 +378,17 @@ def test_a_missing_api_key_secret_makes_the_class_not_ready_and_holds_jobs(stand
     assert run_until(job, FINAL).phase == JobPhase.SUCCEEDED
 
 
+def test_a_secret_deleted_after_the_class_was_ready_holds_the_job_api_key_not_found(standin):
+    sandbox_class(standin)  # Ready
+    secrets = registry.get("", "v1", "secrets")
+    store.delete(secrets, KEY_REF["namespace"], KEY_REF["name"], context=OPERATOR)
+    job = submit()
+    assert reason(job, "Scheduled") == ("False", "APIKeyNotFound")
+    assert "ayatori-system/opensandbox-api" in job.status["message"]
+    assert standin.created == []
+    assert reason(reconcile_class("microvm"), "Ready") == ("False", "APIKeyNotFound")
+
+
 def test_a_missing_key_in_the_secret_is_not_ready_too(standin):
     make_secret(KEY_REF["namespace"], KEY_REF["name"], other="x")
     cls = sandbox_class(standin, with_secret=False)
@@ -407,6 +418,8 @@ def test_a_rotated_key_is_used_by_the_next_call_without_a_restart(standin):
     assert "key-2" not in standin.refused_keys
     second = run_until(submit("second"), FINAL)
     assert second.phase == JobPhase.SUCCEEDED
+    shown = json.dumps([job.status, second.status]) + job_controller.log_of(job)
+    assert "key-1" not in shown and "key-2" not in shown
 
 
 # --- health --------------------------------------------------------------------------------
