@@ -271,6 +271,11 @@ KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS = env.int(
 )
 # How often a running Job's execution is observed (the beat pass heals a lost poll).
 KRUNTIMES_JOB_POLL_SECONDS = env.float("KRUNTIMES_JOB_POLL_SECONDS", default=2.0)
+# Every call of the OpenSandbox adapter to its backend (each HTTP request, the health probe,
+# the wait for a new sandbox's execd) is bounded by this many seconds.
+KRUNTIMES_OPENSANDBOX_TIMEOUT_SECONDS = env.float(
+    "KRUNTIMES_OPENSANDBOX_TIMEOUT_SECONDS", default=10.0
+)
 # Fernet keys (comma-separated) encrypting Secret data in the database: the first encrypts,
 # all decrypt (rotate by putting a new key first, then manage.py rotate_secret_keys); empty:
 # stored plain.

@@ -1,5 +1,5 @@
-"""Execution adapters by controllerName: the local adapter here; the Kubernetes and
-OpenSandbox adapters own their parameter kinds and arrive with their backends."""
+"""Execution adapters by controllerName: the local and OpenSandbox adapters here; the
+Kubernetes adapter owns its parameter kind and arrives with its backend."""
 
 from __future__ import annotations
 
@@ -43,8 +43,10 @@ def supported() -> list[str]:
 
 def _register_builtin() -> None:
     from .local import LocalAdapter
+    from .opensandbox import OpenSandboxAdapter
 
     register(LocalAdapter())
+    register(OpenSandboxAdapter())
 
 
 __all__ = [
