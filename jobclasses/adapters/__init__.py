@@ -1,5 +1,5 @@
-"""Execution adapters by controllerName: the local adapter here; the Kubernetes and
-OpenSandbox adapters own their parameter kinds and arrive with their backends."""
+"""Execution adapters by controllerName: the local and Kubernetes adapters here; the
+OpenSandbox adapter owns its parameter kind and arrives with its backend."""
 
 from __future__ import annotations
 
@@ -42,9 +42,11 @@ def supported() -> list[str]:
 
 
 def _register_builtin() -> None:
+    from .kubernetes import KubernetesAdapter
     from .local import LocalAdapter
 
     register(LocalAdapter())
+    register(KubernetesAdapter())
 
 
 __all__ = [

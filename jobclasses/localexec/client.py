@@ -200,7 +200,9 @@ def _finished(directory: ExecutionDir) -> bool:
 
 
 def _record_cancelled_before_start(directory: ExecutionDir) -> None:
-    names = [step["name"] for step in json.loads(directory.spec.read_text(encoding="utf-8"))["steps"]]
+    names = [
+        step["name"] for step in json.loads(directory.spec.read_text(encoding="utf-8"))["steps"]
+    ]
     now = result.now()
     steps = [dict(result.new_step(name), status=result.SKIPPED) for name in names]
     message = (read_text(directory.cancel) or "").strip() or "cancelled"
