@@ -1,3 +1,3 @@
 """Fixtures of the JobClass suites."""
 
-from tests.jobclasses.kube_support import kube  # noqa: F401 - the emulator fixture
+from tests.jobclasses.kube_support import kube, pods  # noqa: F401 - the emulator fixtures

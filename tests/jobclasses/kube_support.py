@@ -80,3 +80,28 @@ def run_until(job: Job, phases, timeout: float = 20.0) -> Job:
         if time.monotonic() > deadline:
             raise AssertionError(f"{job} stayed {job.phase}: {job.status}")
         time.sleep(0.1)
+
+
+@pytest.fixture
+def pods(settings, tmp_path):
+    """The emulator with pods for batch Jobs and exec into them (``tests.helpers.kube_pods``)."""
+    from tests.helpers.kube_pods import PodEmulator
+
+    settings.DATA_DIR = tmp_path / "data"
+    settings.KRUNTIMES_KUBERNETES_DRY_RUN = False
+    settings.KRUNTIMES_KUBERNETES_REQUEST_TIMEOUT_SECONDS = 5.0
+    settings.KRUNTIMES_KUBERNETES_POD_READY_TIMEOUT_SECONDS = 10.0
+    with EmulatorServer(PodEmulator(root=tmp_path / "pods")) as server:
+        settings.KRUNTIMES_KUBERNETES_HOST = server.url
+        yield server
+
+
+def job_creations(server) -> int:
+    """POSTs of batch Jobs the emulator answered, over the whole test."""
+    return sum(
+        1
+        for request in server.emulator
+        if request.method == "POST"
+        and request.resource is not None
+        and request.resource.plural == "jobs"
+    )
