@@ -12,20 +12,22 @@ the exec's environment, as an exec in a real container sees them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
 import re
 import secrets
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import aiohttp.web
 import attrs
-import kmock
 
+from tests.helpers.emulator import api, errors
 from tests.helpers.kube import Emulator
 
 POD_DIRS = ("work", "steps", "outputs")
@@ -37,75 +39,87 @@ V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
 class PodEmulator(Emulator):
     root: Path
     ready_delay: float = 0.3
-    # pod name -> the pids of its running execs (killed when the pod goes)
+    # pod name -> the process groups of its running execs (killed when the pod goes)
     processes: dict[str, set[int]] = attrs.field(factory=dict)
     execs: list[list[str]] = attrs.field(factory=list)  # every exec argv, as sent
+    # every request: (method, path, the JSON body or None)
+    calls: list[tuple[str, str, Any]] = attrs.field(factory=list)
 
-    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
-        resource = request.resource
-        if resource is not None and resource.plural == "pods" and request.subresource == "exec":
-            return await self._exec(request)
-        response = await super()._handle(request)
-        if resource is not None and resource.plural == "jobs" and response.status < 300:
-            if request.method == "POST":
-                self._start_pod(request.data)
-            elif request.method == "DELETE" and request.name:
-                self._delete_pods(request.namespace, request.name)
-        return response
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self.store.listeners.append(self._on_event)
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        body = await raw_request.read()
+        try:
+            data = json.loads(body) if body else None
+        except ValueError:
+            data = None
+        self.calls.append((raw_request.method.upper(), raw_request.path, data))
+        where = api.route(raw_request.path)
+        if where is not None and where.plural == "pods" and where.subresource == "exec":
+            return await self._exec(raw_request, where)
+        return await super().__call__(raw_request)
+
+    def posted(self, plural: str) -> list[Any]:
+        """The bodies of the creates of ``plural`` the server was sent."""
+        return [
+            data
+            for method, path, data in self.calls
+            if method == "POST" and (where := api.route(path)) and where.plural == plural
+        ]
 
     # --- pods --------------------------------------------------------------------------------
 
-    def pods(self) -> list[tuple[tuple[Any, str, str], Any]]:
-        return [
-            (key, obj)
-            for key, obj in self.objects.items()
-            if key[0].plural == "pods" and not obj.deleted
-        ]
+    def pods(self) -> list[dict]:
+        return self.store.select("", "pods", None)
+
+    def _on_event(self, event: Any) -> None:
+        if (event.group, event.plural, event.type) == ("batch", "jobs", "ADDED"):
+            self._start_pod(event.obj)
+        elif (event.group, event.plural, event.type) == ("", "pods", "DELETED"):
+            for pgid in self.processes.pop(event.obj["metadata"]["name"], set()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
 
     def _start_pod(self, job: dict) -> None:
         meta = job["metadata"]
         template = job["spec"]["template"]
         name = f"{meta['name']}-{secrets.token_hex(3)[:5]}"
         labels = {
-            **(template.get("metadata") or {}).get("labels", {}),
+            **((template.get("metadata") or {}).get("labels") or {}),
             "batch.kubernetes.io/job-name": meta["name"],
+            "batch.kubernetes.io/controller-uid": meta["uid"],
         }
         for sub in POD_DIRS:
             (self.root / name / sub).mkdir(parents=True, exist_ok=True)
-        key = ("v1/pods", meta["namespace"], name)
-        self.objects[key] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": meta["namespace"], "labels": labels},
-            "spec": template["spec"],
-            "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]},
+        owner = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
         }
-        asyncio.get_running_loop().call_later(self.ready_delay, self._ready, key)
+        pod = {
+            "metadata": {"name": name, "labels": labels, "ownerReferences": [owner]},
+            "spec": template["spec"],
+        }
+        self.store.create("", "pods", meta["namespace"], pod)
+        timer = threading.Timer(self.ready_delay, self._ready, (meta["namespace"], name))
+        timer.daemon = True
+        timer.start()
 
-    def _ready(self, key: tuple[str, str, str]) -> None:
-        obj = None
-        with contextlib.suppress(KeyError):
-            obj = self.objects[key]
-        if obj is None or obj.deleted:
-            return
-        obj.patch(
-            {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
-        )
+    def _ready(self, namespace: str, name: str) -> None:
+        def ready(pod: dict) -> dict:
+            pod["status"] = {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
+            return pod
 
-    def _delete_pods(self, namespace: str, job_name: str) -> None:
-        for key, obj in self.pods():
-            labels = (obj.raw.get("metadata") or {}).get("labels") or {}
-            if key[1] == namespace and labels.get("batch.kubernetes.io/job-name") == job_name:
-                for pid in self.processes.pop(key[2], set()):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(pid, signal.SIGKILL)
-                obj.delete()
-
-    def _pod(self, namespace: str, name: str) -> dict | None:
-        for key, obj in self.pods():
-            if key[1] == namespace and key[2] == name:
-                return obj.raw
-        return None
+        with contextlib.suppress(Exception):  # deleted meanwhile
+            self.store.patch("", "pods", namespace, name, ready, subresource="status")
 
     def _environment(self, namespace: str, container: dict) -> dict[str, str]:
         env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
@@ -114,10 +128,13 @@ class PodEmulator(Emulator):
                 env[var["name"]] = var["value"]
                 continue
             ref = (var.get("valueFrom") or {}).get("secretKeyRef") or {}
-            for key, obj in self.objects.items():
-                found = key[0].plural == "secrets" and key[1:] == (namespace, ref.get("name"))
-                if found and not obj.deleted:
-                    env[var["name"]] = (obj.raw.get("stringData") or {}).get(ref["key"], "")
+            secret = self.store.find("", "secrets", namespace, ref.get("name", ""))
+            if secret is None:
+                continue
+            if ref["key"] in (secret.get("stringData") or {}):
+                env[var["name"]] = secret["stringData"][ref["key"]]
+            elif ref["key"] in (secret.get("data") or {}):
+                env[var["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
         return env
 
     def _mapped(self, pod: str, text: str) -> str:
@@ -125,36 +142,34 @@ class PodEmulator(Emulator):
 
     # --- exec --------------------------------------------------------------------------------
 
-    async def _exec(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
-        raw = request._raw_request
-        assert raw is not None
-        pod = self._pod(request.namespace, request.name)
+    async def _exec(self, raw: aiohttp.web.BaseRequest, where: Any) -> aiohttp.web.StreamResponse:
+        pod = self.store.find("", "pods", where.namespace, where.name or "")
         if pod is None:
-            raise kmock.KubernetesError(status=404, reason="NotFound", message="no such pod")
+            return api.status_response(errors.not_found("", "pods", where.name or ""))
+        name = where.name
         argv = raw.query.getall("command", [])
         self.execs.append(list(argv))
         container = pod["spec"]["containers"][0]
-        cwd = Path(self._mapped(request.name, container.get("workingDir") or "/work"))
+        cwd = Path(self._mapped(name, container.get("workingDir") or "/work"))
         cwd.mkdir(parents=True, exist_ok=True)
-        mapped = [self._mapped(request.name, arg) for arg in argv]
+        mapped = [self._mapped(name, arg) for arg in argv]
         ws = aiohttp.web.WebSocketResponse(protocols=[V5, V4])
         await ws.prepare(raw)
         leftover = [a.replace(str(self.root), "") for a in mapped]
         if any(re.search(r"(?<![\w.-])/work\b", a) for a in leftover):
             await self._status(ws, 126)
             return ws
+        wants_stdin = raw.query.get("stdin") in ("true", "1")
         process = await asyncio.create_subprocess_exec(
             *mapped,
             cwd=cwd,
-            env=self._environment(request.namespace, container),
-            stdin=asyncio.subprocess.PIPE
-            if raw.query.get("stdin") == "true"
-            else asyncio.subprocess.DEVNULL,
+            env=self._environment(where.namespace, container),
+            stdin=asyncio.subprocess.PIPE if wants_stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
-        self.processes.setdefault(request.name, set()).add(process.pid)
+        self.processes.setdefault(name, set()).add(process.pid)
 
         async def pump(stream: asyncio.StreamReader, channel: int) -> None:
             while chunk := await stream.read(65536):
@@ -179,7 +194,7 @@ class PodEmulator(Emulator):
         assert process.stdout is not None and process.stderr is not None
         await asyncio.gather(pump(process.stdout, 1), pump(process.stderr, 2))
         code = await process.wait()
-        self.processes.get(request.name, set()).discard(process.pid)
+        self.processes.get(name, set()).discard(process.pid)
         if not ws.closed:
             await self._status(ws, code if code >= 0 else 128 - code)
         feeder.cancel()

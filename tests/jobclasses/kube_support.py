@@ -19,12 +19,14 @@ IMAGE = "busybox:1.36"
 
 @pytest.fixture
 def kube(settings, tmp_path):
-    """The emulator, with the adapter pointed at it (no dry run, short pod wait)."""
+    """The emulator, with the adapter pointed at it (no dry run; pods are never Ready)."""
     settings.DATA_DIR = tmp_path
     settings.KRUNTIMES_KUBERNETES_DRY_RUN = False
     settings.KRUNTIMES_KUBERNETES_REQUEST_TIMEOUT_SECONDS = 5.0
     settings.KRUNTIMES_KUBERNETES_POD_READY_TIMEOUT_SECONDS = 1.0
-    with EmulatorServer() as server:
+    from tests.helpers.kube_pods import PodEmulator
+
+    with EmulatorServer(PodEmulator(root=tmp_path / "pods", ready_delay=3600)) as server:
         settings.KRUNTIMES_KUBERNETES_HOST = server.url
         yield server
 
@@ -63,7 +65,7 @@ def batch_jobs(server, namespace: str = "default") -> list[dict]:
 
 
 def requests_seen(server) -> int:
-    return len(list(server.emulator))
+    return len(server.emulator.calls)
 
 
 def submit(name: str = "job", **spec) -> Job:
@@ -97,11 +99,5 @@ def pods(settings, tmp_path):
 
 
 def job_creations(server) -> int:
-    """POSTs of batch Jobs the emulator answered, over the whole test."""
-    return sum(
-        1
-        for request in server.emulator
-        if request.method == "POST"
-        and request.resource is not None
-        and request.resource.plural == "jobs"
-    )
+    """Creates of batch Jobs the server was sent, over the whole test."""
+    return len(server.emulator.posted("jobs"))

@@ -174,11 +174,7 @@ def test_a_job_posted_to_the_api_runs_as_a_batch_job_with_two_exec_steps_outputs
     assert job.phase == JobPhase.SUCCEEDED, job.status
     assert reason(job, "Succeeded") == ("True", "Completed")
     # the batch Job it produced (seen by the emulator, deleted since)
-    (created,) = [
-        r.data
-        for r in pods.emulator
-        if r.method == "POST" and r.resource and r.resource.plural == "jobs"
-    ]
+    (created,) = pods.emulator.posted("jobs")
     pod = created["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "ayatori-job" and pod["runtimeClassName"] == "gvisor"
     assert pod["containers"][0]["image"] == IMAGE
@@ -276,16 +272,10 @@ def test_env_reaches_the_steps_through_a_secret_never_through_the_batch_job(pods
     )
     job = run_until(job, FINAL)
     assert job.phase == JobPhase.SUCCEEDED, (job.status, job_controller.log_of(job))
-    created = [
-        r.data
-        for r in pods.emulator
-        if r.method == "POST" and r.resource and r.resource.plural == "jobs"
-    ]
+    created = pods.emulator.posted("jobs")
     assert "s3cr3t-value" not in json.dumps(created)
     assert "s3cr3t-value" not in json.dumps(execs(pods)) + job_controller.log_of(job)
-    secrets = [
-        k for k, o in pods.emulator.objects.items() if k[0].plural == "secrets" and not o.deleted
-    ]
+    secrets = pods.emulator.store.select("", "secrets", "default")
     assert secrets == []  # deleted with the batch Job
 
 
