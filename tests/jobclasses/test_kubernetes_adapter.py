@@ -283,3 +283,17 @@ def test_the_dry_run_setting_runs_a_job_to_its_end_printing_every_call_and_makin
     assert 'dry-run: exec pod <pod> -n default -c job argv=["sh", "-ec", "echo a"]' in log
     assert "dry-run: delete batch/v1 Job" in log
     assert batch_jobs(kube) == []
+
+
+@pytest.mark.processes
+def test_a_pod_that_never_becomes_ready_fails_the_job_and_its_batch_job_is_deleted(kube):
+    add_runtime_class(kube, "gvisor")
+    add_service_account(kube, "default", "ayatori-job")
+    kubernetes_class("rootless", default=True, params_spec=PARAMETERS)
+    set_namespace("default")
+    job = run_until(submit(), {JobPhase.SUCCEEDED, JobPhase.FAILED})  # pods here stay Pending
+    assert reason(job, "Failed") == ("True", "StepFailed")
+    assert "did not become Ready" in job.status["message"]
+    assert [s["status"] for s in job.status["steps"]] == ["Skipped"]
+    assert len(kube.emulator.posted("jobs")) == 1
+    assert batch_jobs(kube) == [] and kube.emulator.pods() == []
