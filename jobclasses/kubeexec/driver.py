@@ -81,6 +81,7 @@ class Driver:
         self.cluster = cluster
         self.spec = spec
         self.terminated = False
+        self.pod = ""  # the Job's pod, once it is Ready
         self.job = spec["manifest"]
         self.namespace = self.job["metadata"]["namespace"]
         self.name = self.job["metadata"]["name"]
@@ -235,7 +236,7 @@ class Driver:
         return None
 
     def copy_outputs(self) -> None:
-        if not hasattr(self, "pod"):
+        if not self.pod:
             return
         self.say(f"streaming {OUTPUTS_DIR} back")
         done = self.cluster.exec(
