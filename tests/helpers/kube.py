@@ -16,6 +16,18 @@ Public hooks, callable from the test's thread:
 - ``server.compact()``: forget the watch history, so a watch resuming from any earlier
   resourceVersion gets 410 Expired; returns the version watches may resume from.
 - ``server.end_watches()``: close every open watch (clients must re-watch).
+- ``server.workloads`` (``emulator/workloads.py``): Deployments -> ReplicaSets -> Pods
+  and Jobs -> Pods, with a kubelet making pods Running/Ready after
+  ``server.workloads.ready_delay`` seconds (default 0). Hooks: ``delete_pod(ns, name)``
+  (out of band: the controller replaces it under a new name and uid), ``fail_pod(ns,
+  name, exit_code)``, ``succeed_pod(ns, name)``, ``set_pod_ready(ns, name, ready)``,
+  ``never_ready(ns, name_prefix)`` (pods created later run but stay Ready=False),
+  ``pods(ns, label_selector)``.
+- Pod exec (``emulator/podexec.py``): ``connect_get/post_namespaced_pod_exec`` through
+  ``kubernetes.stream.stream`` runs the command as a real subprocess in the pod's root
+  ``server.pod_root(ns, name)`` (``<pods_dir>/<ns>/<name>/`` with work/ outputs/ steps/,
+  removed with the pod); ``/work``, ``/outputs``, ``/steps`` in argv map into it.
+  ``EmulatorServer(pods_dir=tmp_path)`` keeps the directories for the test to inspect.
 - The namespaces ``default``, ``kube-system``, ``kube-public``, ``kube-node-lease`` exist;
   creating into any other namespace needs ``POST /api/v1/namespaces`` first (404 otherwise).
 """
@@ -24,16 +36,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
+import tempfile
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import aiohttp.web
 import attrs
 import kmock
 
-from tests.helpers.emulator import api
-from tests.helpers.emulator.store import Store
+from tests.helpers.emulator import api, podexec, selectors
+from tests.helpers.emulator.store import Event, Store
+from tests.helpers.emulator.workloads import Workloads
 
 START_TIMEOUT_SECONDS = 10.0
 SERVER_VERSION = {
@@ -68,6 +84,22 @@ class Emulator(kmock.KubernetesEmulator):
     """Resource paths served by the store; review kinds and the rest by kmock's routes."""
 
     store: Store = attrs.field(factory=Store)
+    # where each pod's root directory is made (see ``pod_root``); removed on stop unless given
+    pods_dir: Path = attrs.field(factory=lambda: Path(tempfile.mkdtemp(prefix="kube-pods-")))
+    workloads: Workloads = attrs.field(
+        default=attrs.Factory(lambda self: Workloads(self.store), takes_self=True)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self.store.listeners.append(self._forget_pod_root)
+
+    def _forget_pod_root(self, event: Event) -> None:
+        """A deleted pod's directories go with it (as an emptyDir does)."""
+        if (event.group, event.plural, event.type) == ("", "pods", "DELETED"):
+            meta = event.obj["metadata"]
+            root = podexec.pod_root(self.pods_dir, meta["namespace"], meta["name"])
+            shutil.rmtree(root, ignore_errors=True)
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         if raw_request.path.rstrip("/") == "/version":
@@ -75,6 +107,11 @@ class Emulator(kmock.KubernetesEmulator):
         where = api.route(raw_request.path)
         if where is None or where.plural in REVIEW_RESOURCES:
             return await super().__call__(raw_request)
+        if (where.group, where.plural, where.subresource) == ("", "pods", "exec"):
+            assert where.namespace is not None and where.name is not None
+            return await podexec.serve(
+                self.store, self.pods_dir, raw_request, where.namespace, where.name
+            )
         return await api.serve(self.store, raw_request, where)
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
@@ -87,8 +124,12 @@ class Emulator(kmock.KubernetesEmulator):
 class EmulatorServer:
     """Start/stop an ``Emulator`` on a free localhost port with its own event loop thread."""
 
-    def __init__(self, emulator: Emulator | None = None) -> None:
-        self.emulator = emulator if emulator is not None else Emulator()
+    def __init__(self, emulator: Emulator | None = None, *, pods_dir: Path | None = None) -> None:
+        if emulator is None:
+            emulator = Emulator() if pods_dir is None else Emulator(pods_dir=Path(pods_dir))
+        self.emulator = emulator
+        # a directory this server made is its own to remove; a given one is the test's
+        self._owns_pods_dir = pods_dir is None
         with warnings.catch_warnings():  # kmock 0.8 reads its bundle with a deprecated API
             warnings.simplefilter("ignore", DeprecationWarning)
             self.emulator.resources.load_bundled()
@@ -106,6 +147,35 @@ class EmulatorServer:
 
     def end_watches(self) -> None:
         self.emulator.store.end_watches()
+
+    def pod_root(self, namespace: str, name: str) -> Path:
+        """The pod's root directory (made, with work/ outputs/ steps/, if it is not yet)."""
+        return podexec.make_root(self.emulator.pods_dir, namespace, name)
+
+    @property
+    def workloads(self) -> Workloads:
+        return self.emulator.workloads
+
+    def delete_pod(self, namespace: str, name: str) -> dict:
+        """A pod deleted out of band (its controller replaces it under a new name)."""
+        return self.emulator.store.delete("", "pods", namespace, name)
+
+    def fail_pod(self, namespace: str, name: str, exit_code: int = 1) -> dict | None:
+        return self.emulator.workloads.fail_pod(namespace, name, exit_code)
+
+    def succeed_pod(self, namespace: str, name: str) -> dict | None:
+        return self.emulator.workloads.succeed_pod(namespace, name)
+
+    def set_pod_ready(self, namespace: str, name: str, ready: bool = True) -> dict | None:
+        return self.emulator.workloads.set_ready(namespace, name, ready)
+
+    def never_ready(self, namespace: str, name_prefix: str = "") -> None:
+        self.emulator.workloads.never_ready(namespace, name_prefix)
+
+    def pods(self, namespace: str, label_selector: str = "") -> list[dict]:
+        return self.emulator.store.select(
+            "", "pods", namespace, selectors.label_selector(label_selector)
+        )
 
     @property
     def url(self) -> str:
@@ -130,6 +200,8 @@ class EmulatorServer:
             if not self._thread.is_alive():
                 self._loop.close()
             self._stack = self._server = None
+            if self._owns_pods_dir:
+                shutil.rmtree(self.emulator.pods_dir, ignore_errors=True)
 
     async def _enter(self) -> None:
         stack = contextlib.AsyncExitStack()
