@@ -24,9 +24,10 @@ def kube(settings, tmp_path):
     settings.KRUNTIMES_KUBERNETES_DRY_RUN = False
     settings.KRUNTIMES_KUBERNETES_REQUEST_TIMEOUT_SECONDS = 5.0
     settings.KRUNTIMES_KUBERNETES_POD_READY_TIMEOUT_SECONDS = 1.0
-    from tests.helpers.kube_pods import PodEmulator
+    from tests.helpers.kube_pods import RecordingEmulator
 
-    with EmulatorServer(PodEmulator(root=tmp_path / "pods", ready_delay=3600)) as server:
+    with EmulatorServer(RecordingEmulator()) as server:
+        server.never_ready("default")
         settings.KRUNTIMES_KUBERNETES_HOST = server.url
         yield server
 
@@ -86,14 +87,14 @@ def run_until(job: Job, phases, timeout: float = 20.0) -> Job:
 
 @pytest.fixture
 def pods(settings, tmp_path):
-    """The emulator with pods for batch Jobs and exec into them (``tests.helpers.kube_pods``)."""
-    from tests.helpers.kube_pods import PodEmulator
+    """The emulator: batch Jobs get a pod, Ready at once, that takes exec."""
+    from tests.helpers.kube_pods import RecordingEmulator
 
     settings.DATA_DIR = tmp_path / "data"
     settings.KRUNTIMES_KUBERNETES_DRY_RUN = False
     settings.KRUNTIMES_KUBERNETES_REQUEST_TIMEOUT_SECONDS = 5.0
     settings.KRUNTIMES_KUBERNETES_POD_READY_TIMEOUT_SECONDS = 10.0
-    with EmulatorServer(PodEmulator(root=tmp_path / "pods")) as server:
+    with EmulatorServer(RecordingEmulator(pods_dir=tmp_path / "pods")) as server:
         settings.KRUNTIMES_KUBERNETES_HOST = server.url
         yield server
 

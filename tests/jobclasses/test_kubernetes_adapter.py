@@ -296,4 +296,4 @@ def test_a_pod_that_never_becomes_ready_fails_the_job_and_its_batch_job_is_delet
     assert "did not become Ready" in job.status["message"]
     assert [s["status"] for s in job.status["steps"]] == ["Skipped"]
     assert len(kube.emulator.posted("jobs")) == 1
-    assert batch_jobs(kube) == [] and kube.emulator.pods() == []
+    assert batch_jobs(kube) == [] and kube.pods("default") == []

@@ -42,7 +42,9 @@ INSTALL = (
     "mkdir -p /work/bin && printf '#!/bin/sh\\necho tool says hi\\n' > /work/bin/tool"
     " && chmod +x /work/bin/tool && echo installed"
 )
-USE = "/work/bin/tool && cat src/greeting.txt && ls /steps && echo report > /outputs/report.txt"
+USE = (
+    "/work/bin/tool && cat /work/src/greeting.txt && ls /steps && echo report > /outputs/report.txt"
+)
 TWO_STEPS = [{"name": "install", "run": INSTALL}, {"name": "use", "run": USE}]
 FINAL = {JobPhase.SUCCEEDED, JobPhase.FAILED}
 
@@ -125,7 +127,7 @@ def test_5_outputs_stream_back(pods):
 def test_6_the_batch_job_is_deleted_and_its_pod_with_it(pods):
     job = two_steps()
     assert batch_jobs(pods) == []
-    assert pods.emulator.pods() == []
+    assert pods.pods("default") == []
     assert recorded(job)["job"]["deleted"] is True
     assert job_creations(pods) == 1
 
@@ -210,28 +212,36 @@ def _step_running(job: Job) -> Job:
     return job
 
 
-def _no_process_left(pods) -> bool:
-    return wait_until(lambda: not any(pods.emulator.processes.values()), timeout=10, interval=0.05)
+def slow_step(tmp_path: Path) -> dict:
+    """A step that records its shell's pid outside the pod, then sleeps."""
+    return {"name": "slow", "run": f"echo $$ > {tmp_path}/pid && exec sleep 30"}
 
 
-def test_a_timeout_kills_the_exec_and_deletes_the_batch_job(pods):
-    job = submit(steps=[{"name": "slow", "run": "sleep 30"}], timeoutSeconds=2)
+def killed(tmp_path: Path) -> bool:
+    from tests.helpers.localexec import pid_alive
+
+    pid = int((tmp_path / "pid").read_text())
+    return wait_until(lambda: not pid_alive(pid), timeout=10, interval=0.05)
+
+
+def test_a_timeout_kills_the_exec_and_deletes_the_batch_job(pods, tmp_path):
+    job = submit(steps=[slow_step(tmp_path)], timeoutSeconds=3)
     job = run_until(job, FINAL, timeout=30)
     assert reason(job, "Failed") == ("True", "DeadlineExceeded")
     assert [(s["status"], s["exitCode"]) for s in job.status["steps"]] == [("Failed", None)]
-    assert batch_jobs(pods) == [] and pods.emulator.pods() == []
-    assert _no_process_left(pods)
+    assert batch_jobs(pods) == [] and pods.pods("default") == []
+    assert killed(tmp_path)
 
 
-def test_cancel_kills_the_exec_and_deletes_the_batch_job(pods):
-    job = _step_running(submit(steps=[{"name": "slow", "run": "sleep 30"}]))
+def test_cancel_kills_the_exec_and_deletes_the_batch_job(pods, tmp_path):
+    job = _step_running(submit(steps=[slow_step(tmp_path)]))
     assert len(batch_jobs(pods)) == 1
     patch(job, {"spec": {"cancelRequested": True}})
     job = run_until(job, FINAL)
     assert reason(job, "Failed") == ("True", "Cancelled")
     assert [s["status"] for s in job.status["steps"]] == ["Cancelled"]
-    assert batch_jobs(pods) == [] and pods.emulator.pods() == []
-    assert _no_process_left(pods)
+    assert batch_jobs(pods) == [] and pods.pods("default") == []
+    assert killed(tmp_path)
 
 
 def test_leftover_batch_jobs_of_the_same_job_are_cleaned_up_on_start(pods):
