@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -223,3 +224,39 @@ def test_a_pod_in_a_missing_namespace_is_refused(core):
             "nowhere", {"metadata": {"name": "p"}, "spec": {"containers": []}}
         )
     assert caught.value.status == 404
+
+
+def test_every_namespace_has_a_default_service_account(core):
+    core.create_namespace({"metadata": {"name": "team"}})
+    assert core.read_namespaced_service_account("default", "team").metadata.name == "default"
+    assert core.read_namespaced_service_account("default", "default").metadata.uid
+
+
+def test_a_pod_with_a_missing_service_account_or_runtime_class_is_refused(core, client):
+    body = {"metadata": {"name": "p"}, "spec": {"serviceAccountName": "runner", "containers": []}}
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_pod("default", body)
+    assert caught.value.status == 403
+    assert 'serviceaccount "runner" not found' in json.loads(caught.value.body)["message"]
+    core.create_namespaced_service_account("default", {"metadata": {"name": "runner"}})
+    body["spec"]["runtimeClassName"] = "gvisor"
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_pod("default", body)
+    assert caught.value.status == 403
+    assert 'RuntimeClass "gvisor" not found' in json.loads(caught.value.body)["message"]
+    node = kubernetes.client.NodeV1Api(client)
+    node.create_runtime_class({"metadata": {"name": "gvisor"}, "handler": "runsc"})
+    assert core.create_namespaced_pod("default", body).spec.service_account_name == "runner"
+
+
+def test_a_job_whose_pod_is_refused_gets_a_failed_create_event_and_no_pod(core, batch):
+    body = job("build")
+    body["spec"]["template"]["spec"]["serviceAccountName"] = "missing"
+    created = batch.create_namespaced_job("default", body)
+    assert pods_of(core, "job-name=build") == []
+    events = core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.uid={created.metadata.uid}"
+    ).items
+    assert events and events[0].reason == "FailedCreate" and events[0].type == "Warning"
+    assert 'serviceaccount "missing" not found' in events[0].message
+    assert not batch.read_namespaced_job("build", "default").status.active

@@ -16,6 +16,8 @@ Public hooks, callable from the test's thread:
 - ``server.compact()``: forget the watch history, so a watch resuming from any earlier
   resourceVersion gets 410 Expired; returns the version watches may resume from.
 - ``server.end_watches()``: close every open watch (clients must re-watch).
+- ``server.store.errors``: exceptions the simulated controllers raised (the write that
+  triggered them still stands); assert it is empty after a test that leans on them.
 - ``server.workloads`` (``emulator/workloads.py``): Deployments -> ReplicaSets -> Pods
   and Jobs -> Pods, with a kubelet making pods Running/Ready after
   ``server.workloads.ready_delay`` seconds (default 0). Hooks: ``delete_pod(ns, name)``
@@ -189,6 +191,7 @@ class EmulatorServer:
         return self
 
     def stop(self) -> None:
+        self.emulator.store.end_watches()  # an open watch must not hold the shutdown back
         try:
             if self._stack is not None:
                 asyncio.run_coroutine_threadsafe(self._stack.aclose(), self._loop).result(

@@ -155,6 +155,8 @@ class Store:
         self.listeners: list[Callable[[Event], None]] = []
         # (group, plural) -> what the API server's admission fills in on create
         self.defaulters: dict[tuple[str, str], Callable[[dict], None]] = {}
+        # (group, plural) -> an admission check on create: raises StatusError to refuse
+        self.admission: dict[tuple[str, str], Callable[[dict], None]] = {}
         # a listener's exception, kept for the test to see (the write that caused it stands)
         self.errors: list[BaseException] = []
         self._pending: collections.deque[Event] = collections.deque()
@@ -314,6 +316,8 @@ class Store:
             meta["generation"] = 1
             if (group, plural) in self.defaulters:
                 self.defaulters[(group, plural)](obj)
+            if (group, plural) in self.admission:
+                self.admission[(group, plural)](obj)
             for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
                 meta.pop(transient, None)
             if (group, plural) in STATUS_SUBRESOURCE:

@@ -12,6 +12,10 @@ and Pods start, become Ready, fail or succeed.
   ``job-name``) and keeps one pod ``<job>-<5 chars>`` until a pod succeeds (condition
   Complete) or more than ``backoffLimit`` (default 6) fail (condition Failed,
   BackoffLimitExceeded); status active/succeeded/failed/startTime/completionTime.
+- Admission and the ServiceAccount controller: every namespace gets a ``default``
+  ServiceAccount; a pod whose ServiceAccount (default ``default``) or RuntimeClass does
+  not exist is refused with the API server's 403, and a controller that cannot create a
+  pod records a Warning ``FailedCreate`` event on its owner instead.
 - The kubelet: every new pod is Pending, and ``ready_delay`` seconds later (default 0:
   at once) Running with conditions Ready/ContainersReady True, ``spec.nodeName``, podIP and
   running containerStatuses; a pod matched by ``never_ready`` runs but stays Ready=False.
@@ -29,6 +33,7 @@ import json
 import threading
 from collections.abc import Callable
 
+from .errors import StatusError
 from .store import NAME_SUFFIX_ALPHABET, Event, Store, now, random_suffix
 
 NODE_NAME = "emulated-node"
@@ -82,7 +87,10 @@ class Workloads:
         self._never_ready: list[Callable[[dict], bool]] = []
         store.defaulters[("batch", "jobs")] = _default_job
         store.defaulters[("apps", "deployments")] = _default_deployment
+        store.admission[("", "pods")] = self._admit_pod
         store.listeners.append(self.on_event)
+        for namespace in store.select("", "namespaces", None):
+            self._default_service_account(namespace["metadata"]["name"])
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -113,11 +121,44 @@ class Workloads:
 
     # -- reconciling -----------------------------------------------------------------------
 
+    def _default_service_account(self, namespace: str) -> None:
+        """As the ServiceAccount controller: every namespace has a ``default`` one."""
+        if self.store.find("", "serviceaccounts", namespace, "default") is None:
+            self.store.create("", "serviceaccounts", namespace, {"metadata": {"name": "default"}})
+
+    def _admit_pod(self, pod: dict) -> None:
+        """The ServiceAccount and RuntimeClass admission plugins: both must exist."""
+        spec = pod.setdefault("spec", {})
+        meta = pod["metadata"]
+        account = spec.setdefault("serviceAccountName", "default")
+        if self.store.find("", "serviceaccounts", meta["namespace"], account) is None:
+            raise StatusError(
+                403,
+                "Forbidden",
+                f'pods "{meta["name"]}" is forbidden: error looking up service account '
+                f'{meta["namespace"]}/{account}: serviceaccount "{account}" not found',
+                {"name": meta["name"], "kind": "pods"},
+            )
+        runtime_class = spec.get("runtimeClassName")
+        if (
+            runtime_class
+            and self.store.find("node.k8s.io", "runtimeclasses", None, runtime_class) is None
+        ):
+            raise StatusError(
+                403,
+                "Forbidden",
+                f'pods "{meta["name"]}" is forbidden: pod rejected: RuntimeClass '
+                f'"{runtime_class}" not found',
+                {"name": meta["name"], "kind": "pods"},
+            )
+
     def on_event(self, event: Event) -> None:
         kind = (event.group, event.plural)
         meta = event.obj["metadata"]
         namespace, name = meta.get("namespace"), meta["name"]
-        if kind == ("apps", "deployments") and event.type != "DELETED":
+        if kind == ("", "namespaces") and event.type == "ADDED":
+            self._default_service_account(name)
+        elif kind == ("apps", "deployments") and event.type != "DELETED":
             self.sync_deployment(namespace, name)
         elif kind == ("apps", "replicasets"):
             if event.type != "DELETED":
@@ -306,7 +347,8 @@ class Workloads:
                 finished = True
             elif not active and not spec.get("suspend"):
                 template = spec.get("template") or {}
-                active = [self._create_pod(namespace, f"{name}-", template, job, {})]
+                created = self._create_pod(namespace, f"{name}-", template, job, {})
+                active = [created] if created is not None else []
         if finished:
             for pod in active:
                 self.store.delete("", "pods", namespace, pod["metadata"]["name"])
@@ -337,7 +379,40 @@ class Workloads:
             body["metadata"]["name"] = prefix + random_suffix()
             if self.store.find("", "pods", namespace, body["metadata"]["name"]) is None:
                 break
-        return self.store.create("", "pods", namespace, body)
+        try:
+            return self.store.create("", "pods", namespace, body)
+        except StatusError as refused:  # as a controller does: a Warning event, no pod
+            self._failed_create(namespace, owner, refused.message)
+            return None
+
+    def _failed_create(self, namespace: str, owner: dict, message: str) -> None:
+        reason = "FailedCreate"
+        self.store.create(
+            "",
+            "events",
+            namespace,
+            {
+                "metadata": {"generateName": f"{owner['metadata']['name']}."},
+                "involvedObject": {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": owner["metadata"]["name"],
+                    "namespace": namespace,
+                    "uid": owner["metadata"]["uid"],
+                },
+                "reason": reason,
+                "message": f"Error creating: {message}",
+                "type": "Warning",
+                "source": {
+                    "component": "job-controller"
+                    if owner["kind"] == "Job"
+                    else "replicaset-controller"
+                },
+                "firstTimestamp": now(),
+                "lastTimestamp": now(),
+                "count": 1,
+            },
+        )
 
     # -- the kubelet -----------------------------------------------------------------------
 
