@@ -29,6 +29,7 @@ from tests.jobclasses.kube_support import (
     add_runtime_class,
     add_service_account,
     batch_jobs,
+    core,
     requests_seen,
     run_until,
     submit,
@@ -188,7 +189,10 @@ def test_a_missing_service_account_keeps_the_job_unscheduled_and_never_uses_defa
     add_runtime_class(kube, "gvisor")
     kubernetes_class("rootless", default=True, params_spec=PARAMETERS)
     set_namespace("default")
-    add_service_account(kube, "default", "default")  # there, and never taken instead
+    default_account = core(kube).read_namespaced_service_account(
+        "default", "default", _request_timeout=5
+    )
+    assert default_account.metadata.name == "default"  # there, and never taken instead
     job = submit()
     assert reason(job, "Accepted") == ("True", "Accepted")
     assert reason(job, "Scheduled") == ("False", "ServiceAccountNotFound")
