@@ -276,6 +276,16 @@ KRUNTIMES_JOB_POLL_SECONDS = env.float("KRUNTIMES_JOB_POLL_SECONDS", default=2.0
 KRUNTIMES_OPENSANDBOX_TIMEOUT_SECONDS = env.float(
     "KRUNTIMES_OPENSANDBOX_TIMEOUT_SECONDS", default=10.0
 )
+# The Kubernetes Job adapter: a dry run prints each Job's batch Job and every call into the
+# Job's log instead of making them; every call is bounded by the request timeout; a pod not
+# Ready within the pod timeout fails the execution.
+KRUNTIMES_KUBERNETES_DRY_RUN = env.bool("KRUNTIMES_KUBERNETES_DRY_RUN", default=False)
+KRUNTIMES_KUBERNETES_REQUEST_TIMEOUT_SECONDS = env.float(
+    "KRUNTIMES_KUBERNETES_REQUEST_TIMEOUT_SECONDS", default=30.0
+)
+KRUNTIMES_KUBERNETES_POD_READY_TIMEOUT_SECONDS = env.float(
+    "KRUNTIMES_KUBERNETES_POD_READY_TIMEOUT_SECONDS", default=600.0
+)
 # Fernet keys (comma-separated) encrypting Secret data in the database: the first encrypts,
 # all decrypt (rotate by putting a new key first, then manage.py rotate_secret_keys); empty:
 # stored plain.

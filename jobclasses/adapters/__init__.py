@@ -1,5 +1,4 @@
-"""Execution adapters by controllerName: the local and OpenSandbox adapters here; the
-Kubernetes adapter owns its parameter kind and arrives with its backend."""
+"""Execution adapters by controllerName: the local, Kubernetes and OpenSandbox adapters."""
 
 from __future__ import annotations
 
@@ -42,10 +41,12 @@ def supported() -> list[str]:
 
 
 def _register_builtin() -> None:
+    from .kubernetes import KubernetesAdapter
     from .local import LocalAdapter
     from .opensandbox import OpenSandboxAdapter
 
     register(LocalAdapter())
+    register(KubernetesAdapter())
     register(OpenSandboxAdapter())
 
 

@@ -6,7 +6,7 @@ restart at any moment: :func:`observe`, :func:`cancel` and :func:`delete` need n
 A plain package: it imports no Django and no app (import-linter holds this line).
 """
 
-from .client import cancel, delete, observe, read_log, running_count, start
+from .client import cancel, delete, launch, observe, read_log, running_count, start
 from .result import Observation
 from .spec import ExecutionSpec, Step
 
@@ -16,6 +16,7 @@ __all__ = [
     "Step",
     "cancel",
     "delete",
+    "launch",
     "observe",
     "read_log",
     "running_count",

@@ -24,13 +24,16 @@ from typing import Any
 from . import lock, procs, result
 from .layout import ExecutionDir, read_text, write_atomic
 from .result import Observation
-from .spec import ExecutionSpec, from_json, to_json, validate
+from .spec import ExecutionSpec, to_json, validate
 
 REF_TYPE = "local"
 KILL_GRACE_SECONDS = 5.0
 SPAWN_TIMEOUT_SECONDS = 30.0
 DELETE_EXTRA_WAIT_SECONDS = 3.0
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the dir holding the jobclasses package
+
+
+SUPERVISOR = "jobclasses.localexec.supervisor"
 
 
 def start(
@@ -42,6 +45,22 @@ def start(
 ) -> dict[str, Any]:
     """Start the execution, or return the ref of the one already started under this id."""
     validate(spec)
+    return launch(
+        root,
+        execution_id,
+        to_json(spec, kill_grace_seconds=kill_grace_seconds),
+        runner=SUPERVISOR,
+    )
+
+
+def launch(root: Path, execution_id: str, spec_json: str, *, runner: str) -> dict[str, Any]:
+    """Claim ``<root>/<execution_id>`` with ``spec_json`` and start ``python -m <runner>`` on it
+    (detached, holding the lock), or return the ref of the execution already claimed there.
+
+    The spec is any JSON object with ``steps`` (``[{"name", ...}]``) and ``killGraceSeconds``;
+    the runner writes ``result.json`` and the log as the supervisor does, so observe, cancel,
+    delete and read_log work on it unchanged.
+    """
     if (
         not execution_id
         or "/" in execution_id
@@ -54,14 +73,14 @@ def start(
     directory = ExecutionDir(root / execution_id)
     ref = {"type": REF_TYPE, "dir": str(directory.path), "id": execution_id}
     if not directory.path.exists():
-        fd = _claim(root, directory, to_json(spec, kill_grace_seconds=kill_grace_seconds))
+        fd = _claim(root, directory, spec_json)
         if fd is not None:
             try:
-                _spawn(directory, fd)
+                _spawn(directory, fd, runner)
             finally:
                 os.close(fd)
             return ref
-    _start_unstarted(directory)
+    _start_unstarted(directory, runner)
     return ref
 
 
@@ -81,19 +100,19 @@ def _claim(root: Path, directory: ExecutionDir, spec_json: str) -> int | None:
     return fd
 
 
-def _start_unstarted(directory: ExecutionDir) -> None:
+def _start_unstarted(directory: ExecutionDir, runner: str) -> None:
     """A claimed dir whose supervisor never recorded anything ran nothing: start it now."""
     fd = lock.try_exclusive(directory.lock)
     if fd is None:
         return
     try:
         if directory.spec.exists() and not directory.result.exists():
-            _spawn(directory, fd)
+            _spawn(directory, fd, runner)
     finally:
         os.close(fd)
 
 
-def _spawn(directory: ExecutionDir, lock_fd: int) -> None:
+def _spawn(directory: ExecutionDir, lock_fd: int, runner: str) -> None:
     """Start the supervisor detached, handing it the held lock (the fd is inherited)."""
     pythonpath = os.pathsep.join(filter(None, [str(_SOURCE_ROOT), os.environ.get("PYTHONPATH")]))
     env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8", "PYTHONPATH": pythonpath}
@@ -103,7 +122,7 @@ def _spawn(directory: ExecutionDir, lock_fd: int) -> None:
             [
                 sys.executable,
                 "-m",
-                "jobclasses.localexec.supervisor",
+                runner,
                 str(directory.path),
                 "--lock-fd",
                 str(lock_fd),
@@ -181,9 +200,11 @@ def _finished(directory: ExecutionDir) -> bool:
 
 
 def _record_cancelled_before_start(directory: ExecutionDir) -> None:
-    spec, _ = from_json(directory.spec.read_text(encoding="utf-8"))
+    names = [
+        step["name"] for step in json.loads(directory.spec.read_text(encoding="utf-8"))["steps"]
+    ]
     now = result.now()
-    steps = [dict(result.new_step(step.name), status=result.SKIPPED) for step in spec.steps]
+    steps = [dict(result.new_step(name), status=result.SKIPPED) for name in names]
     message = (read_text(directory.cancel) or "").strip() or "cancelled"
     cancelled = {
         "phase": result.CANCELLED,
@@ -233,7 +254,7 @@ def delete(ref: dict[str, Any]) -> None:
 def _grace(directory: ExecutionDir) -> float:
     text = read_text(directory.spec)
     try:
-        return KILL_GRACE_SECONDS if text is None else from_json(text)[1]
+        return KILL_GRACE_SECONDS if text is None else float(json.loads(text)["killGraceSeconds"])
     except (ValueError, KeyError, TypeError):
         return KILL_GRACE_SECONDS
 

@@ -11,7 +11,6 @@ nothing of the execution still runs.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -22,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import procs, result
+from . import procs, result, runner
 from .layout import ExecutionDir, read_text, write_atomic
 from .spec import ExecutionSpec, Step, from_json
 
@@ -196,22 +195,8 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="jobclasses.localexec.supervisor")
-    parser.add_argument("dir", type=Path)
-    parser.add_argument("--lock-fd", type=int, required=True)
-    parser.add_argument("--detach", action="store_true", help="fork, so the caller reaps no one")
-    args = parser.parse_args(argv)
-    if args.detach and os.fork() != 0:
-        os._exit(0)
-    with contextlib.suppress(OSError):
-        os.setsid()  # its own session and group: cancel signals the group
-    os.set_inheritable(args.lock_fd, False)  # no step may keep the lock (and look alive)
-    directory = ExecutionDir(args.dir)
-    terminated = []
-    signal.signal(signal.SIGTERM, lambda signum, frame: terminated.append(signum))
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    directory, terminated = runner.begin("jobclasses.localexec.supervisor", argv)
     procs.become_subreaper()
-    write_atomic(directory.supervisor, json.dumps(procs.identity(os.getpid())))
     try:
         supervisor = Supervisor(directory)
     except Exception as error:  # an unreadable spec: say so instead of dying silently

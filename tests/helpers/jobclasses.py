@@ -136,3 +136,35 @@ def condition(obj, ctype: str) -> dict:
 def reason(obj, ctype: str) -> tuple[str, str]:
     cond = condition(obj, ctype)
     return cond.get("status", ""), cond.get("reason", "")
+
+
+KUBERNETES = "execution.ayatori.ddupan.top/kubernetes"
+
+
+def kubernetes_parameters_manifest(name: str = "rootless", **spec) -> dict:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "KubernetesExecutionParameters",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def kubernetes_class(
+    name: str = "rootless", *, parameters: str = "rootless", params_spec=None, **kw
+):
+    """KubernetesExecutionParameters (unless they exist) and a JobClass on them, reconciled."""
+    from jobclasses.models import KubernetesExecutionParameters
+
+    if not KubernetesExecutionParameters.objects.filter(name=parameters).exists():
+        create(kubernetes_parameters_manifest(parameters, **(params_spec or {})))
+    create(
+        class_manifest(
+            name,
+            controller=KUBERNETES,
+            parameters=parameters,
+            parameters_kind="KubernetesExecutionParameters",
+            **kw,
+        )
+    )
+    return reconcile_class(name)

@@ -1,24 +1,70 @@
-"""kmock's KubernetesEmulator served over real HTTP from a background thread.
+"""A Kubernetes API server for tests: kmock's KubernetesEmulator with the API's semantics,
+served over real HTTP from a background thread.
 
 Tests drive the code under test through the official ``kubernetes`` client, pointed at
-``EmulatorServer.url``. The one gap closed here: review kinds (SubjectAccessReview,
-TokenReview, ...) are answers, not stored objects, so they bypass kmock's object store
-(which otherwise keeps the first one and answers 409 to the next).
+``EmulatorServer.url``. kmock serves discovery, ``/version`` and the scripted routes
+(``emulator["post /apis/..."] << answer``); review kinds (SubjectAccessReview,
+TokenReview, ...) are answers only, never stored. Every other resource path is served
+by ``tests.helpers.emulator``: the store (metadata, one global resourceVersion, 409s,
+selectors, watch resume and 410 Expired; see ``emulator/store.py`` and ``emulator/api.py``).
+
+Public hooks, callable from the test's thread:
+
+- ``server.url``: the API server's address (``kubernetes.client.Configuration().host``).
+- ``server.store`` (``emulator.store``): ``get/find/select/create/replace/patch/delete``
+  straight on the objects (the same validation and events as over HTTP).
+- ``server.compact()``: forget the watch history, so a watch resuming from any earlier
+  resourceVersion gets 410 Expired; returns the version watches may resume from.
+- ``server.end_watches()``: close every open watch (clients must re-watch).
+- ``server.store.errors``: exceptions the simulated controllers raised (the write that
+  triggered them still stands); assert it is empty after a test that leans on them.
+- ``server.workloads`` (``emulator/workloads.py``): Deployments -> ReplicaSets -> Pods
+  and Jobs -> Pods, with a kubelet making pods Running/Ready after
+  ``server.workloads.ready_delay`` seconds (default 0). Hooks: ``delete_pod(ns, name)``
+  (out of band: the controller replaces it under a new name and uid), ``fail_pod(ns,
+  name, exit_code)``, ``succeed_pod(ns, name)``, ``set_pod_ready(ns, name, ready)``,
+  ``never_ready(ns, name_prefix)`` (pods created later run but stay Ready=False),
+  ``pods(ns, label_selector)``.
+- Pod exec (``emulator/podexec.py``): ``connect_get/post_namespaced_pod_exec`` through
+  ``kubernetes.stream.stream`` runs the command as a real subprocess in the pod's root
+  ``server.pod_root(ns, name)`` (``<pods_dir>/<ns>/<name>/`` with work/ outputs/ steps/,
+  removed with the pod); ``/work``, ``/outputs``, ``/steps`` in argv map into it.
+  ``EmulatorServer(pods_dir=tmp_path)`` keeps the directories for the test to inspect.
+- The namespaces ``default``, ``kube-system``, ``kube-public``, ``kube-node-lease`` exist;
+  creating into any other namespace needs ``POST /api/v1/namespaces`` first (404 otherwise).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
+import tempfile
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import aiohttp.web
 import attrs
 import kmock
 
+from tests.helpers.emulator import api, podexec, selectors
+from tests.helpers.emulator.store import Event, Store
+from tests.helpers.emulator.workloads import Workloads
+
 START_TIMEOUT_SECONDS = 10.0
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "33",
+    "gitVersion": "v1.33.0",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2025-04-23T00:00:00Z",
+    "goVersion": "go1.24.2",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 SUBJECT_ACCESS_REVIEWS = "post /apis/authorization.k8s.io/v1/subjectaccessreviews"
 # A held answer waits at most this long (in 10 ms steps) even if nobody releases it.
 MAX_HOLD_SECONDS = 5.0
@@ -37,7 +83,38 @@ REVIEW_RESOURCES = frozenset(
 
 @attrs.define(kw_only=True)
 class Emulator(kmock.KubernetesEmulator):
-    """The emulator with review kinds answered by routes only, never stored."""
+    """Resource paths served by the store; review kinds and the rest by kmock's routes."""
+
+    store: Store = attrs.field(factory=Store)
+    # where each pod's root directory is made (see ``pod_root``); removed on stop unless given
+    pods_dir: Path = attrs.field(factory=lambda: Path(tempfile.mkdtemp(prefix="kube-pods-")))
+    workloads: Workloads = attrs.field(
+        default=attrs.Factory(lambda self: Workloads(self.store), takes_self=True)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self.store.listeners.append(self._forget_pod_root)
+
+    def _forget_pod_root(self, event: Event) -> None:
+        """A deleted pod's directories go with it (as an emptyDir does)."""
+        if (event.group, event.plural, event.type) == ("", "pods", "DELETED"):
+            meta = event.obj["metadata"]
+            root = podexec.pod_root(self.pods_dir, meta["namespace"], meta["name"])
+            shutil.rmtree(root, ignore_errors=True)
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        if raw_request.path.rstrip("/") == "/version":
+            return aiohttp.web.json_response(SERVER_VERSION)
+        where = api.route(raw_request.path)
+        if where is None or where.plural in REVIEW_RESOURCES:
+            return await super().__call__(raw_request)
+        if (where.group, where.plural, where.subresource) == ("", "pods", "exec"):
+            assert where.namespace is not None and where.name is not None
+            return await podexec.serve(
+                self.store, self.pods_dir, raw_request, where.namespace, where.name
+            )
+        return await api.serve(self.store, raw_request, where)
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         resource = request.resource
@@ -49,8 +126,12 @@ class Emulator(kmock.KubernetesEmulator):
 class EmulatorServer:
     """Start/stop an ``Emulator`` on a free localhost port with its own event loop thread."""
 
-    def __init__(self, emulator: Emulator | None = None) -> None:
-        self.emulator = emulator if emulator is not None else Emulator()
+    def __init__(self, emulator: Emulator | None = None, *, pods_dir: Path | None = None) -> None:
+        if emulator is None:
+            emulator = Emulator() if pods_dir is None else Emulator(pods_dir=Path(pods_dir))
+        self.emulator = emulator
+        # a directory this server made is its own to remove; a given one is the test's
+        self._owns_pods_dir = pods_dir is None
         with warnings.catch_warnings():  # kmock 0.8 reads its bundle with a deprecated API
             warnings.simplefilter("ignore", DeprecationWarning)
             self.emulator.resources.load_bundled()
@@ -58,6 +139,45 @@ class EmulatorServer:
         self._thread = threading.Thread(target=self._loop.run_forever, name="kmock", daemon=True)
         self._stack: contextlib.AsyncExitStack | None = None
         self._server: kmock.Server | None = None
+
+    @property
+    def store(self) -> Store:
+        return self.emulator.store
+
+    def compact(self) -> int:
+        return self.emulator.store.compact()
+
+    def end_watches(self) -> None:
+        self.emulator.store.end_watches()
+
+    def pod_root(self, namespace: str, name: str) -> Path:
+        """The pod's root directory (made, with work/ outputs/ steps/, if it is not yet)."""
+        return podexec.make_root(self.emulator.pods_dir, namespace, name)
+
+    @property
+    def workloads(self) -> Workloads:
+        return self.emulator.workloads
+
+    def delete_pod(self, namespace: str, name: str) -> dict:
+        """A pod deleted out of band (its controller replaces it under a new name)."""
+        return self.emulator.store.delete("", "pods", namespace, name)
+
+    def fail_pod(self, namespace: str, name: str, exit_code: int = 1) -> dict | None:
+        return self.emulator.workloads.fail_pod(namespace, name, exit_code)
+
+    def succeed_pod(self, namespace: str, name: str) -> dict | None:
+        return self.emulator.workloads.succeed_pod(namespace, name)
+
+    def set_pod_ready(self, namespace: str, name: str, ready: bool = True) -> dict | None:
+        return self.emulator.workloads.set_ready(namespace, name, ready)
+
+    def never_ready(self, namespace: str, name_prefix: str = "") -> None:
+        self.emulator.workloads.never_ready(namespace, name_prefix)
+
+    def pods(self, namespace: str, label_selector: str = "") -> list[dict]:
+        return self.emulator.store.select(
+            "", "pods", namespace, selectors.label_selector(label_selector)
+        )
 
     @property
     def url(self) -> str:
@@ -71,6 +191,7 @@ class EmulatorServer:
         return self
 
     def stop(self) -> None:
+        self.emulator.store.end_watches()  # an open watch must not hold the shutdown back
         try:
             if self._stack is not None:
                 asyncio.run_coroutine_threadsafe(self._stack.aclose(), self._loop).result(
@@ -82,6 +203,8 @@ class EmulatorServer:
             if not self._thread.is_alive():
                 self._loop.close()
             self._stack = self._server = None
+            if self._owns_pods_dir:
+                shutil.rmtree(self.emulator.pods_dir, ignore_errors=True)
 
     async def _enter(self) -> None:
         stack = contextlib.AsyncExitStack()

@@ -183,7 +183,7 @@ def test_class_list_shows_acceptance_readiness_default_parameters_and_active_job
     create(
         class_manifest(
             "rootless",
-            controller=f"{GROUP}/kubernetes",
+            controller="example.com/somebody-else",
             parameters="rootless",
             parameters_kind="KubernetesExecutionParameters",
         )
@@ -203,7 +203,7 @@ def test_class_list_shows_acceptance_readiness_default_parameters_and_active_job
     assert listed(client, JobClass, f"?controller_name={GROUP}/local") == ["default"]
     assert listed(client, JobClass, "?ready=False") == ["default", "rootless"]
     assert listed(client, JobClass, "?q=rootless") == ["rootless"]
-    assert listed(client, JobClass, "?q=kubernetes") == ["rootless"]
+    assert listed(client, JobClass, "?q=somebody-else") == ["rootless"]
 
 
 def test_class_detail_not_accepted_policy_and_parameters(client):
