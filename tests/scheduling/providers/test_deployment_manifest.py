@@ -72,9 +72,7 @@ def test_runtimed_runs_the_worker_with_its_identity_from_the_downward_api():
     for prefix in ("", "KRUNTIME_"):
         assert values[f"{prefix}POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
         assert values[f"{prefix}POD_UID"] == {"fieldRef": {"fieldPath": "metadata.uid"}}
-        assert values[f"{prefix}POD_NAMESPACE"] == {
-            "fieldRef": {"fieldPath": "metadata.namespace"}
-        }
+        assert values[f"{prefix}POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert values["KRUNTIME_RUNTIME"] == "bash"
     assert values["KRUNTIME_WORKSPACE"] == "/workspace"
     assert json.loads(values["KRUNTIME_CAPACITY"]) == {"runs": 2}
