@@ -36,8 +36,6 @@ TRANSIENT = (urllib3.exceptions.HTTPError, OSError)
 
 
 def runtimed_options() -> deployment.RuntimedOptions:
-    if settings.KRUNTIMES_RUNTIMED_BROKER_URL.startswith("filesystem://"):
-        log.warning("runtimed in a cluster needs a network broker, not a filesystem:// one")
     return deployment.RuntimedOptions(
         image=settings.KRUNTIMES_RUNTIMED_IMAGE,
         broker_secret=settings.KRUNTIMES_RUNTIMED_BROKER_SECRET,
@@ -79,17 +77,11 @@ class KubernetesProvider:
 
     # --- Deployments ------------------------------------------------------------------
 
-    def desired(self) -> dict[tuple[str, str], dict]:
-        options = runtimed_options()
+    def runtimes(self) -> list[tuple[str, str, str, dict]]:
         rows = Runtime.objects.filter(deletion_timestamp__isnull=True).values_list(
             "namespace", "name", "uid", "spec"
         )
-        return {
-            (ns, deployment.deployment_name(name)): deployment.deployment_manifest(
-                ns, name, str(uid), spec or {}, options
-            )
-            for ns, name, uid, spec in rows
-        }
+        return [(ns, name, str(uid), spec) for ns, name, uid, spec in rows.order_by("pk")]
 
     def existing(self) -> dict[tuple[str, str], dict]:
         selector = f"{deployment.MANAGED_BY_LABEL}={deployment.MANAGED_BY}"
@@ -105,14 +97,17 @@ class KubernetesProvider:
     def ensure_deployments(self) -> Sweep:
         """Every live Runtime's Deployment as its spec says; Deployments of gone ones deleted."""
         sweep = Sweep()
-        existing, desired = self.existing(), self.desired()
-        for key, manifest in sorted(desired.items()):
+        existing, options, wanted = self.existing(), runtimed_options(), set()
+        for namespace, name, uid, spec in self.runtimes():
+            key = (namespace, deployment.deployment_name(name))
+            wanted.add(key)
             try:
+                manifest = deployment.deployment_manifest(namespace, name, uid, spec, options)
                 self._ensure(manifest, existing.get(key), sweep)
             except Exception:  # noqa: BLE001 - one Runtime's error never stops the sweep
                 sweep.failed += 1
                 log.exception("could not ensure Deployment %s/%s", *key)
-        for key in sorted(set(existing) - set(desired)):
+        for key in sorted(set(existing) - wanted):
             if (existing[key].get("metadata") or {}).get("deletionTimestamp"):
                 continue  # already going
             try:

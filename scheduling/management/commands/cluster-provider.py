@@ -32,6 +32,13 @@ class Command(BaseCommand):
                 "runs with KRUNTIMES_CLUSTER=kubernetes (local pods are manage.py up's)"
             )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+        if not settings.KRUNTIMES_RUNTIMED_BROKER_SECRET and (
+            settings.KRUNTIMES_RUNTIMED_BROKER_URL.startswith("filesystem://")
+        ):
+            logging.getLogger(__name__).warning(
+                "runtimed in a cluster needs a network broker (KRUNTIMES_RUNTIMED_BROKER_URL or "
+                "KRUNTIMES_RUNTIMED_BROKER_SECRET), not a filesystem:// one"
+            )
         provider = KubernetesProvider()
         if once:
             sweep = provider.sync_once()
