@@ -174,12 +174,13 @@ class KubernetesProvider:
                 _preload_content=False,
             )
         )
-        listed, changed = [], 0
-        for obj in found.get("items") or []:
+        items = found.get("items") or []
+        # every listed incarnation is kept, even one that fails to apply below
+        listed = [key for key in map(_key, items) if key is not None]
+        changed = 0
+        for obj in items:
             try:
-                pod = kube_pods.observed(obj)
-                listed.append(pod.key)
-                changed += kube_pods.apply_pod(pod, now)
+                changed += kube_pods.apply_pod(kube_pods.observed(obj), now)
             except Exception:  # noqa: BLE001 - one Pod's error never stops the sweep
                 log.exception("could not apply pod %s", _describe(obj))
         changed += kube_pods.forget_unlisted(listed, now)
@@ -273,6 +274,14 @@ class KubernetesProvider:
             return json.loads(response.data or b"{}")
         finally:
             response.release_conn()
+
+
+def _key(obj: object) -> tuple[str, str, str] | None:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    key = (metadata.get("namespace"), metadata.get("name"), metadata.get("uid"))
+    return key if all(isinstance(part, str) for part in key) else None  # type: ignore[return-value]
 
 
 def _describe(obj: dict) -> str:
