@@ -1,9 +1,23 @@
-"""kmock's KubernetesEmulator served over real HTTP from a background thread.
+"""A Kubernetes API server for tests: kmock's KubernetesEmulator with the API's semantics,
+served over real HTTP from a background thread.
 
 Tests drive the code under test through the official ``kubernetes`` client, pointed at
-``EmulatorServer.url``. The one gap closed here: review kinds (SubjectAccessReview,
-TokenReview, ...) are answers, not stored objects, so they bypass kmock's object store
-(which otherwise keeps the first one and answers 409 to the next).
+``EmulatorServer.url``. kmock serves discovery, ``/version`` and the scripted routes
+(``emulator["post /apis/..."] << answer``); review kinds (SubjectAccessReview,
+TokenReview, ...) are answers only, never stored. Every other resource path is served
+by ``tests.helpers.emulator``: the store (metadata, one global resourceVersion, 409s,
+selectors, watch resume and 410 Expired; see ``emulator/store.py`` and ``emulator/api.py``).
+
+Public hooks, callable from the test's thread:
+
+- ``server.url``: the API server's address (``kubernetes.client.Configuration().host``).
+- ``server.store`` (``emulator.store``): ``get/find/select/create/replace/patch/delete``
+  straight on the objects (the same validation and events as over HTTP).
+- ``server.compact()``: forget the watch history, so a watch resuming from any earlier
+  resourceVersion gets 410 Expired; returns the version watches may resume from.
+- ``server.end_watches()``: close every open watch (clients must re-watch).
+- The namespaces ``default``, ``kube-system``, ``kube-public``, ``kube-node-lease`` exist;
+  creating into any other namespace needs ``POST /api/v1/namespaces`` first (404 otherwise).
 """
 
 from __future__ import annotations
@@ -18,7 +32,21 @@ import aiohttp.web
 import attrs
 import kmock
 
+from tests.helpers.emulator import api
+from tests.helpers.emulator.store import Store
+
 START_TIMEOUT_SECONDS = 10.0
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "33",
+    "gitVersion": "v1.33.0",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2025-04-23T00:00:00Z",
+    "goVersion": "go1.24.2",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 SUBJECT_ACCESS_REVIEWS = "post /apis/authorization.k8s.io/v1/subjectaccessreviews"
 # A held answer waits at most this long (in 10 ms steps) even if nobody releases it.
 MAX_HOLD_SECONDS = 5.0
@@ -37,7 +65,17 @@ REVIEW_RESOURCES = frozenset(
 
 @attrs.define(kw_only=True)
 class Emulator(kmock.KubernetesEmulator):
-    """The emulator with review kinds answered by routes only, never stored."""
+    """Resource paths served by the store; review kinds and the rest by kmock's routes."""
+
+    store: Store = attrs.field(factory=Store)
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        if raw_request.path.rstrip("/") == "/version":
+            return aiohttp.web.json_response(SERVER_VERSION)
+        where = api.route(raw_request.path)
+        if where is None or where.plural in REVIEW_RESOURCES:
+            return await super().__call__(raw_request)
+        return await api.serve(self.store, raw_request, where)
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         resource = request.resource
@@ -58,6 +96,16 @@ class EmulatorServer:
         self._thread = threading.Thread(target=self._loop.run_forever, name="kmock", daemon=True)
         self._stack: contextlib.AsyncExitStack | None = None
         self._server: kmock.Server | None = None
+
+    @property
+    def store(self) -> Store:
+        return self.emulator.store
+
+    def compact(self) -> int:
+        return self.emulator.store.compact()
+
+    def end_watches(self) -> None:
+        self.emulator.store.end_watches()
 
     @property
     def url(self) -> str:
