@@ -10,7 +10,7 @@ from django.utils import timezone
 from portal import kube
 from portal.machinery import store
 from portal.machinery.conditions import format_time
-from scheduling import pods as pod_rows
+from scheduling import tasks
 from scheduling.models import Runtime, RuntimePod
 from scheduling.providers.kubernetes import KubernetesProvider
 from scheduling.scheduler import default_framework, run_pass
@@ -64,6 +64,7 @@ def set_status(cluster, name: str, *, ready: bool, phase: str = "Running") -> di
 
 
 def heartbeat(pod: dict) -> bool:
+    """runtimed's heartbeat arrives (the control task); whether the pod's row is Ready after."""
     meta = pod["metadata"]
     beat = {
         "namespace": meta["namespace"],
@@ -73,7 +74,8 @@ def heartbeat(pod: dict) -> bool:
         "activeRuns": [],
         "time": format_time(timezone.now()),
     }
-    return pod_rows.record_heartbeat(beat, timezone.now())[1]
+    tasks.runtime_pod_heartbeat(beat)
+    return RuntimePod.objects.filter(name=meta["name"], uid=meta["uid"], ready=True).exists()
 
 
 def rows() -> dict[str, str]:
