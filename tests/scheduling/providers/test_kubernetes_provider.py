@@ -294,3 +294,73 @@ def test_one_pods_error_does_not_stop_the_sweep_nor_end_that_pod(cluster, provid
     provider.relist()
     assert set(rows()) == {pod["metadata"]["name"], other["metadata"]["name"]}
     assert fresh(run).phase == "Scheduled"  # still bound: the pod is there, only unreadable
+
+
+def test_a_replace_that_lost_a_race_is_retried_by_the_next_sweep(cluster, provider):
+    from scheduling.providers.deployment import deployment_manifest
+    from scheduling.providers.kubernetes import Sweep, runtimed_options
+
+    make_runtime()
+    provider.ensure_deployments()
+    seen = deployment(cluster)  # what a sweep read ...
+    cluster.store.patch(  # ... before someone else wrote the Deployment
+        "apps",
+        "deployments",
+        "default",
+        "runtime-bash",
+        lambda d: {
+            **d,
+            "metadata": {**d["metadata"], "labels": {**d["metadata"]["labels"], "x": "y"}},
+        },
+    )
+    runtime = Runtime.objects.get()
+    wanted = deployment_manifest(
+        "default", "bash", str(runtime.uid), {**runtime.spec, "replicas": 2}, runtimed_options()
+    )
+    sweep = Sweep()
+    provider._ensure(wanted, seen, sweep)  # 409 Conflict: nothing overwritten, nothing raised
+    assert sweep.updated == 0 and deployment(cluster)["spec"]["replicas"] == 1
+    Runtime.objects.update(spec={**runtime.spec, "replicas": 2})
+    assert provider.ensure_deployments().updated == 1
+    assert deployment(cluster)["spec"]["replicas"] == 2
+
+
+def test_a_pod_deleted_gracefully_is_terminating_then_its_runs_end_pod_terminating(
+    cluster, provider, django_capture_on_commit_callbacks
+):
+    make_runtime()
+    name = "runtime-bash-6f7d-abcde"
+    pod = cluster.store.create(
+        "",
+        "pods",
+        "default",
+        {
+            "metadata": {
+                "name": name,
+                "labels": {**LABELS, "runtime": "bash"},
+                "finalizers": ["test/hold"],
+            },
+            "spec": {"containers": [{"name": "runtime", "image": "bash:5"}]},
+        },
+    )
+    set_status(cluster, name, ready=True)
+    provider.relist()
+    heartbeat(pod)
+    run = make_run("r1")
+    run_pass(default_framework(), timezone.now())
+    cluster.store.delete("", "pods", "default", name)  # kubelet is stopping it
+    provider.watch(1)
+    row = RuntimePod.objects.get()
+    assert (row.phase, row.ready) == ("Terminating", False)
+    assert not heartbeat(pod) and RuntimePod.objects.get().phase == "Terminating"
+    cluster.store.patch(
+        "",
+        "pods",
+        "default",
+        name,
+        lambda p: {**p, "metadata": {**p["metadata"], "finalizers": []}},
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        provider.watch(1)
+    assert rows() == {}
+    assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodTerminating")
