@@ -13,6 +13,7 @@ from tests.helpers.kube import EmulatorServer
 def kube():
     with EmulatorServer() as server:
         yield server
+        assert server.store.errors == []  # no controller failed behind a test's back
 
 
 @pytest.fixture

@@ -138,7 +138,8 @@ def test_strategic_merge_patch_merges_containers_by_name(apps):
 
 
 def test_a_spec_change_bumps_generation_a_no_op_write_keeps_the_version(apps):
-    created = apps.create_namespaced_deployment("default", deployment("web", replicas=0))
+    apps.create_namespaced_deployment("default", deployment("web", replicas=0))
+    created = apps.read_namespaced_deployment("web", "default")
     same = apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 0}})
     assert same.metadata.resource_version == created.metadata.resource_version
     labelled = apps.patch_namespaced_deployment(
@@ -227,13 +228,16 @@ def test_field_selectors_name_namespace_and_phase(core, kube):
         field_selector="metadata.namespace!=default"
     )
     assert [i.metadata.namespace for i in by_namespace.items] == ["other"]
-    pod = core.create_namespaced_pod(
-        "default", {"metadata": {"name": "p"}, "spec": {"containers": []}}
-    )
-    assert pod.status.phase == "Pending"
-    pending = core.list_namespaced_pod("default", field_selector="status.phase=Pending")
-    assert [i.metadata.name for i in pending.items] == ["p"]
-    assert core.list_namespaced_pod("default", field_selector="status.phase=Running").items == []
+    for name in ("p", "q"):
+        core.create_namespaced_pod(
+            "default", {"metadata": {"name": name}, "spec": {"containers": []}}
+        )
+    kube.fail_pod("default", "q")
+    running = core.list_namespaced_pod("default", field_selector="status.phase=Running")
+    assert [i.metadata.name for i in running.items] == ["p"]
+    not_running = core.list_namespaced_pod("default", field_selector="status.phase!=Running")
+    assert [i.metadata.name for i in not_running.items] == ["q"]
+    assert core.list_namespaced_pod("default", field_selector="status.phase=Pending").items == []
 
 
 def test_an_unsupported_field_is_400(core):

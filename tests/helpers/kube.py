@@ -16,6 +16,13 @@ Public hooks, callable from the test's thread:
 - ``server.compact()``: forget the watch history, so a watch resuming from any earlier
   resourceVersion gets 410 Expired; returns the version watches may resume from.
 - ``server.end_watches()``: close every open watch (clients must re-watch).
+- ``server.workloads`` (``emulator/workloads.py``): Deployments -> ReplicaSets -> Pods
+  and Jobs -> Pods, with a kubelet making pods Running/Ready after
+  ``server.workloads.ready_delay`` seconds (default 0). Hooks: ``delete_pod(ns, name)``
+  (out of band: the controller replaces it under a new name and uid), ``fail_pod(ns,
+  name, exit_code)``, ``succeed_pod(ns, name)``, ``set_pod_ready(ns, name, ready)``,
+  ``never_ready(ns, name_prefix)`` (pods created later run but stay Ready=False),
+  ``pods(ns, label_selector)``.
 - The namespaces ``default``, ``kube-system``, ``kube-public``, ``kube-node-lease`` exist;
   creating into any other namespace needs ``POST /api/v1/namespaces`` first (404 otherwise).
 """
@@ -32,8 +39,9 @@ import aiohttp.web
 import attrs
 import kmock
 
-from tests.helpers.emulator import api
+from tests.helpers.emulator import api, selectors
 from tests.helpers.emulator.store import Store
+from tests.helpers.emulator.workloads import Workloads
 
 START_TIMEOUT_SECONDS = 10.0
 SERVER_VERSION = {
@@ -68,6 +76,9 @@ class Emulator(kmock.KubernetesEmulator):
     """Resource paths served by the store; review kinds and the rest by kmock's routes."""
 
     store: Store = attrs.field(factory=Store)
+    workloads: Workloads = attrs.field(
+        default=attrs.Factory(lambda self: Workloads(self.store), takes_self=True)
+    )
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         if raw_request.path.rstrip("/") == "/version":
@@ -106,6 +117,31 @@ class EmulatorServer:
 
     def end_watches(self) -> None:
         self.emulator.store.end_watches()
+
+    @property
+    def workloads(self) -> Workloads:
+        return self.emulator.workloads
+
+    def delete_pod(self, namespace: str, name: str) -> dict:
+        """A pod deleted out of band (its controller replaces it under a new name)."""
+        return self.emulator.store.delete("", "pods", namespace, name)
+
+    def fail_pod(self, namespace: str, name: str, exit_code: int = 1) -> dict | None:
+        return self.emulator.workloads.fail_pod(namespace, name, exit_code)
+
+    def succeed_pod(self, namespace: str, name: str) -> dict | None:
+        return self.emulator.workloads.succeed_pod(namespace, name)
+
+    def set_pod_ready(self, namespace: str, name: str, ready: bool = True) -> dict | None:
+        return self.emulator.workloads.set_ready(namespace, name, ready)
+
+    def never_ready(self, namespace: str, name_prefix: str = "") -> None:
+        self.emulator.workloads.never_ready(namespace, name_prefix)
+
+    def pods(self, namespace: str, label_selector: str = "") -> list[dict]:
+        return self.emulator.store.select(
+            "", "pods", namespace, selectors.label_selector(label_selector)
+        )
 
     @property
     def url(self) -> str:

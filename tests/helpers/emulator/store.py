@@ -153,6 +153,10 @@ class Store:
         self.watchers: set[Watcher] = set()
         # called with each event, under the lock, after watchers (the workload controllers)
         self.listeners: list[Callable[[Event], None]] = []
+        # (group, plural) -> what the API server's admission fills in on create
+        self.defaulters: dict[tuple[str, str], Callable[[dict], None]] = {}
+        # a listener's exception, kept for the test to see (the write that caused it stands)
+        self.errors: list[BaseException] = []
         self._pending: collections.deque[Event] = collections.deque()
         self._dispatching = False
         for name in INITIAL_NAMESPACES:
@@ -256,7 +260,10 @@ class Store:
             while self._pending:
                 pending = self._pending.popleft()
                 for listener in list(self.listeners):
-                    listener(pending)
+                    try:
+                        listener(pending)
+                    except Exception as exc:  # noqa: BLE001 - kept for the test, see errors
+                        self.errors.append(exc)
         finally:
             self._dispatching = False
 
@@ -305,6 +312,8 @@ class Store:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now()
             meta["generation"] = 1
+            if (group, plural) in self.defaulters:
+                self.defaulters[(group, plural)](obj)
             for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
                 meta.pop(transient, None)
             if (group, plural) in STATUS_SUBRESOURCE:
@@ -381,6 +390,30 @@ class Store:
             if str(patched_meta.get("resourceVersion")) != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(group, plural, name)
             return self._write(key, current, patched, subresource)
+
+    def mutate(
+        self,
+        group: str,
+        plural: str,
+        namespace: str | None,
+        name: str,
+        change: Callable[[dict], None],
+    ) -> dict | None:
+        """A controller's or kubelet's write: ``change`` edits a copy in place (spec and
+        status alike); None if the object is gone. A change that changes nothing is no write."""
+        with self.lock:
+            key = (group, plural, namespace or "", name)
+            current = self.objects.get(key)
+            if current is None:
+                return None
+            obj = copy.deepcopy(current)
+            change(obj)
+            if obj == current:
+                return copy.deepcopy(current)
+            self._stamp(obj)
+            self.objects[key] = obj
+            self._publish("MODIFIED", group, plural, obj, copy.deepcopy(current))
+            return copy.deepcopy(obj)
 
     def _write(self, key: Key, current: dict, new: dict, subresource: str | None) -> dict:
         group, plural, _, name = key
@@ -465,17 +498,12 @@ class Store:
                     f'propagationPolicy: Unsupported value: "{propagation}"',
                     field="propagationPolicy",
                 )
-            uid = current["metadata"]["uid"]
-            if propagation == "Orphan":
-                self._orphan(uid)
-            else:
-                self._delete_dependents(uid)
             if plural == "namespaces" and group == "":
                 for other in [
                     k for k in self.objects if k[2] == name and k[0:2] != ("", "namespaces")
                 ]:
                     if other in self.objects:
-                        self._force_delete(other)
+                        self._remove(other)
             if current["metadata"].get("finalizers"):
                 if current["metadata"].get("deletionTimestamp"):
                     return copy.deepcopy(current)
@@ -486,22 +514,21 @@ class Store:
                 self.objects[key] = obj
                 self._publish("MODIFIED", group, plural, obj, copy.deepcopy(current))
                 return copy.deepcopy(obj)
-            return self._remove(key)
+            return self._remove(key, propagation)
 
-    def _remove(self, key: Key) -> dict:
+    def _remove(self, key: Key, propagation: str = "Background") -> dict:
+        """Remove the object, then (as the garbage collector) orphan or delete its dependents."""
         obj = self.objects.pop(key)
         self._stamp(obj)
         self._publish("DELETED", key[0], key[1], obj)
+        uid = obj["metadata"]["uid"]
+        if propagation == "Orphan":
+            self._orphan(uid)
+        else:
+            for dependent in self._dependents(uid):
+                if dependent in self.objects:
+                    self._remove(dependent)
         return copy.deepcopy(obj)
-
-    def _force_delete(self, key: Key) -> None:
-        """Delete regardless of finalizers (a namespace's content, a dependent)."""
-        obj = self.objects.get(key)
-        if obj is None:
-            return
-        self._delete_dependents(obj["metadata"]["uid"])
-        if key in self.objects:
-            self._remove(key)
 
     def _dependents(self, uid: str) -> Iterable[Key]:
         return [
@@ -509,11 +536,6 @@ class Store:
             for key, obj in self.objects.items()
             if any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
         ]
-
-    def _delete_dependents(self, uid: str) -> None:
-        for key in self._dependents(uid):
-            if key in self.objects:
-                self._force_delete(key)
 
     def _orphan(self, uid: str) -> None:
         for key in self._dependents(uid):
