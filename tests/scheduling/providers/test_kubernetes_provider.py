@@ -364,3 +364,67 @@ def test_a_pod_deleted_gracefully_is_terminating_then_its_runs_end_pod_terminati
         provider.watch(1)
     assert rows() == {}
     assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodTerminating")
+
+
+# --- with the emulator's workload controllers: Deployment -> ReplicaSet -> Pods -----------
+
+
+def replace_runtime(**spec) -> None:
+    runtime = Runtime.objects.get(name="bash")
+    manifest = {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "Runtime",
+        "metadata": {"name": "bash", "resourceVersion": str(runtime.resource_version)},
+        "spec": {**runtime.spec, **spec},
+    }
+    store.replace(RUNTIMES, "default", "bash", manifest, context=OPERATOR)
+
+
+def test_a_runtime_becomes_ready_runtime_pods_scales_and_loses_a_deleted_pods_workspace(
+    cluster, provider, django_capture_on_commit_callbacks
+):
+    make_runtime(replicas=2)
+    provider.sync_once()
+    made = cluster.pods("default", "runtime=bash")
+    assert len(made) == 2
+    assert rows() == {p["metadata"]["name"]: p["metadata"]["uid"] for p in made}
+    assert not RuntimePod.objects.filter(ready=True).exists()  # Ready, but runtimed unheard
+    with django_capture_on_commit_callbacks(execute=True):
+        assert all(heartbeat(p) for p in made)
+        ws = make_workspace("cache")
+    assert fresh_runtime().status["readyReplicas"] == 2
+
+    replace_runtime(replicas=3)
+    assert provider.ensure_deployments().updated == 1
+    provider.watch(1)
+    assert len(rows()) == 3 == len(cluster.pods("default", "runtime=bash"))
+
+    bound = fresh_workspace(ws).bound_pod
+    run = make_run("r1", workspace={"name": "cache"})
+    run_pass(default_framework(), timezone.now())
+    assert fresh(run).assigned_pod == bound
+    cluster.delete_pod("default", bound)  # out of band: the ReplicaSet makes a new one
+    with django_capture_on_commit_callbacks(execute=True):
+        provider.watch(1)
+    assert (fresh(run).phase, fresh(run).status["reason"]) == ("Failed", "PodGone")
+    assert fresh_workspace(ws).phase == WorkspacePhase.LOST
+    now_there = cluster.pods("default", "runtime=bash")
+    assert len(now_there) == 3 and bound not in {p["metadata"]["name"] for p in now_there}
+    assert rows() == {p["metadata"]["name"]: p["metadata"]["uid"] for p in now_there}
+
+    store.delete(RUNTIMES, "default", "bash", context=OPERATOR)
+    assert provider.ensure_deployments().deleted == 1
+    provider.watch(1)
+    assert cluster.pods("default", "runtime=bash") == [] and rows() == {}
+
+
+def test_a_pod_that_never_becomes_ready_is_never_a_ready_runtime_pod(cluster, provider):
+    cluster.never_ready("default", "runtime-bash")
+    make_runtime()
+    provider.sync_once()
+    (pod,) = cluster.pods("default", "runtime=bash")
+    assert pod["status"]["phase"] == "Running"
+    assert not heartbeat(pod)
+    cluster.set_pod_ready("default", pod["metadata"]["name"], True)
+    provider.watch(1)
+    assert RuntimePod.objects.get().ready  # heard from, and now Ready
