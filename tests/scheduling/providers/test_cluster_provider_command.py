@@ -1,5 +1,6 @@
 """``manage.py cluster-provider`` as the Helm chart runs it: a process with a kubeconfig that
-makes Deployments for Runtimes, rows for their Pods, and stops promptly on SIGTERM."""
+makes Deployments for Runtimes, keeps rows for their Pods as they come and go, and stops
+promptly on SIGTERM."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from tests.helpers.records import make_runtime
 from tests.helpers.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
-LABELS = {"app.kubernetes.io/managed-by": "kruntimes-portal", "runtime": "bash"}
 
 
 def kubeconfig(path: Path, server: str) -> Path:
@@ -72,19 +72,20 @@ def test_the_command_keeps_deployments_and_pods_until_sigterm(transactional_db, 
 
             assert wait_until(deployment, timeout=20)
             assert deployment()["spec"]["replicas"] == 2
-            pod = cluster.store.create(
-                "",
-                "pods",
-                "default",
-                {
-                    "metadata": {"name": "runtime-bash-6f7d-abcde", "labels": LABELS},
-                    "spec": {"containers": [{"name": "runtime", "image": "bash:5"}]},
-                },
+
+            def converged() -> bool:
+                pods = cluster.pods("default", "runtime=bash")
+                there = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+                rows = {p.name: str(p.uid) for p in RuntimePod.objects.all()}
+                return len(pods) == 2 and rows == there
+
+            assert wait_until(converged, timeout=20)
+            gone = RuntimePod.objects.first().name
+            cluster.delete_pod("default", gone)  # its ReplicaSet makes a new one
+            assert wait_until(
+                lambda: converged() and not RuntimePod.objects.filter(name=gone).exists(),
+                timeout=20,
             )
-            assert wait_until(lambda: RuntimePod.objects.exists(), timeout=20)
-            assert str(RuntimePod.objects.get().uid) == pod["metadata"]["uid"]
-            cluster.store.delete("", "pods", "default", "runtime-bash-6f7d-abcde")
-            wait_until(lambda: not RuntimePod.objects.exists(), timeout=20)
             os.killpg(process.pid, signal.SIGTERM)
             assert process.wait(timeout=15) == 0
         finally:
