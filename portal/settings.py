@@ -269,6 +269,23 @@ KRUNTIMES_RUN_ARTIFACT_MAX_BYTES = env.int("KRUNTIMES_RUN_ARTIFACT_MAX_BYTES", d
 KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS = env.int(
     "KRUNTIMES_WORKFLOW_WORKSPACE_TTL_SECONDS", default=600
 )
+# The kubernetes provider (KRUNTIMES_CLUSTER=kubernetes, manage.py cluster-provider): the
+# runtimed image of a Runtime without spec.daemonImage; the broker URL runtimed gets, as a key
+# of a Secret in each Runtime's namespace or (no Secret named) inline; every API call's
+# timeout; how long one pod watch stays open; how often Deployments are ensured.
+KRUNTIMES_RUNTIMED_IMAGE = env.str(
+    "KRUNTIMES_RUNTIMED_IMAGE", default="ghcr.io/kruntimes/kruntimes-portal:latest"
+)
+KRUNTIMES_RUNTIMED_BROKER_SECRET = env.str("KRUNTIMES_RUNTIMED_BROKER_SECRET", default="")
+KRUNTIMES_RUNTIMED_BROKER_SECRET_KEY = env.str(
+    "KRUNTIMES_RUNTIMED_BROKER_SECRET_KEY", default="CELERY_BROKER_URL"
+)
+KRUNTIMES_RUNTIMED_BROKER_URL = env.str("KRUNTIMES_RUNTIMED_BROKER_URL", default=CELERY_BROKER_URL)
+KRUNTIMES_KUBE_REQUEST_TIMEOUT_SECONDS = env.float(
+    "KRUNTIMES_KUBE_REQUEST_TIMEOUT_SECONDS", default=10.0
+)
+KRUNTIMES_KUBE_WATCH_SECONDS = env.int("KRUNTIMES_KUBE_WATCH_SECONDS", default=30)
+KRUNTIMES_PROVIDER_SYNC_SECONDS = env.float("KRUNTIMES_PROVIDER_SYNC_SECONDS", default=5.0)
 # How often a running Job's execution is observed (the beat pass heals a lost poll).
 KRUNTIMES_JOB_POLL_SECONDS = env.float("KRUNTIMES_JOB_POLL_SECONDS", default=2.0)
 # Every call of the OpenSandbox adapter to its backend (each HTTP request, the health probe,

@@ -35,6 +35,8 @@ class PodPhase(models.TextChoices):
     TERMINATING = "Terminating"  # being stopped on purpose: nothing new lands on it
 
 
+LOCAL_PROVIDER = "local"  # RuntimePod.provider: a runtimed process on this machine
+KUBERNETES_PROVIDER = "kubernetes"  # a Pod of a Runtime's Deployment
 ACTIVE_PHASES = (RunPhase.SCHEDULED, RunPhase.RUNNING, RunPhase.READY)
 TERMINAL_PHASES = (RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED)
 PRIORITY_ANNOTATION = "scheduling.kruntimes.io/priority"
@@ -69,6 +71,9 @@ class RuntimePod(models.Model):
         max_length=16, choices=PodPhase.choices, default=PodPhase.PENDING, db_index=True
     )
     ready = models.BooleanField(default=False, db_index=True)
+    # The provider's own word that the pod can serve (Kubernetes: the Pod's Ready condition;
+    # local: always). ``ready`` is this AND a fresh runtimed heartbeat AND not Terminating.
+    pod_ready = models.BooleanField(default=True)
     capacity = models.JSONField(default=dict, blank=True)
     labels = models.JSONField(default=dict, blank=True)
     annotations = models.JSONField(default=dict, blank=True)

@@ -1,16 +1,16 @@
-"""RuntimePod rows kept true: runtimed heartbeats mark a pod Ready; silence makes it not ready;
-a pod silent for good is removed. Capacity is read from the Runtime (and pod annotations) so
+"""RuntimePod rows kept true: runtimed heartbeats mark a provider's pod Ready; silence makes it
+not ready; a local pod silent for good is removed (a Kubernetes pod's row goes with its Pod). Capacity is read from the Runtime (and pod annotations) so
 an edited Runtime takes effect at the next heartbeat."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from portal.machinery.conditions import parse_time
 from scheduling import disruption, resources
-from scheduling.models import PodPhase, Runtime, RuntimePod
+from scheduling.models import KUBERNETES_PROVIDER, PodPhase, Runtime, RuntimePod
 
 NOT_READY_AFTER = timedelta(seconds=15)
 REMOVE_AFTER = timedelta(minutes=5)
@@ -36,42 +36,31 @@ def is_stale(beat: dict, now: datetime) -> bool:
 
 
 def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool]:
-    """Upsert the pod from a heartbeat. Returns (pod, became_ready); (None, False) when the
-    heartbeat is stale."""
+    """Update the pod a heartbeat names. Returns (pod, became_ready); (None, False) when the
+    heartbeat is stale or names no pod its provider keeps.
+
+    Providers own the rows: a heartbeat never creates one, and never revives a pod whose row
+    its provider removed or replaced (another UID under the name), so a late beat from a gone
+    pod cannot come back as a Ready ghost. A Terminating pod stays Terminating."""
     if is_stale(beat, now):
         return None, False
     namespace, name, uid = beat["namespace"], beat["podName"], beat["podUID"]
-    fields = {
-        "runtime": beat["runtime"],
-        "ready": True,
-        "phase": PodPhase.RUNNING,
-        "last_heartbeat": now,
-        "active_runs": list(beat.get("activeRuns") or []),
-        "workspace_path": beat.get("workspacePath", "") or "",
-        "host": beat.get("host", "") or "",
-        "pid": beat.get("pid"),
-    }
     with transaction.atomic():
         pod = RuntimePod.objects.select_for_update().filter(namespace=namespace, name=name).first()
-        if pod is not None and str(pod.uid) != uid:
-            pod.delete()  # a new incarnation under the old name: the old pod is gone
-            pod = None
-        if pod is None:
-            try:
-                with transaction.atomic():
-                    pod = RuntimePod.objects.create(
-                        namespace=namespace,
-                        name=name,
-                        uid=uid,
-                        capacity=_capacity(namespace, beat["runtime"], {}),
-                        **fields,
-                    )
-            except IntegrityError:  # the provider created it meanwhile
-                pod = RuntimePod.objects.get(namespace=namespace, name=name)
-            else:
-                return pod, True
-        became_ready = not pod.ready
-        fields["capacity"] = _capacity(namespace, pod.runtime, pod.annotations)
+        if pod is None or str(pod.uid) != uid:
+            return None, False
+        terminating = pod.phase == PodPhase.TERMINATING
+        fields = {
+            "ready": pod.pod_ready and not terminating,
+            "phase": pod.phase if terminating else PodPhase.RUNNING,
+            "last_heartbeat": now,
+            "active_runs": list(beat.get("activeRuns") or []),
+            "workspace_path": beat.get("workspacePath", "") or pod.workspace_path,
+            "host": beat.get("host", "") or pod.host,
+            "pid": beat.get("pid"),
+            "capacity": _capacity(namespace, pod.runtime, pod.annotations),
+        }
+        became_ready = fields["ready"] and not pod.ready
         RuntimePod.objects.filter(pk=pod.pk).update(**fields)
         for key, value in fields.items():
             setattr(pod, key, value)
@@ -89,7 +78,10 @@ def reconcile_pods(now: datetime, resumed: datetime | None = None) -> dict[str, 
         silence = disruption.assess(
             RuntimePod.objects.only("namespace", "last_heartbeat"), now, NOT_READY_AFTER, resumed
         )
-        gone = RuntimePod.objects.filter(last_heartbeat__lt=now - REMOVE_AFTER)
+        # a Kubernetes pod's row is the API's word: it goes when the Pod goes, silent or not
+        gone = RuntimePod.objects.filter(last_heartbeat__lt=now - REMOVE_AFTER).exclude(
+            provider=KUBERNETES_PROVIDER
+        )
         if "*" not in silence.disrupted:
             gone = gone.exclude(namespace__in=silence.disrupted)
             removed, _ = gone.delete()

@@ -20,13 +20,12 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from portal.machinery.events import send_on_commit
 from portal.processes import Child, Supervisor
 from runtimed import persistent, proctree
 from runtimed.staging import RUNS_DIR
-from scheduling import lifecycle, recovery, resources, task_names
+from scheduling import lifecycle, recovery, resources
 from scheduling.models import PodPhase, Runtime, RuntimePod
-from scheduling.providers import pod_secrets
+from scheduling.providers import pod_secrets, rows
 from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
@@ -145,30 +144,9 @@ def unregister(pod: PodIdentity) -> None:
     recorded on disk is applied first: only Runs whose outcome is unknown end as lost."""
     kill_leftover_steps(pod)
     recovery.recover(pod.workspace)
-    row = RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).first()
-    if row is not None and row.phase == PodPhase.TERMINATING:
-        lifecycle.fail_runs_on_pod(
-            pod.namespace,
-            pod.name,
-            pod.uid,
-            "PodTerminating",
-            "the Runtime Pod was stopped while this Run executed",
-            timezone.now(),
-        )
-    else:
-        lifecycle.fail_runs_on_pod(
-            pod.namespace,
-            pod.name,
-            pod.uid,
-            "PodGone",
-            "the Runtime Pod this Run was bound to is gone",
-            timezone.now(),
-        )
-    RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).delete()
+    rows.end_pod(pod.namespace, pod.name, pod.uid, timezone.now())
     pod_secrets.remove_secrets(pod.secrets)
     shutil.rmtree(pod.directory, ignore_errors=True)
-    send_on_commit(task_names.RECONCILE)
-    runtime_pods_changed.send(sender=None, namespace=pod.namespace)
 
 
 def runtimed_argv() -> list[str]:

@@ -87,3 +87,28 @@ def test_bad_certificate_options_are_refused(tmp_path, cert, key, message):
             cert=cert and str(tmp_path / cert),
             key=key and str(tmp_path / key),
         )
+
+
+@pytest.mark.parametrize("cluster", ["kubernetes", "local"])
+def test_in_kubernetes_mode_up_supervises_the_cluster_provider(
+    settings, monkeypatch, tmp_path, cluster
+):
+    from portal.management.commands import up
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    settings.DATA_DIR = tmp_path
+    settings.KRUNTIMES_CLUSTER = cluster
+    seen: dict = {}
+    monkeypatch.setattr(
+        up.Supervisor, "run", lambda self, **kw: seen.update(children=self.children)
+    )
+    if cluster == "local":
+        from scheduling.providers import local
+
+        monkeypatch.setattr(local.LocalProvider, "cleanup_orphans", lambda self: 0)
+    up.Command().run_from_argv(["manage.py", "up"])
+    children = {child.name: child.argv for child in seen["children"]}
+    if cluster == "kubernetes":
+        assert children["cluster-provider"][1:] == ["-m", "django", "cluster-provider"]
+    else:
+        assert "cluster-provider" not in children

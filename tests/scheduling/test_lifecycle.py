@@ -93,41 +93,86 @@ def test_reports_about_another_attempt_or_pod_are_ignored(bound):
     assert fresh(run).phase == "Scheduled"
 
 
-def test_heartbeat_creates_a_ready_pod_and_reads_capacity_from_the_runtime():
-    make_runtime(capacity={"resources": {"runs": 5}})
-    beat = {
+def _row(row: RuntimePod) -> RuntimePod:
+    return RuntimePod.objects.get(pk=row.pk)
+
+
+def _beat(pod_name: str, pod_uid: str, **extra) -> dict:
+    return {
         "namespace": "default",
         "runtime": "bash",
-        "podName": "bash-x",
-        "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+        "podName": pod_name,
+        "podUID": pod_uid,
         "capacity": {"runs": 2},
         "activeRuns": [],
         "time": format_time(timezone.now()),
-        "workspacePath": "/w",
-        "host": "h",
-        "pid": 1,
+        **extra,
     }
+
+
+def test_a_heartbeat_makes_the_providers_pod_ready_and_reads_capacity_from_the_runtime():
+    make_runtime(capacity={"resources": {"runs": 5}})
+    row = make_pod("bash-x", ready=False)
+    beat = _beat("bash-x", str(row.uid), workspacePath="/w", host="h", pid=1)
     pod, became_ready = pods.record_heartbeat(beat, timezone.now())
     assert became_ready and pod.ready and pod.capacity == {"runs": 5}
+    assert _row(row).ready and (_row(row).workspace_path, _row(row).pid) == ("/w", 1)
     _, again = pods.record_heartbeat(beat, timezone.now())
     assert not again
 
 
-def test_a_stale_heartbeat_neither_creates_nor_revives_a_pod():
+def test_a_heartbeat_never_creates_a_pod_its_provider_does_not_keep():
+    """A late heartbeat of a pod whose row its provider removed (the control worker was backed
+    up) must not bring it back as a Ready ghost Runs get bound to."""
     make_runtime()
-    old = format_time(timezone.now() - timedelta(seconds=16))
-    beat = {
-        "namespace": "default",
-        "runtime": "bash",
-        "podName": "bash-ghost",
-        "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
-        "activeRuns": [],
-        "time": old,
-    }
+    beat = _beat("bash-ghost", "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b")
     assert pods.record_heartbeat(beat, timezone.now()) == (None, False)
     assert not RuntimePod.objects.filter(name="bash-ghost").exists()
+
+
+def test_a_heartbeat_of_a_pod_the_local_provider_removed_does_not_resurrect_it(tmp_path, settings):
+    from scheduling.providers import local
+
+    settings.DATA_DIR = tmp_path
+    make_runtime()
+    pod = local.new_identity("default", "bash")
+    local.register(pod)
+    assert pods.record_heartbeat(_beat(pod.name, pod.uid), timezone.now())[1]
+    local.unregister(pod)
+    late = _beat(pod.name, pod.uid)  # sent just before the process died, applied after
+    assert pods.record_heartbeat(late, timezone.now()) == (None, False)
+    assert not RuntimePod.objects.filter(name=pod.name).exists()
+
+
+def test_a_stale_heartbeat_does_not_make_a_pod_ready():
+    make_runtime()
+    row = make_pod("bash-a", ready=False)
+    old = format_time(timezone.now() - timedelta(seconds=16))
+    beat = _beat("bash-a", str(row.uid), time=old)
+    assert pods.record_heartbeat(beat, timezone.now()) == (None, False)
+    assert not _row(row).ready
     fresh_beat = {**beat, "time": format_time(timezone.now() - timedelta(seconds=14))}
     assert pods.record_heartbeat(fresh_beat, timezone.now())[1]
+
+
+def test_a_heartbeat_keeps_a_terminating_pod_terminating_and_not_ready():
+    make_runtime()
+    row = make_pod("bash-a", ready=False)
+    RuntimePod.objects.filter(pk=row.pk).update(phase="Terminating")
+    pod, became_ready = pods.record_heartbeat(_beat("bash-a", str(row.uid)), timezone.now())
+    assert not became_ready and (_row(row).phase, _row(row).ready) == ("Terminating", False)
+    assert _row(row).last_heartbeat is not None
+
+
+def test_a_heartbeat_is_ready_only_while_the_provider_says_the_pod_is():
+    make_runtime()
+    row = make_pod("bash-a", ready=False)
+    RuntimePod.objects.filter(pk=row.pk).update(pod_ready=False)  # the Pod's Ready is False
+    assert pods.record_heartbeat(_beat("bash-a", str(row.uid)), timezone.now()) == (
+        _row(row),
+        False,
+    )
+    assert not _row(row).ready
 
 
 def test_a_lost_final_report_is_applied_from_the_next_heartbeat(bound, monkeypatch):
@@ -155,19 +200,14 @@ def test_a_lost_final_report_is_applied_from_the_next_heartbeat(bound, monkeypat
     assert fresh(run).resource_version == version
 
 
-def test_a_new_incarnation_under_an_old_name_replaces_the_row():
+def test_a_heartbeat_from_another_incarnation_under_the_name_changes_nothing():
+    """The provider replaces a row whose name now has another UID; a heartbeat never does."""
     make_runtime()
-    old = make_pod("bash-a")
-    beat = {
-        "namespace": "default",
-        "runtime": "bash",
-        "podName": "bash-a",
-        "podUID": "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
-        "activeRuns": [],
-    }
-    pod, became_ready = pods.record_heartbeat(beat, timezone.now())
-    assert became_ready and str(pod.uid) != str(old.uid)
-    assert RuntimePod.objects.filter(name="bash-a").count() == 1
+    old = make_pod("bash-a", ready=False)
+    beat = _beat("bash-a", "8d3f0b8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b")
+    assert pods.record_heartbeat(beat, timezone.now()) == (None, False)
+    assert [str(p.uid) for p in RuntimePod.objects.filter(name="bash-a")] == [str(old.uid)]
+    assert not _row(old).ready
 
 
 def test_silent_pods_stop_being_ready_and_are_removed_eventually():

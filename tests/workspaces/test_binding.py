@@ -168,13 +168,14 @@ def test_a_pod_becoming_ready_binds_waiting_workspaces_through_the_signal(
 
     make_runtime()
     ws = make_workspace()
+    pod = make_pod("bash-x", ready=False)  # its provider's row, not ready until runtimed beats
     with django_capture_on_commit_callbacks(execute=True):
         tasks.runtime_pod_heartbeat(
             {
                 "namespace": "default",
                 "runtime": "bash",
                 "podName": "bash-x",
-                "podUID": str(uuid.uuid4()),
+                "podUID": str(pod.uid),
                 "sentAt": timezone.now().isoformat(),
                 "activeRuns": [],
             }

@@ -1,5 +1,5 @@
-"""``manage.py up``: web, the control worker, beat and (locally) the Runtime Pods, in the
-foreground; Ctrl-C stops them all."""
+"""``manage.py up``: web, the control worker, beat and the Runtime Pods (local processes, or
+the kubernetes cluster provider), in the foreground; Ctrl-C stops them all."""
 
 from __future__ import annotations
 
@@ -86,6 +86,11 @@ def control_plane(
     return [Child("web", web), Child("control-worker", worker), Child("beat", beat)]
 
 
+def cluster_provider() -> Child:
+    """The kubernetes provider (Deployments, the Pod watch) as one more supervised child."""
+    return Child("cluster-provider", [sys.executable, "-m", "django", "cluster-provider"])
+
+
 def metrics_dir() -> str:
     """prometheus-client multiprocess mode: web serves what the workers count."""
     path = settings.DATA_DIR / "metrics"
@@ -155,6 +160,8 @@ class Command(BaseCommand):
             stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS,
         )
         tick = None
+        if settings.KRUNTIMES_CLUSTER == "kubernetes":
+            supervisor.children.append(cluster_provider())
         if settings.KRUNTIMES_CLUSTER == "local":
             from scheduling.providers.local import LocalProvider
 
