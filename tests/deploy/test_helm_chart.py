@@ -42,7 +42,8 @@ CONTROLLER_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
     {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get"]},
-    {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": ["get"]},
+    {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete"]},
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
 ]
 
