@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 from pathlib import Path
 
 import environ
@@ -224,6 +225,12 @@ KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float(
     "KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0
 )
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# Events: kept an hour after they were last seen (kube-apiserver's --event-ttl), and per
+# (source, object) a burst of 25 then one per 5 minutes (client-go's spam filter).
+KRUNTIMES_EVENT_TTL_SECONDS = env.float("KRUNTIMES_EVENT_TTL_SECONDS", default=3600.0)
+KRUNTIMES_EVENT_BURST = env.int("KRUNTIMES_EVENT_BURST", default=25)
+KRUNTIMES_EVENT_REFILL_SECONDS = env.float("KRUNTIMES_EVENT_REFILL_SECONDS", default=300.0)
+KRUNTIMES_EVENT_INSTANCE = env.str("KRUNTIMES_EVENT_INSTANCE", default=socket.gethostname())
 # How long a stopped Runtime Pod (and ``manage.py up`` on Ctrl-C/SIGTERM) waits for running
 # steps to finish and report before it is killed; runtimed itself stops steps 5 s earlier.
 KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(
