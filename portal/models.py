@@ -187,13 +187,13 @@ class Event(NamespacedObject):
     message = models.TextField(blank=True, default="")
     type = models.CharField(max_length=16, blank=True, default="")
     count = models.IntegerField(null=True, blank=True)
-    first_timestamp = models.CharField(max_length=40, null=True, blank=True)
-    last_timestamp = models.CharField(max_length=40, null=True, blank=True)
+    first_timestamp = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001 - absent, never ""
+    last_timestamp = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001 - absent, never ""
     source = models.JSONField(null=True, blank=True)
     reporting_component = models.CharField(max_length=128, blank=True, default="")
     reporting_instance = models.CharField(max_length=128, blank=True, default="")
     action = models.CharField(max_length=128, blank=True, default="")
-    event_time = models.CharField(max_length=40, null=True, blank=True)
+    event_time = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001 - absent, never ""
     series = models.JSONField(null=True, blank=True)
     related = models.JSONField(null=True, blank=True)
     # derived, indexed
