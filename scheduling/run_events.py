@@ -90,3 +90,15 @@ def on_run_phase_changed(sender: Any = None, run: Any = None, phase: str = "", *
         )
     elif phase == RunPhase.CANCELLED:
         events_recorder.record(run, "Cancelled", f"attempt {attempt} cancelled", kind=_kind())
+
+
+def artifact_cleanup_failed(run: Run) -> None:
+    """Deleting a deleted Run's artifacts failed; the cleanup retries each pass (the store's
+    own error stays in the controller's log: it may name the store's endpoint or account)."""
+    events_recorder.record(
+        run,
+        "ArtifactCleanupFailed",
+        "the artifacts of this Run could not be deleted from its artifact store; "
+        "the cleanup retries and the Run stays until it succeeds",
+        type=WARNING,
+    )
