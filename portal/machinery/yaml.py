@@ -61,6 +61,12 @@ class _LiteralEmitter(yaml.emitter.Emitter):
             analysis.allow_block = True
         return analysis
 
+    def determine_block_hints(self, text: str) -> str:
+        hints = super().determine_block_hints(text)
+        if text[:1] == "\t" and not hints[:1].isdigit():  # a leading tab is content, say so
+            hints = str(self.best_indent) + hints
+        return hints
+
 
 class Dumper(
     _LiteralEmitter,
