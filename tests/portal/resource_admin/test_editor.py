@@ -8,14 +8,14 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from portal.machinery.yaml import dump, load_one
-from portal.resource_admin.yaml_lines import field_line
 from portal.machinery import store
 from portal.machinery.registry import registry
+from portal.machinery.yaml import dump, load_one
 from portal.models import ConfigMap
+from portal.resource_admin.yaml_lines import field_line
 from tests.helpers.operator import OPERATOR
-from tests.helpers.secrets import config_map
 from tests.helpers.records import make_run, make_runtime
+from tests.helpers.secrets import config_map
 
 pytestmark = pytest.mark.django_db
 SCRIPT = 'set -e\nfor f in *; do\n\techo "$f"   \ndone\nécho ✓\n'
