@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from the package, never a CDN
     "django_celery_beat",
     "portal.apps.PortalConfig",
     "scheduling",
@@ -194,6 +195,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "v1alpha1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # the front-end bundles from drf-spectacular-sidecar's static files (works offline)
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: the embedded default is kombu's filesystem transport, which needs absolute folders.
