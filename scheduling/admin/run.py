@@ -26,6 +26,7 @@ from .common import (
     runtime_pks,
 )
 from .run_artifacts import RunArtifactsAdminMixin, download_url
+from .run_filters import RunPhaseFilter
 from .run_log import RunLogAdminMixin
 
 MESSAGE_PREVIEW = 160
@@ -112,7 +113,7 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
     }
 
     def get_list_filter(self, request):
-        filters = list(super().get_list_filter(request))
+        filters = [RunPhaseFilter if f == "phase" else f for f in super().get_list_filter(request)]
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
         return [*filters[:at], "runtime", AssignedPodFilter, *filters[at:]]
 
