@@ -208,10 +208,16 @@ class ManifestFormMixin:
         initial = super().get_changeform_initial_data(request)
         if "manifest" not in initial:
             namespace = request.GET.get("namespace") or self._namespace_from_filters(request)
+            example = self.example_manifest(namespace or "default")
             initial["manifest"] = dump(
-                skeleton_manifest(self.resource_kind, namespace or "default")
+                example or skeleton_manifest(self.resource_kind, namespace or "default")
             )
         return initial
+
+    def example_manifest(self, namespace: str) -> dict | None:
+        """A working manifest the Add form starts from (a kind's admin gives one), else None:
+        the kind's empty skeleton."""
+        return None
 
     @staticmethod
     def _namespace_from_filters(request) -> str:

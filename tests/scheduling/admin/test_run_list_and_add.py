@@ -1,4 +1,5 @@
-"""The Run list offers only the phases Runs can reach: no Ready while every Run is a task."""
+"""The Run list offers only the phases Runs can reach (no Ready while every Run is a task);
+Add Run starts from a manifest that works."""
 
 from __future__ import annotations
 
@@ -57,3 +58,17 @@ def test_the_filter_filters(client):
     make_run("r2")
     response = client.get(reverse("admin:scheduling_run_changelist"), {"phase__exact": "Failed"})
     assert [run.name for run in response.context["cl"].result_list] == ["r1"]
+
+
+def test_add_run_starts_from_a_manifest_that_creates_a_run_as_it_is(client):
+    make_runtime(namespace="default")
+    add = reverse("admin:scheduling_run_add")
+    text = client.get(add).context["adminform"].form.initial["manifest"]
+    assert "name: ''" not in text and "spec: {}" not in text
+    assert "runtime: bash" in text and "inline: |" in text
+    for _ in range(2):  # generateName: the same example works again
+        response = client.post(add, {"manifest": text, "_save": "Save"})
+        assert response.status_code == 302, response.context["adminform"].form.errors
+    runs = list(Run.objects.all())
+    assert len(runs) == 2 and all(run.name.startswith("hello-") for run in runs)
+    assert runs[0].spec["mode"] == {"task": {}}
