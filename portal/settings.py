@@ -230,6 +230,9 @@ KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float(
     "KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0
 )
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# manage.py up's beat: WARNING keeps its "Sending due task" INFO lines (a few a second) out of
+# the terminal; INFO (or up --verbose-beat) shows them.
+KRUNTIMES_BEAT_LOG_LEVEL = env.str("KRUNTIMES_BEAT_LOG_LEVEL", default="WARNING")
 # Events: kept an hour after they were last seen (kube-apiserver's --event-ttl), and per
 # (source, object) a burst of 25 then one per 5 minutes (client-go's spam filter).
 KRUNTIMES_EVENT_TTL_SECONDS = env.float("KRUNTIMES_EVENT_TTL_SECONDS", default=3600.0)

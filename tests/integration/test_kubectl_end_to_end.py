@@ -155,6 +155,10 @@ def test_kubectl_drives_runs_end_to_end(live):
     gone = kubectl(admin, "get", "run", "hello", "-n", "default")
     assert gone.returncode != 0 and "NotFound" in gone.stderr
 
+    # up keeps gunicorn's control socket in its data dir and beat's INFO lines out of its log
+    assert (tmp_path / "data" / "gunicorn.ctl").is_socket()
+    assert "Sending due task" not in (tmp_path / "up.log").read_text(errors="replace")
+
 
 def test_the_python_dynamic_client_reads_writes_and_watches(live):
     from portal.machinery import history
