@@ -186,10 +186,10 @@ class ManifestForm(forms.ModelForm):
             self.add_error(
                 "manifest",
                 format_html(
-                    "{} (line {}): {}{}",
+                    "{}: {} (line {}){}",
                     cause.field,
-                    line,
                     cause.message,
+                    line,
                     excerpt(text, line, cause.message),
                 ),
             )

@@ -102,7 +102,7 @@ def test_a_refused_write_shows_each_cause_at_its_line(client):
         error = next(e for e in errors if e.startswith(field))
         line = field_line(edited, field)
         assert value in lines[line - 1]
-        assert f"{field} (line {line}):" in error
+        assert error.startswith(f"{field}: ") and f"(line {line})" in error
         assert 'class="k-error-line"' in error
     page = response.content.decode()
     assert page.count('class="k-yaml-excerpt"') == 2

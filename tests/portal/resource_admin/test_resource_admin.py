@@ -688,7 +688,7 @@ def test_rbac_pages(client):
     )
     assert response.status_code == 200
     page = response.content.decode()
-    assert "roleRef (line " in page and "cannot change roleRef" in page
+    assert "roleRef: cannot change roleRef (line " in page
 
 
 def test_a_true_condition_carrying_the_failure_reason_is_shown_as_the_failure():
