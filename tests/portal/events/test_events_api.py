@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -165,3 +166,30 @@ def test_a_garbage_collection_pass_expires_events():
     Event.objects.update(last_seen=timezone.now() - timedelta(hours=2))
     assert garbage_collect()["expired_events"] == 1
     assert not Event.objects.exists()
+
+
+def test_a_watch_selected_by_involved_object_sees_only_that_objects_events():
+    from portal.machinery.registry import registry
+    from portal.machinery.views import parse_field_selector
+    from portal.machinery.watch import Hub, Stream, parse_request
+
+    kind = registry.get("", "v1", "events")
+    run, other = make_run("r1"), make_run("r2")
+    events_recorder.record(run, "Scheduled", "first")
+    params = {"fieldSelector": "involvedObject.name=r1,involvedObject.kind=Run"}
+    fields = parse_field_selector(kind, params["fieldSelector"])
+    hub = Hub(background=False)
+    stream = Stream(parse_request(kind, "default", params, fields), hub)
+    first = stream.start()
+    assert [json.loads(line)["object"]["message"] for line in first] == ["first"]
+    events_recorder.record(other, "Started", "not this one")
+    events_recorder.record(run, "Started", "this one")
+    events_recorder.record(run, "Started", "this one")  # counted: MODIFIED
+    hub.poll_once()
+    seen = [json.loads(line) for line in stream.next_lines()]
+    assert [(e["type"], e["object"]["message"]) for e in seen] == [
+        ("ADDED", "this one"),
+        ("MODIFIED", "this one"),
+    ]
+    assert seen[-1]["object"]["count"] == 2
+    stream.close()
