@@ -1,5 +1,5 @@
 # Two commands on a fresh machine with only Python 3.11+:
-#   make demo   set up, migrate, create the admin, apply examples/, run everything at :8000,
+#   make demo   set up, migrate, create the admin, apply examples/, run everything at :$(PORT) (8000),
 #               run the demo Workflow to its end (DEMO_EXIT=1 make demo: then exit)
 #   make test   set up with the dev extras and run the suite
 PYTHON ?= python3
@@ -27,7 +27,7 @@ install-dev: $(VENV)/.installed-dev
 
 demo: install
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py bootstrap_admin
+	$(BIN)/python manage.py bootstrap_admin --port $(PORT) --bind $(BIND)
 	$(BIN)/python manage.py apply -f examples/
 	$(BIN)/python manage.py demo --port $(PORT) --bind $(BIND)
 

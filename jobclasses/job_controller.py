@@ -32,7 +32,7 @@ from portal.machinery.errors import StatusError
 from portal.machinery.labels import compile_selector
 from portal.machinery.registry import registry
 
-from . import adapters, env, metrics, parameters, resolution
+from . import adapters, env, job_events, metrics, parameters, resolution
 from . import status as job_status
 from .adapters import BackendError, ExecutionRequest, NotReadyToStart, Observation
 from .models import EXECUTION_CLEANUP, Job, JobClass, JobPhase
@@ -417,6 +417,15 @@ def finalize(job: Job) -> bool:
 # --- one pass -----------------------------------------------------------------------------
 
 
+def _write(job: Job, new: dict) -> bool:
+    """The status write, and the Event of the phase it reaches."""
+    before = (job.status or {}).get("phase") or ""
+    won = job_status.write(job, new)
+    if won:
+        job_events.phase_changed(job, before, new)
+    return won
+
+
 def reconcile(job: Job, now: datetime, *, poll: bool = False) -> bool:
     """Move one Job as far as it can go now; True if anything was written."""
     if job.deletion_timestamp is not None:
@@ -427,20 +436,20 @@ def reconcile(job: Job, now: datetime, *, poll: bool = False) -> bool:
     status = dict(job.status or {})
     if not job_status.is_true(status, "Accepted"):
         new = accept(job, status, now)
-        wrote = job_status.write(job, new)
+        wrote = _write(job, new)
         if not wrote or not job_status.is_true(new, "Accepted") or job.is_finished:
             return wrote
         status = new
     confirmed = job_status.is_true(status, "Scheduled")
     if not confirmed:
         new, _ = schedule(job, status, now)
-        won = job_status.write(job, new)
+        won = _write(job, new)
         wrote = wrote or won
         if won and job_status.is_true(new, "Scheduled"):
             request_job_reconcile(job.namespace, job.name, poll=True)
         return wrote
     new = observe(job, status, now)
-    won = job_status.write(job, new)
+    won = _write(job, new)
     if poll and not job.is_finished:
         request_job_reconcile(job.namespace, job.name, poll=True)
     return wrote or won

@@ -16,7 +16,7 @@ from django.utils.html import format_html
 
 import portal.config_admin  # noqa: F401 - registers the Secret and ConfigMap admins
 from portal.machinery.registry import registry
-from portal.models import ClusterRole, ClusterRoleBinding, Namespace, Role, RoleBinding
+from portal.models import ClusterRole, ClusterRoleBinding, Event, Namespace, Role, RoleBinding
 from portal.resource_admin import (
     ResourceAdmin,
     code_list,
@@ -29,6 +29,14 @@ from portal.resource_admin import (
 admin.site.site_header = "kruntimes portal"
 admin.site.site_title = "kruntimes portal"
 admin.site.index_title = "Cluster"
+
+
+@admin.register(Event)
+class EventAdmin(ResourceAdmin):
+    """Events, newest first; each names the object it is about (its own page lists them)."""
+
+    show_events = False
+    ordering = ("-last_seen",)
 
 
 @admin.register(Namespace)

@@ -14,6 +14,7 @@ from portal.auth.rbac_serializers import (
     cluster_binding_rules,
 )
 from portal.config_kinds import register_config_kinds
+from portal.event_kinds import register_event_kinds
 from portal.machinery import errors
 from portal.machinery.registry import Column, ResourceKind, ReviewKind, registry
 from portal.machinery.serializers import StrictSerializer
@@ -83,6 +84,7 @@ def register_portal_kinds() -> None:
         )
     )
     register_config_kinds()
+    register_event_kinds()
     rules = {"rules": PolicyRuleSerializer(many=True)}
     binding = {"roleRef": RoleRefSerializer, "subjects": SubjectSerializer(many=True)}
     role_ref_column = Column("ROLE", lambda o: f"{o.role_ref.get('kind')}/{o.role_ref.get('name')}")

@@ -13,6 +13,7 @@ __all__ = [
     "ClusterRole",
     "ClusterRoleBinding",
     "ConfigMap",
+    "Event",
     "Namespace",
     "OwnerLink",
     "ResourceVersionCounter",
@@ -171,3 +172,58 @@ class WatchEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.resource_version} {self.type} {self.kind_key} {self.namespace}/{self.name}"
+
+
+class Event(NamespacedObject):
+    """v1 Event: what happened to an object (``involvedObject``), recorded by a controller.
+
+    The wire fields are kept as sent (timestamps as RFC 3339 strings); the ``involved_*``
+    columns and ``last_seen`` are derived from them on every write, so a fieldSelector on
+    involvedObject and the collector's expiry are indexed queries. events.k8s.io/v1 serves
+    the same rows in its own shape."""
+
+    involved_object = models.JSONField(default=dict, blank=True)
+    reason = models.CharField(max_length=128, blank=True, default="")
+    message = models.TextField(blank=True, default="")
+    type = models.CharField(max_length=16, blank=True, default="")
+    count = models.IntegerField(null=True, blank=True)
+    first_timestamp = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001 - absent, never ""
+    last_timestamp = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001 - absent, never ""
+    source = models.JSONField(null=True, blank=True)
+    reporting_component = models.CharField(max_length=128, blank=True, default="")
+    reporting_instance = models.CharField(max_length=128, blank=True, default="")
+    action = models.CharField(max_length=128, blank=True, default="")
+    event_time = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001 - absent, never ""
+    series = models.JSONField(null=True, blank=True)
+    related = models.JSONField(null=True, blank=True)
+    # derived, indexed
+    involved_kind = models.CharField(max_length=253, blank=True, default="", editable=False)
+    involved_name = models.CharField(max_length=253, blank=True, default="", editable=False)
+    involved_namespace = models.CharField(max_length=63, blank=True, default="", editable=False)
+    involved_uid = models.CharField(
+        max_length=64, blank=True, default="", db_index=True, editable=False
+    )
+    last_seen = models.DateTimeField(null=True, blank=True, db_index=True, editable=False)
+
+    class Meta(NamespacedObject.Meta):
+        constraints = [unique_name_constraint("event", namespaced=True)]
+        indexes = [
+            models.Index(
+                fields=("namespace", "involved_kind", "involved_name"), name="event_involved"
+            )
+        ]
+
+    def sync_columns(self) -> None:
+        from portal.machinery.conditions import time_or_none
+
+        involved = self.involved_object if isinstance(self.involved_object, dict) else {}
+        self.involved_kind = str(involved.get("kind") or "")[:253]
+        self.involved_name = str(involved.get("name") or "")[:253]
+        self.involved_namespace = str(involved.get("namespace") or "")[:63]
+        self.involved_uid = str(involved.get("uid") or "")[:64]
+        self.last_seen = (
+            time_or_none(self.last_timestamp)
+            or time_or_none(self.event_time)
+            or time_or_none(self.first_timestamp)
+            or self.creation_timestamp
+        )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 from pathlib import Path
 
 import environ
@@ -87,6 +88,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from the package, never a CDN
     "django_celery_beat",
     "portal.apps.PortalConfig",
     "scheduling",
@@ -209,6 +211,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "v1alpha1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # the front-end bundles from drf-spectacular-sidecar's static files (works offline)
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: the embedded default is kombu's filesystem transport, which needs absolute folders.
@@ -240,6 +246,15 @@ KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float(
     "KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0
 )
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# manage.py up's beat: WARNING keeps its "Sending due task" INFO lines (a few a second) out of
+# the terminal; INFO (or up --verbose-beat) shows them.
+KRUNTIMES_BEAT_LOG_LEVEL = env.str("KRUNTIMES_BEAT_LOG_LEVEL", default="WARNING")
+# Events: kept an hour after they were last seen (kube-apiserver's --event-ttl), and per
+# (source, object) a burst of 25 then one per 5 minutes (client-go's spam filter).
+KRUNTIMES_EVENT_TTL_SECONDS = env.float("KRUNTIMES_EVENT_TTL_SECONDS", default=3600.0)
+KRUNTIMES_EVENT_BURST = env.int("KRUNTIMES_EVENT_BURST", default=25)
+KRUNTIMES_EVENT_REFILL_SECONDS = env.float("KRUNTIMES_EVENT_REFILL_SECONDS", default=300.0)
+KRUNTIMES_EVENT_INSTANCE = env.str("KRUNTIMES_EVENT_INSTANCE", default=socket.gethostname())
 # How long a stopped Runtime Pod (and ``manage.py up`` on Ctrl-C/SIGTERM) waits for running
 # steps to finish and report before it is killed; runtimed itself stops steps 5 s earlier.
 KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(

@@ -18,9 +18,11 @@ def garbage_collect(after_id: int = 0) -> dict:
     if after_id == 0:
         foreground = gc.release_foreground(batch)
         namespaces = gc.finalize_namespaces(batch)
+        events = gc.expire_events(settings.KRUNTIMES_EVENT_TTL_SECONDS, batch)
         result.update(
             released=foreground.released + namespaces.released,
             deleted=orphans.deleted + foreground.deleted + namespaces.deleted,
+            expired_events=events.deleted,
         )
     if resume_after is not None:
         garbage_collect.apply_async(args=(resume_after,), queue=settings.CELERY_TASK_DEFAULT_QUEUE)

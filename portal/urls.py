@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from portal.machinery import server_info
 from portal.machinery.openapi.views import openapi_urlpatterns
@@ -21,6 +21,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     path("", include("scheduling.urls")),  # subresources like runs/log, before the kinds
     path("", include("workspaces.urls")),  # the admission webhook, before /apis/ is a 404
     path("", include("workflows.urls")),  # workflows/<name>/run, before the kinds

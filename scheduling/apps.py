@@ -9,3 +9,7 @@ class SchedulingConfig(AppConfig):
         from scheduling.kinds import register_scheduling_kinds
 
         register_scheduling_kinds()
+        from scheduling.run_events import on_run_phase_changed
+        from scheduling.signals import run_phase_changed
+
+        run_phase_changed.connect(on_run_phase_changed, dispatch_uid="scheduling.run_events")

@@ -27,7 +27,7 @@ from portal.machinery.registry import registry
 from portal.secrets import MissingReference, secret_data
 from runtimed.stores import RunScope, StoreError, build_store
 from runtimed.stores.factory import SecretLookup
-from scheduling import metrics
+from scheduling import metrics, run_events
 from scheduling.models import ACTIVE_PHASES, Run
 
 log = logging.getLogger(__name__)
@@ -150,6 +150,7 @@ def release_deleted(
                 run.name,
                 exc,
             )
+            run_events.artifact_cleanup_failed(run)
             continue
         try:
             store.remove_finalizer(kind, run, ARTIFACT_CLEANUP, context=ARTIFACT_CLEANUP_CONTROLLER)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, time_or_none
-from scheduling import disruption, metrics, retry, run_status, triggers
+from scheduling import disruption, metrics, retry, run_events, run_status, triggers
 from scheduling.disruption import Silence
 from scheduling.models import ACTIVE_PHASES, PodPhase, Run, RunPhase, RuntimePod
 
@@ -59,6 +59,12 @@ def write_end(run: Run, phase: str, reason: str, message: str, now: datetime, **
     if not run_status.write(run, status, **columns):
         return False
     retried = bool(columns.get("not_before"))
+    run_events.attempt_ended(
+        run,
+        reason,
+        retried,
+        (columns["not_before"] - now).total_seconds() if retried else None,
+    )
     metrics.ATTEMPTS_ENDED.labels(
         phase,
         metrics.attempt_reason(reason or ("Succeeded" if phase == RunPhase.SUCCEEDED else phase)),

@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from portal import events_recorder
 from portal.machinery import history
 from portal.machinery.conditions import format_time, get_condition, with_conditions
 from scheduling.triggers import request_scheduling
@@ -126,4 +127,23 @@ def write(ws: PersistentWorkspace, status: dict) -> bool:
         return False
     if (ws.phase, ws.bound_pod, ws.bound_pod_uid) != fenced_before:
         request_scheduling("workspace")
+    if ws.phase != fenced_before[0]:
+        _record_phase(ws, status)
     return True
+
+
+def _record_phase(ws: PersistentWorkspace, status: dict) -> None:
+    """The Event of the phase the workspace reached (messages from names and reasons only)."""
+    if ws.phase == WorkspacePhase.BOUND:
+        events_recorder.record(ws, "Bound", f"bound to Runtime Pod {ws.bound_pod}")
+    elif ws.phase == WorkspacePhase.LOST:
+        reason = condition(status, "Bound").get("reason") or "Lost"
+        events_recorder.record(
+            ws,
+            "Lost",
+            f"lost its Runtime Pod {ws.bound_pod} ({reason}); it is never rebound",
+            type=events_recorder.WARNING,
+        )
+    elif ws.phase == WorkspacePhase.RELEASED:
+        reason = condition(status, "Cleanup").get("reason") or "Released"
+        events_recorder.record(ws, "Released", f"released for cleanup ({reason})")

@@ -186,3 +186,36 @@ def finalize_namespaces(batch_size: int = 500) -> Progress:
             )
             progress.released += 1
     return progress
+
+
+def expire_events(ttl_seconds: float, batch_size: int = 500) -> Progress:
+    """Delete Events last seen more than ``ttl_seconds`` ago (kube-apiserver's event TTL),
+    oldest first, at most ``batch_size``: an indexed range on ``last_seen``. An Event bumped
+    meanwhile (locked by its writer, or no longer expired) stays. Watches see each go."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from portal.models import Event, OwnerLink
+
+    from . import history
+
+    kind = registry.for_model(Event)
+    if kind is None:
+        return Progress()
+    cutoff = timezone.now() - timedelta(seconds=ttl_seconds)
+    with transaction.atomic():
+        doomed = list(
+            Event.objects.select_for_update(skip_locked=True)
+            .filter(last_seen__lt=cutoff)
+            .order_by("last_seen", "pk")[:batch_size]
+        )
+        if not doomed:
+            return Progress()
+        Event.objects.filter(pk__in=[event.pk for event in doomed]).delete()
+        last = history.allocate(len(doomed))
+        for index, event in enumerate(doomed):
+            event.resource_version = last - len(doomed) + 1 + index
+        history.record_many(kind, doomed, history.DELETED)
+        OwnerLink.objects.filter(dependent_uid__in=[event.uid for event in doomed]).delete()
+    return Progress(deleted=len(doomed), more=len(doomed) == batch_size)

@@ -85,6 +85,9 @@ class ResourceKind:
     to_manifest: Callable[[ResourceKind, Any], dict[str, Any]] | None = None
     # The model attribute holding metadata.creationTimestamp (what AGE counts from).
     created_attr: str = "creation_timestamp"
+    # fieldSelector labels beyond metadata.name/metadata.namespace -> the (indexed) model
+    # column holding that field (an Event's ``involvedObject.name`` -> ``involved_name``).
+    field_selectors: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.singular = self.singular or self.kind.lower()
@@ -100,6 +103,13 @@ class ResourceKind:
     def attr(self, wire_name: str) -> str:
         """The model attribute holding a wire body field (``roleRef`` -> ``role_ref``)."""
         return "".join("_" + c.lower() if c.isupper() else c for c in wire_name)
+
+    def selectable_fields(self) -> dict[str, str]:
+        """Every fieldSelector label this kind serves -> its model column."""
+        found = {"metadata.name": "name"}
+        if self.namespaced:
+            found["metadata.namespace"] = "namespace"
+        return {**found, **self.field_selectors}
 
     def names(self) -> set[str]:
         return {self.kind.lower(), self.plural, self.singular, *self.short_names}

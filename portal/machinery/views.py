@@ -428,18 +428,20 @@ def _parse_limit(value: str | None) -> int:
 
 
 def parse_field_selector(kind: ResourceKind, text: str) -> dict[str, str]:
-    """The field selectors every kind supports: metadata.name and metadata.namespace."""
+    """{model column: value} for a fieldSelector: metadata.name and metadata.namespace on
+    every kind, and the labels the kind adds (``ResourceKind.field_selectors``)."""
     filters: dict[str, str] = {}
+    labels = kind.selectable_fields()
     for term in filter(None, (t.strip() for t in text.split(","))):
         field, sep, value = term.partition("==") if "==" in term else term.partition("=")
-        column = {"metadata.name": "name", "metadata.namespace": "namespace"}.get(field.strip())
-        if not sep or column is None or (column == "namespace" and not kind.namespaced):
+        column = labels.get(field.strip())
+        if not sep or column is None or field.strip().endswith("!"):
             raise errors.bad_request(
                 f'field label not supported: "{field.strip()}"',
                 [
                     errors.invalid(
                         "fieldSelector",
-                        f'"{term}": only metadata.name and metadata.namespace with = are supported',
+                        f'"{term}": only {", ".join(labels)} with = are supported',
                     )
                 ],
             )

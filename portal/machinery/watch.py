@@ -70,14 +70,37 @@ class WatchRequest:
     table: str | None = None  # a meta.k8s.io Table version: each event's object is a Table
     include: str = "Metadata"  # the Table rows' includeObject
 
-    def matches(self, namespace: str, name: str, labels: Mapping[str, str] | None) -> bool:
+    def matches(
+        self,
+        namespace: str,
+        name: str,
+        labels: Mapping[str, str] | None,
+        manifest: Mapping[str, Any] | None = None,
+    ) -> bool:
         if self.namespace is not None and namespace != self.namespace:
             return False
         if "name" in self.fields and name != self.fields["name"]:
             return False
         if "namespace" in self.fields and namespace != self.fields["namespace"]:
             return False
+        if not self._fields_match(manifest or {}):
+            return False
         return self.selector.matches(labels or {})
+
+    def _fields_match(self, manifest: Mapping[str, Any]) -> bool:
+        """The kind's own fieldSelector labels (an Event's involvedObject.name), read from
+        the object: such fields never change, so the object before a change has them too."""
+        for label, column in self.kind.field_selectors.items():
+            if column in self.fields and _field_at(manifest, label) != self.fields[column]:
+                return False
+        return True
+
+
+def _field_at(manifest: Mapping[str, Any], label: str) -> str:
+    value: Any = manifest
+    for part in label.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return "" if value is None else str(value)
 
 
 def parse_request(
@@ -182,12 +205,12 @@ class Change:
     def as_seen_by(self, request: WatchRequest) -> str | None:
         """The event type this change is to ``request``'s watch, or None if it sees nothing."""
         labels = (self.object.get("metadata") or {}).get("labels")
-        now = request.matches(self.namespace, self.name, labels)
+        now = request.matches(self.namespace, self.name, labels, self.object)
         if self.type == history.ADDED:
             return history.ADDED if now else None
         if self.type == history.DELETED:
             return history.DELETED if now else None
-        before = request.matches(self.namespace, self.name, self.previous)
+        before = request.matches(self.namespace, self.name, self.previous, self.object)
         if now and before:
             return history.MODIFIED
         if now:

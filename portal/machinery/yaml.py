@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
@@ -44,7 +45,86 @@ Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
 }
-Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# Characters a literal block keeps verbatim: printable text, tabs and "\n" line breaks
+# ("\r", NEL and the Unicode separators would be read back as "\n"; other controls need
+# escapes, so such a string stays double-quoted).
+_BLOCK_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+
+
+class _LiteralEmitter(yaml.emitter.Emitter):
+    """PyYAML's emitter, but a multi-line string with tabs or trailing spaces may still be a
+    literal block (YAML keeps both verbatim there; PyYAML refuses them to be safe)."""
+
+    def analyze_scalar(self, scalar: str) -> Any:
+        analysis = super().analyze_scalar(scalar)
+        if "\n" in scalar and not _BLOCK_UNSAFE.search(scalar):
+            analysis.allow_block = True
+        return analysis
+
+    def determine_block_hints(self, text: str) -> str:
+        hints = super().determine_block_hints(text)
+        if text[:1] == "\t" and not hints[:1].isdigit():  # a leading tab is content, say so
+            hints = str(self.best_indent) + hints
+        return hints
+
+
+class Dumper(
+    _LiteralEmitter,
+    yaml.serializer.Serializer,
+    yaml.representer.SafeRepresenter,
+    yaml.resolver.Resolver,
+):
+    """YAML as people read and edit it: a multi-line string (a script) is a literal block
+    (``|``), kept only when it reads back as the same string, byte for byte (else the
+    default, double-quoted with escapes)."""
+
+    def __init__(self, stream: Any, **kwargs: Any) -> None:
+        yaml.emitter.Emitter.__init__(
+            self,
+            stream,
+            canonical=kwargs.get("canonical"),
+            indent=kwargs.get("indent"),
+            width=kwargs.get("width"),
+            allow_unicode=kwargs.get("allow_unicode"),
+            line_break=kwargs.get("line_break"),
+        )
+        yaml.serializer.Serializer.__init__(
+            self,
+            encoding=kwargs.get("encoding"),
+            explicit_start=kwargs.get("explicit_start"),
+            explicit_end=kwargs.get("explicit_end"),
+            version=kwargs.get("version"),
+            tags=kwargs.get("tags"),
+        )
+        yaml.representer.SafeRepresenter.__init__(
+            self,
+            default_style=kwargs.get("default_style"),
+            default_flow_style=kwargs.get("default_flow_style", False),
+            sort_keys=kwargs.get("sort_keys", True),
+        )
+        yaml.resolver.Resolver.__init__(self)
+
+
+def _literal_round_trips(text: str) -> bool:
+    try:
+        written = yaml.dump({"k": _Literal(text)}, Dumper=Dumper, allow_unicode=True)
+        return bool(yaml.load(written, Loader=Loader) == {"k": text})
+    except yaml.YAMLError:
+        return False
+
+
+class _Literal(str):
+    """A string asked to be a literal block (the round-trip check's own dump)."""
+
+
+def _represent_str(dumper: Dumper, text: str) -> yaml.ScalarNode:
+    if "\n" in text and (isinstance(text, _Literal) or _literal_round_trips(text)):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", str(text), style="|")
+    return dumper.represent_str(str(text))
+
+
+Dumper.add_representer(str, _represent_str)
+Dumper.add_representer(_Literal, _represent_str)
 
 
 def load_one(text: str | bytes) -> Any:

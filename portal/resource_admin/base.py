@@ -26,12 +26,19 @@ from portal.machinery.registry import ResourceKind, registry
 from .actions import ActionsMixin
 from .cells import ListCellsMixin
 from .detail import DetailMixin
+from .events import EventsMixin
 from .filters import FiltersMixin
 from .forms import ManifestForm, ManifestFormMixin
 
 
 class ResourceAdmin(
-    ListCellsMixin, FiltersMixin, DetailMixin, ManifestFormMixin, ActionsMixin, admin.ModelAdmin
+    ListCellsMixin,
+    FiltersMixin,
+    DetailMixin,
+    EventsMixin,
+    ManifestFormMixin,
+    ActionsMixin,
+    admin.ModelAdmin,
 ):
     form = ManifestForm
     change_list_template = "admin/resource/change_list.html"

@@ -54,6 +54,8 @@ class DetailMixin:
             status_fields = ["phase_display"] if self.has_phase() else []
             fieldsets.append(("Status", {"fields": [*status_fields, "conditions_table"]}))
         fieldsets += list(self.detail_fieldsets)
+        if getattr(self, "show_events", False) and not _names_field(fieldsets, "events_table"):
+            fieldsets.append(("Events", {"fields": ["events_table"]}))
         fieldsets.append(
             ("Labels and annotations", {"fields": ["labels_display", "annotations_display"]})
         )
@@ -239,6 +241,10 @@ class DetailMixin:
         except Exception as exc:  # never let a broken row take the page down
             text = f"# could not render this object: {exc}"
         return format_html('<pre class="k-yaml">{}</pre>', text)
+
+
+def _names_field(fieldsets: list[tuple[str | None, dict]], name: str) -> bool:
+    return any(name in options.get("fields", ()) for _title, options in fieldsets)
 
 
 def _condition_row(cond: dict, generation: Any, failed: str = "") -> tuple:

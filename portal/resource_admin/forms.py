@@ -7,12 +7,15 @@ from typing import Any
 
 from django import forms
 from django.core.serializers.json import DjangoJSONEncoder
+from django.utils.html import format_html
 
 from portal.machinery import store
 from portal.machinery.errors import StatusError
 from portal.machinery.manifest import to_manifest
 from portal.machinery.registry import ResourceKind
 from portal.machinery.yaml import dump, load_one
+
+from .yaml_lines import excerpt, field_line
 
 
 def editable_manifest(kind: ResourceKind, obj: Any) -> dict:
@@ -166,13 +169,30 @@ class ManifestForm(forms.ModelForm):
         self.instance = obj
 
     def add_status_error(self, exc: StatusError) -> None:
-        if exc.causes:
-            for cause in exc.causes:
-                self.add_error(
-                    "manifest", f"{cause.field}: {cause.message}" if cause.field else cause.message
-                )
-        else:
+        """Each cause of a refused write next to the line of the field it names (the YAML
+        as submitted, numbered); a cause without a field, or a Status without causes, as is."""
+        if not exc.causes:
             self.add_error(None, exc.message)
+            return
+        text = self.cleaned_data.get("manifest") or ""
+        for cause in exc.causes:
+            if not cause.field:
+                self.add_error("manifest", cause.message)
+                continue
+            line = field_line(text, cause.field)
+            if line is None:
+                self.add_error("manifest", f"{cause.field}: {cause.message}")
+                continue
+            self.add_error(
+                "manifest",
+                format_html(
+                    "{}: {} (line {}){}",
+                    cause.field,
+                    cause.message,
+                    line,
+                    excerpt(text, line, cause.message),
+                ),
+            )
 
 
 class ManifestFormMixin:
@@ -188,10 +208,16 @@ class ManifestFormMixin:
         initial = super().get_changeform_initial_data(request)
         if "manifest" not in initial:
             namespace = request.GET.get("namespace") or self._namespace_from_filters(request)
+            example = self.example_manifest(namespace or "default")
             initial["manifest"] = dump(
-                skeleton_manifest(self.resource_kind, namespace or "default")
+                example or skeleton_manifest(self.resource_kind, namespace or "default")
             )
         return initial
+
+    def example_manifest(self, namespace: str) -> dict | None:
+        """A working manifest the Add form starts from (a kind's admin gives one), else None:
+        the kind's empty skeleton."""
+        return None
 
     @staticmethod
     def _namespace_from_filters(request) -> str:

@@ -16,7 +16,7 @@ from portal.resource_admin import (
     human_duration,
     timestamp,
 )
-from scheduling.models import Run, RunPhase
+from scheduling.models import Run, RunPhase, Runtime
 
 from . import run_data, run_detail
 from .common import (
@@ -26,6 +26,7 @@ from .common import (
     runtime_pks,
 )
 from .run_artifacts import RunArtifactsAdminMixin, download_url
+from .run_filters import RunPhaseFilter
 from .run_log import RunLogAdminMixin
 
 MESSAGE_PREVIEW = 160
@@ -111,8 +112,24 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
         "column_reason": "message_cell",
     }
 
+    def example_manifest(self, namespace: str) -> dict:
+        """Add Run starts from a Run that works as it is: a hello step on a Runtime of the
+        namespace (the first one, else ``bash``), a fresh name each time (generateName)."""
+        runtime = Runtime.objects.filter(namespace=namespace).order_by("name").first()
+        return {
+            "apiVersion": self.resource_kind.api_version,
+            "kind": "Run",
+            "metadata": {"generateName": "hello-", "namespace": namespace},
+            "spec": {
+                "runtime": runtime.name if runtime else "bash",
+                "source": {"inline": 'echo "hello from $KRUNTIME_POD_NAME"\n'},
+                "mode": {"task": {}},
+                "timeout": "1m",
+            },
+        }
+
     def get_list_filter(self, request):
-        filters = list(super().get_list_filter(request))
+        filters = [RunPhaseFilter if f == "phase" else f for f in super().get_list_filter(request)]
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
         return [*filters[:at], "runtime", AssignedPodFilter, *filters[at:]]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scheduling import metrics, run_status
+from scheduling import metrics, run_events, run_status
 from scheduling.models import RunPhase
 
 from . import bind as binding
@@ -146,6 +146,7 @@ class Pass:
         self.result.conflicts += len(outcome.conflicts)
         self.result.bound += len(outcome.bound)
         self.result.bound_runs += [run.pk for run, _ in outcome.bound]
+        run_events.bound(outcome.bound)
         metrics.RESULTS.labels("bound").inc(len(outcome.bound))
         for run, _ in outcome.bound:
             assert run.creation_timestamp is not None  # read from its row: never null

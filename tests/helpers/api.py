@@ -53,3 +53,12 @@ def token_client(user) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token.key}")
     return client
+
+
+def shown_text(error) -> str:
+    """An admin form error as the page reads it (the YAML excerpt next to it left out)."""
+    import html
+    import re
+
+    text = re.sub(r"<pre .*?</pre>", "", str(error), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", text))

@@ -5,7 +5,8 @@ kubectl: ``apply -f`` with validation creates a Runtime and a Run; ``get runs`` 
 ``get runs -w --output-watch-events`` prints ADDED and MODIFIED; ``wait --for=jsonpath`` returns;
 ``patch --type=json`` patches; ``auth can-i`` says yes to an allowed user and no to another;
 ``explain`` describes ``run.spec.source.inline``; ``delete`` returns once the Run is gone;
-``get rp`` lists the Runtime Pods. The Python ``DynamicClient``: get, list, create, patch,
+``get rp`` lists the Runtime Pods; ``describe run`` ends with the Run's Events, which
+``get events`` (with a field selector) lists too. The Python ``DynamicClient``: get, list, create, patch,
 delete and watch, a watch resumed from a resourceVersion and a relist after 410. A watch keeps
 streaming while its web worker serves other requests."""
 
@@ -104,6 +105,30 @@ def test_kubectl_drives_runs_end_to_end(live):
     events = [line.split()[0] for line in watched.splitlines()[1:] if line.strip()]
     assert "ADDED" in events and "MODIFIED" in events, (watched, errors)
 
+    described = ok(kubectl(admin, "describe", "run", "hello", "-n", "default"))
+    shown = described[described.index("Events:") :]
+    for reason in ("Scheduled", "Started", "Succeeded"):
+        assert reason in shown, described
+    assert "attempt 1 succeeded" in shown
+    listed_events = ok(kubectl(admin, "get", "events", "-n", "default"))
+    assert "run/hello" in listed_events and "Started" in listed_events, listed_events
+    selected = ok(
+        kubectl(
+            admin,
+            "get",
+            "events",
+            "-n",
+            "default",
+            "--field-selector",
+            "involvedObject.name=hello,reason=Succeeded",
+            "-o",
+            "json",
+        )
+    )
+    assert [e["reason"] for e in json.loads(selected)["items"]] == ["Succeeded"]
+    new_shape = ok(kubectl(admin, "get", "events.v1.events.k8s.io", "-n", "default", "-o", "json"))
+    assert any(e["note"] == "attempt 1 succeeded" for e in json.loads(new_shape)["items"])
+
     patch = '[{"op": "add", "path": "/metadata/labels", "value": {"patched": "yes"}}]'
     ok(kubectl(admin, "patch", "run", "hello", "-n", "default", "--type=json", "-p", patch))
     labels = json.loads(ok(kubectl(admin, "get", "run", "hello", "-n", "default", "-o", "json")))
@@ -129,6 +154,10 @@ def test_kubectl_drives_runs_end_to_end(live):
     assert time.monotonic() - started < 60
     gone = kubectl(admin, "get", "run", "hello", "-n", "default")
     assert gone.returncode != 0 and "NotFound" in gone.stderr
+
+    # up keeps gunicorn's control socket in its data dir and beat's INFO lines out of its log
+    assert (tmp_path / "data" / "gunicorn.ctl").is_socket()
+    assert "Sending due task" not in (tmp_path / "up.log").read_text(errors="replace")
 
 
 def test_the_python_dynamic_client_reads_writes_and_watches(live):

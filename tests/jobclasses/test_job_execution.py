@@ -13,6 +13,7 @@ import pytest
 
 from jobclasses import job_controller, localexec
 from jobclasses.models import Job, JobClass, JobPhase, LocalExecutionParameters
+from portal.models import Event
 from tests.helpers.jobclasses import (
     create,
     delete,
@@ -85,6 +86,9 @@ def test_a_failing_step_fails_the_job_with_its_exit_code():
         ("never", "Skipped", None),
     ]
     assert "bad" in job.status["message"]
+    finished = Event.objects.get(involved_uid=str(job.uid), reason="Finished")
+    assert (finished.type, finished.message) == ("Warning", "the Job failed (StepFailed)")
+    assert Event.objects.get(involved_uid=str(job.uid), reason="Scheduled").type == "Normal"
 
 
 def test_literal_env_and_inline_source_reach_the_steps():
@@ -292,3 +296,6 @@ def test_secret_and_config_map_values_reach_the_steps_and_nowhere_else():
     job = run_until(job, {JobPhase.SUCCEEDED, JobPhase.FAILED})
     assert job.phase == JobPhase.SUCCEEDED, job.status
     assert "s3cr3t-value" not in str(job.status) + job_controller.log_of(job)
+    recorded = list(Event.objects.filter(involved_uid=str(job.uid)).values("reason", "message"))
+    assert {e["reason"] for e in recorded} >= {"Scheduled", "Finished"}
+    assert "s3cr3t-value" not in str(recorded)

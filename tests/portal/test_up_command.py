@@ -89,6 +89,49 @@ def test_bad_certificate_options_are_refused(tmp_path, cert, key, message):
         )
 
 
+def test_gunicorns_control_socket_is_under_the_data_dir(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    argv = web_command(8000, "127.0.0.1", workers=1)
+    assert option(argv, "--control-socket") == str(tmp_path / "gunicorn.ctl")
+
+
+def test_a_data_dir_too_deep_for_a_socket_disables_it(settings, tmp_path):
+    deep = tmp_path / ("d" * 120)
+    settings.DATA_DIR = deep
+    argv = web_command(8000, "127.0.0.1", workers=1)
+    assert "--control-socket" not in argv and "--no-control-socket" in argv
+
+
+def test_beat_is_quiet_unless_asked(settings):
+    from portal.management.commands.up import control_plane
+
+    def beat_level(**kw):
+        beat = next(
+            child for child in control_plane(8000, "127.0.0.1", **kw) if child.name == "beat"
+        )
+        return option(beat.argv, "--loglevel")
+
+    assert beat_level() == "WARNING"
+    assert beat_level(verbose_beat=True) == "INFO"
+    settings.KRUNTIMES_BEAT_LOG_LEVEL = "INFO"
+    assert beat_level() == "INFO"
+
+
+def test_up_verbose_beat_flag(settings, monkeypatch, tmp_path):
+    from portal.management.commands import up
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    settings.DATA_DIR = tmp_path
+    settings.KRUNTIMES_CLUSTER = "kubernetes"
+    seen = {}
+    monkeypatch.setattr(up, "control_plane", lambda *a, **kw: seen.update(kw) or [])
+    monkeypatch.setattr(up.Supervisor, "run", lambda self, **kw: None)
+    up.Command().run_from_argv(["manage.py", "up"])
+    assert seen["verbose_beat"] is False
+    up.Command().run_from_argv(["manage.py", "up", "--verbose-beat"])
+    assert seen["verbose_beat"] is True
+
+
 @pytest.mark.parametrize("cluster", ["kubernetes", "local"])
 def test_in_kubernetes_mode_up_supervises_the_cluster_provider(
     settings, monkeypatch, tmp_path, cluster

@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from portal.machinery import store
+from portal.models import Event
 from runtimed.stores import RunScope, StoreError
 from runtimed.stores.filesystem import FilesystemStore
 from scheduling import cleanup, lifecycle
@@ -161,6 +162,8 @@ def test_a_store_failure_keeps_the_finalizer_for_the_next_pass(runtime, volumes)
     progress = cleanup.release_deleted(100, store_factory=broken)
     assert (progress.failed, progress.cleaned) == (1, 0) and calls == [STORE]
     assert fresh(run).finalizers == [cleanup.ARTIFACT_CLEANUP]
+    event = Event.objects.get(involved_uid=str(run.uid), reason="ArtifactCleanupFailed")
+    assert event.type == "Warning" and 'bucket "b"' not in event.message
     assert cleanup.release_deleted(100).cleaned == 1  # the store is back
     assert not Run.objects.filter(pk=run.pk).exists()
 

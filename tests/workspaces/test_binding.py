@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 from django.utils import timezone
 
+from portal.models import Event
 from scheduling.models import RuntimePod
 from scheduling.scheduler import default_framework, run_pass
 from tests.helpers.records import fresh, make_pod, make_run, make_runtime
@@ -129,6 +130,11 @@ def test_rule_5_a_deleted_pod_makes_the_workspace_lost_and_it_is_never_rebound()
     assert condition(ws.status, "Bound")["reason"] == "RuntimePodGone"
     assert ws.bound_pod == "bash-a"  # what it was bound to stays visible
     assert reconcile(ws).phase == WorkspacePhase.LOST  # never rebound to bash-b
+    events = Event.objects.filter(involved_uid=str(ws.uid)).order_by("resource_version")
+    assert [(e.reason, e.type, e.message) for e in events] == [
+        ("Bound", "Normal", "bound to Runtime Pod bash-a"),
+        ("Lost", "Warning", "lost its Runtime Pod bash-a (RuntimePodGone); it is never rebound"),
+    ]
 
 
 def test_rule_5_the_same_pod_name_with_another_uid_is_lost():

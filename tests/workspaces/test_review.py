@@ -19,7 +19,7 @@ from portal.machinery.registry import registry
 from portal.machinery.yaml import dump
 from portal.models import Role
 from scheduling.models import Run
-from tests.helpers.api import token_client
+from tests.helpers.api import shown_text, token_client
 from tests.helpers.operator import OPERATOR
 from tests.helpers.runs import runs_url
 from tests.helpers.workspace_access import (
@@ -234,7 +234,7 @@ def test_admin_without_use_shows_the_denial(client, staff):
 
     assert response.status_code == 200  # the form again, never a 500
     shown = " ".join(
-        str(e) for errs in response.context["adminform"].form.errors.values() for e in errs
+        shown_text(e) for errs in response.context["adminform"].form.errors.values() for e in errs
     )
     assert DENIAL in shown
     assert not Run.objects.exists()

@@ -16,8 +16,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--username", default="admin")
         parser.add_argument("--email", default="admin@localhost")
+        parser.add_argument("--port", type=int, default=8000, help="the port up serves on")
+        parser.add_argument("--bind", default="127.0.0.1", help="the address up binds")
 
-    def handle(self, *args, username: str, email: str, **options) -> None:
+    def handle(self, *args, username: str, email: str, port: int, bind: str, **options) -> None:
+        from portal.management.commands.demo import server_url
+
         users = get_user_model()
         user = users.objects.filter(username=username).first()
         if user is None:
@@ -34,5 +38,5 @@ class Command(BaseCommand):
         ca = settings.DATA_DIR / "tls" / "ca.crt"
         self.stdout.write(  # make demo serves up --tls
             f"  curl --cacert {ca} -H 'Authorization: Bearer {token.key}' "
-            "https://127.0.0.1:8000/apis"
+            f"{server_url(bind, port)}/apis"
         )

@@ -45,11 +45,46 @@ def web_command(
     ]
     if tls is not None:
         argv += ["--certfile", str(tls.cert), "--keyfile", str(tls.key)]
-    return argv
+    return argv + control_socket_options(settings.DATA_DIR)
+
+
+# a Unix socket's path must fit sockaddr_un.sun_path (108 bytes on Linux, with its NUL)
+MAX_SOCKET_PATH = 100
+
+
+def _gunicorn_options() -> set[str]:
+    try:
+        from gunicorn.config import KNOWN_SETTINGS
+    except ImportError:  # pragma: no cover - gunicorn is a dependency
+        return set()
+    return {option for setting in KNOWN_SETTINGS for option in (setting.cli or [])}
+
+
+def control_socket_options(data_dir: Path) -> list[str]:
+    """gunicorn's control socket (gunicorn >= 24) under the data dir, not ``~/.gunicorn``; none
+    when the data dir's path is too long for a socket (or gunicorn has no such option)."""
+    known = _gunicorn_options()
+    if "--control-socket" not in known:
+        return []
+    path = Path(data_dir) / "gunicorn.ctl"
+    if len(str(path).encode()) > MAX_SOCKET_PATH:
+        return ["--no-control-socket"] if "--no-control-socket" in known else []
+    return ["--control-socket", str(path)]
+
+
+def beat_log_level(verbose: bool = False) -> str:
+    """beat's log level: WARNING (its every "Sending due task" line is INFO) unless verbose
+    (``up --verbose-beat`` or ``KRUNTIMES_BEAT_LOG_LEVEL``)."""
+    return "INFO" if verbose else settings.KRUNTIMES_BEAT_LOG_LEVEL
 
 
 def control_plane(
-    port: int, bind: str, *, workers: int = 4, tls: ServingFiles | None = None
+    port: int,
+    bind: str,
+    *,
+    workers: int = 4,
+    tls: ServingFiles | None = None,
+    verbose_beat: bool = False,
 ) -> list[Child]:
     python = sys.executable
     web = web_command(port, bind, workers=workers, tls=tls)
@@ -77,7 +112,7 @@ def control_plane(
         "portal",
         "beat",
         "--loglevel",
-        "INFO",
+        beat_log_level(verbose_beat),
         "--scheduler",
         settings.CELERY_BEAT_SCHEDULER,
         "--pidfile",
@@ -136,6 +171,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM chain)")
         parser.add_argument("--tls-key", help="the private key of --tls-cert")
+        parser.add_argument(
+            "--verbose-beat",
+            action="store_true",
+            help="log beat's INFO lines (each periodic task it sends); default: warnings only "
+            "(KRUNTIMES_BEAT_LOG_LEVEL)",
+        )
 
     def handle(
         self,
@@ -146,6 +187,7 @@ class Command(BaseCommand):
         tls: bool,
         tls_cert: str | None,
         tls_key: str | None,
+        verbose_beat: bool = False,
         **options,
     ) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -156,7 +198,7 @@ class Command(BaseCommand):
         (settings.DATA_DIR / "beat.pid").unlink(missing_ok=True)
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir())
         supervisor = Supervisor(
-            control_plane(port, bind, workers=workers, tls=files),
+            control_plane(port, bind, workers=workers, tls=files, verbose_beat=verbose_beat),
             stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS,
         )
         tick = None

@@ -21,7 +21,7 @@ from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
 from portal.machinery.yaml import dump
 from portal.models import Role, RoleBinding
-from tests.helpers.api import token_client
+from tests.helpers.api import shown_text, token_client
 from tests.helpers.operator import OPERATOR
 from tests.testapp.kinds import GROUP
 from tests.testapp.models import Widget
@@ -105,7 +105,7 @@ def write_admin(client, user, manifest):
         return 201, ""
     assert response.status_code == 200, response.status_code  # the form again, never a 500
     form = response.context["adminform"].form
-    shown = " ".join(str(e) for errors in form.errors.values() for e in errors)
+    shown = " ".join(shown_text(e) for errors in form.errors.values() for e in errors)
     return (422 if "is invalid" in shown or "spec.size" in shown else 403), shown
 
 

@@ -41,8 +41,13 @@ def test_core_group(admin_api):
         "namespaces/status",
         "secrets",
         "configmaps",
+        "events",
     ]
     assert {r["name"]: r.get("shortNames") for r in core["resources"]}["configmaps"] == ["cm"]
+    events = next(r for r in core["resources"] if r["name"] == "events")
+    assert set(events["verbs"]) >= {"get", "list", "create", "patch"}
+    new = admin_api.get("/apis/events.k8s.io/v1").json()["resources"]
+    assert [(r["name"], sorted(r["verbs"])) for r in new] == [("events", ["get", "list"])]
 
 
 def test_unknown_group_version(admin_api):

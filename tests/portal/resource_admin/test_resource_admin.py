@@ -687,7 +687,8 @@ def test_rbac_pages(client):
         },
     )
     assert response.status_code == 200
-    assert "roleRef: cannot change roleRef" in response.content.decode()
+    page = response.content.decode()
+    assert "roleRef: cannot change roleRef (line " in page
 
 
 def test_a_true_condition_carrying_the_failure_reason_is_shown_as_the_failure():

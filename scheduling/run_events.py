@@ -1,0 +1,104 @@
+"""The Events of a Run's life, recorded where each thing happens (``portal.events_recorder``).
+
+Scheduled / Retrying when an attempt is bound to a Runtime Pod (the scheduler's batch), Started
+and Ready from runtimed's reports, BackOff when a failed attempt waits for the next one, Lost
+(PodGone for a pod that went away) when the control plane ends an attempt it cannot finish,
+and Succeeded / Failed / Cancelled at the end. Messages are composed here from the attempt,
+the pod's name, the phase and the condition reason: never from the spec, a report's free
+text or a Secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from portal import events_recorder
+from portal.events_recorder import NORMAL, WARNING
+from portal.machinery.registry import registry
+from scheduling.models import Run, RunPhase
+
+LOST_TEXT = {
+    "PodGone": "the Runtime Pod it was bound to is gone",
+    "PodTerminating": "the Runtime Pod it was bound to is shutting down",
+    "PodUnhealthy": "the Runtime Pod it was bound to stopped sending heartbeats",
+    "ExecutionLost": "runtimed on its Runtime Pod no longer executes it",
+}
+
+
+def _kind():
+    return registry.for_model(Run)
+
+
+def _attempt(run: Any) -> int:
+    return int((run.status or {}).get("attempt") or 1)
+
+
+def bound(pairs: list[tuple[Any, Any]]) -> int:
+    """The scheduler bound these (Run, pod) pairs: attempt 1 Scheduled, later ones Retrying."""
+    items = []
+    for run, pod in pairs:
+        attempt = _attempt(run)
+        if attempt == 1:
+            message = f"Successfully assigned {run.namespace}/{run.name} to {pod.name}"
+            items.append((run, "Scheduled", message, NORMAL))
+        else:
+            message = f"attempt {attempt} assigned to {pod.name}"
+            items.append((run, "Retrying", message, NORMAL))
+    return events_recorder.record_new(items, kind=_kind())
+
+
+def attempt_ended(run: Run, reason: str, retried: bool, delay_seconds: float | None) -> None:
+    """An attempt ended for ``reason``: Lost (or PodGone) when the control plane ended it,
+    BackOff when another attempt follows after ``delay_seconds``."""
+    attempt = _attempt(run) - (1 if retried else 0)
+    if reason in LOST_TEXT:
+        event = "PodGone" if reason == "PodGone" else "Lost"
+        events_recorder.record(
+            run, event, f"attempt {attempt} lost ({reason}): {LOST_TEXT[reason]}", type=WARNING
+        )
+    if retried:
+        events_recorder.record(
+            run,
+            "BackOff",
+            f"attempt {attempt} failed ({reason}); back-off {delay_seconds or 0:g}s "
+            f"before attempt {attempt + 1}",
+            type=WARNING,
+        )
+
+
+def on_run_phase_changed(sender: Any = None, run: Any = None, phase: str = "", **_: Any) -> None:
+    """``run_phase_changed``: the Events of the phases a Run reaches."""
+    if run is None:
+        return
+    status = run.status or {}
+    attempt = _attempt(run)
+    reason = status.get("reason") or phase
+    if phase == RunPhase.RUNNING:
+        pod = status.get("assignedPod") or ""
+        events_recorder.record(run, "Started", f"attempt {attempt} started on {pod}", kind=_kind())
+    elif phase == RunPhase.READY:
+        events_recorder.record(run, "Ready", f"attempt {attempt} is serving", kind=_kind())
+    elif phase == RunPhase.SUCCEEDED:
+        events_recorder.record(run, "Succeeded", f"attempt {attempt} succeeded", kind=_kind())
+    elif phase in (RunPhase.FAILED, RunPhase.TIMEOUT):
+        events_recorder.record(
+            run,
+            "Failed",
+            f"attempt {attempt} ended {phase} ({reason})",
+            type=WARNING,
+            kind=_kind(),
+        )
+    elif phase == RunPhase.CANCELLED:
+        events_recorder.record(run, "Cancelled", f"attempt {attempt} cancelled", kind=_kind())
+
+
+def artifact_cleanup_failed(run: Run) -> None:
+    """Deleting a deleted Run's artifacts failed; the cleanup retries each pass (the store's
+    own error stays in the controller's log: it may name the store's endpoint or account)."""
+    events_recorder.record(
+        run,
+        "ArtifactCleanupFailed",
+        "the artifacts of this Run could not be deleted from its artifact store; "
+        "the cleanup retries and the Run stays until it succeeds",
+        type=WARNING,
+    )
