@@ -47,8 +47,8 @@ RECORDER = WriteContext(
 )
 DROPPED = Counter(
     "kruntimes_events_dropped_total",
-    "Events not recorded because their object's rate bucket was empty",
-    ["reason"],
+    "Events not recorded because their object's rate bucket was empty, by the object's kind",
+    ["kind"],
 )
 
 __all__ = ["NORMAL", "WARNING", "record", "truncated"]
@@ -138,7 +138,7 @@ def record(
         (component, namespace, ref["kind"], ref["name"], ref["uid"])
     )
     if not allowed:
-        DROPPED.labels(reason).inc()
+        DROPPED.labels(ref["kind"]).inc()
         if dropped == 1 or dropped % 100 == 0:
             log.warning(
                 "Events for %s %s/%s are over their rate: %d dropped so far (latest %s)",
@@ -179,7 +179,7 @@ def record_new(
         namespace = ref.get("namespace") or "default"
         allowed, _ = spam_filter.allow((component, namespace, ref["kind"], ref["name"], ref["uid"]))
         if not allowed:
-            DROPPED.labels(reason).inc()
+            DROPPED.labels(ref["kind"]).inc()
             continue
         event = Event(
             name=f"{ref['name'][:NAME_ROOM]}.{time.time_ns() + len(rows):x}",

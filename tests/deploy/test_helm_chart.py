@@ -261,7 +261,8 @@ def test_no_secret_value_is_rendered():
         assert "KRUNTIMES_SECRET_ENCRYPTION_KEYS" not in {e["name"] for e in found["env"]}
 
 
-def test_web_runs_the_command_manage_py_up_runs(objects):
+def test_web_runs_the_command_manage_py_up_runs(objects, settings):
+    settings.DATA_DIR = Path("/var/lib/kruntimes")  # the image's KRUNTIMES_DATA_DIR
     web = container(objects, "-web", "web")
     tls = ServingFiles(
         cert=Path("/etc/kruntimes/tls/tls.crt"), key=Path("/etc/kruntimes/tls/tls.key")

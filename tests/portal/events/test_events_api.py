@@ -62,10 +62,10 @@ def test_the_same_event_again_counts_up_instead_of_adding_a_row():
 @override_settings(KRUNTIMES_EVENT_BURST=3, KRUNTIMES_EVENT_REFILL_SECONDS=3600)
 def test_an_object_gets_a_burst_then_its_events_are_dropped_and_counted(caplog):
     run, other = make_run("r1"), make_run("r2")
-    before = events_recorder.DROPPED.labels("Started")._value.get()
+    before = events_recorder.DROPPED.labels("Run")._value.get()
     written = [events_recorder.record(run, "Started", f"attempt {n}") for n in range(5)]
     assert [w is not None for w in written] == [True, True, True, False, False]
-    assert events_recorder.DROPPED.labels("Started")._value.get() == before + 2
+    assert events_recorder.DROPPED.labels("Run")._value.get() == before + 2
     assert "1 dropped so far" in caplog.text
     assert events_recorder.record(other, "Started", "another object has its own bucket")
     assert Event.objects.filter(involved_name="r1").count() == 3

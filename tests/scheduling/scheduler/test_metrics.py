@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from jobclasses.metrics import NOT_ACCEPTED_REASONS
 from jobclasses.models import JobPhase
+from portal.machinery.registry import registry
 from scheduling import lifecycle
 from scheduling.metrics import ATTEMPT_REASONS
 from scheduling.models import Run
@@ -39,6 +40,7 @@ ALLOWED_LABELS = {
     "retried": {"true", "false"},
     "stage": {"run", "capacity", "pod"},
     "source": set(SOURCES),
+    "kind": {kind.kind for kind in registry.stored()},
 }
 
 
