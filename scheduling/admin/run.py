@@ -25,7 +25,7 @@ from .common import (
     runtime_link,
     runtime_pks,
 )
-from .run_artifacts import RunArtifactsAdminMixin, download_url
+from .run_artifacts import download_url
 from .run_log import RunLogAdminMixin
 
 MESSAGE_PREVIEW = 160
@@ -59,7 +59,7 @@ def preview(text: str) -> str:
 
 
 @admin.register(Run)
-class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +downloads, live Log
+class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # + the live Log
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
     extra_list_display = ["duration_cell"]
     detail_fieldsets = [
@@ -263,7 +263,7 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
     def artifacts_display(self, obj):
         return run_data.artifacts_table(
             run_detail.as_dict(obj.status).get("artifactRefs"),
-            download=lambda name: download_url(self.admin_site.name, obj, name),
+            download=lambda name: download_url(obj, name),
         )
 
     @admin.display(description="artifact inputs")
