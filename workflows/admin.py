@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from portal import overview
 from portal.machinery.conditions import time_or_none
 from portal.resource_admin import (
     NONE,
@@ -870,3 +871,24 @@ class ActionAdmin(ResourceAdmin):
                 )
             )
         return simple_table(("name", "value", "description"), rows)
+
+
+# the overview (portal.overview): WorkflowRuns are workloads, Workflows and Actions definitions
+overview.place("workloads", "workflows.workflowrun", order=20)
+overview.place("definitions", "workflows.workflow", order=10)
+overview.place("definitions", "workflows.action", order=20)
+overview.register_tile(
+    overview.Tile(
+        "workflowruns",
+        "WorkflowRuns",
+        "workloads",
+        overview.phase_tile(
+            WorkflowRun,
+            "workflows.workflowrun",
+            "kruntimes.io",
+            "workflowruns",
+            ("Pending", "Running"),
+        ),
+        order=50,
+    )
+)

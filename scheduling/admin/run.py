@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -16,7 +18,7 @@ from portal.resource_admin import (
     human_duration,
     timestamp,
 )
-from scheduling.models import Run, RunPhase
+from scheduling.models import ACTIVE_PHASES, Run, RunPhase
 
 from . import run_data, run_detail
 from .common import (
@@ -46,6 +48,56 @@ class AssignedPodFilter(admin.SimpleListFilter):
         return queryset
 
 
+class FinishedWithinFilter(admin.SimpleListFilter):
+    """Runs that finished in the last hour or day (the ``finished_at`` index)."""
+
+    title = "finished"
+    parameter_name = "finished"
+    WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1)}
+
+    def lookups(self, request, model_admin):
+        return (("1h", "in the last hour"), ("24h", "in the last 24 h"))
+
+    def queryset(self, request, queryset):
+        window = self.WINDOWS.get(self.value() or "")
+        if window is None:
+            return queryset
+        return queryset.filter(finished_at__gte=timezone.now() - window)
+
+
+class OutcomeFilter(admin.SimpleListFilter):
+    """Active (bound to a pod) or failed (Failed or Timeout): what the overview counts."""
+
+    title = "outcome"
+    parameter_name = "outcome"
+
+    def lookups(self, request, model_admin):
+        return (("active", "Active (Scheduled, Running)"), ("failed", "Failed or Timeout"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(phase__in=ACTIVE_PHASES)
+        if self.value() == "failed":
+            return queryset.filter(phase__in=(RunPhase.FAILED, RunPhase.TIMEOUT))
+        return queryset
+
+
+class ReasonFilter(admin.SimpleListFilter):
+    """``status.reason`` equal to the value (the overview's failures link here)."""
+
+    title = "reason"
+    parameter_name = "reason"
+
+    def lookups(self, request, model_admin):
+        value = self.value()
+        return ((value, value),) if value else ()
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(status__reason=self.value())
+
+
 def annotate_runtime_pks(runs) -> None:
     """Set ``_runtime_pk`` on each Run of a page (for links to its Runtime): one query."""
     runs = list(runs)
@@ -61,6 +113,7 @@ def preview(text: str) -> str:
 @admin.register(Run)
 class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # + the live Log
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
+    ordering = ("-creation_timestamp", "-pk")  # newest first
     extra_list_display = ["duration_cell"]
     detail_fieldsets = [
         (
@@ -114,7 +167,15 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # + the live Log
     def get_list_filter(self, request):
         filters = list(super().get_list_filter(request))
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
-        return [*filters[:at], "runtime", AssignedPodFilter, *filters[at:]]
+        return [
+            *filters[:at],
+            "runtime",
+            AssignedPodFilter,
+            OutcomeFilter,
+            FinishedWithinFilter,
+            ReasonFilter,
+            *filters[at:],
+        ]
 
     def get_search_fields(self, request):
         return (*super().get_search_fields(request), "assigned_pod")
