@@ -19,7 +19,7 @@ from .render import (
     code_list,
     compact,
     condition_list,
-    condition_tone,
+    default_condition_tone,
     failure_reason,
     label_chips,
     link_to,
@@ -192,7 +192,10 @@ class DetailMixin:
         status = self.status_of(obj)
         raw = status.get("conditions") if isinstance(status, dict) else None
         failed = failure_reason(status)
-        rows = [_condition_row(cond, obj.generation, failed) for cond in condition_list(status)]
+        tone = self.condition_tone_for(obj)
+        rows = [
+            _condition_row(cond, obj.generation, failed, tone) for cond in condition_list(status)
+        ]
         if not rows:
             if raw not in (None, [], {}):
                 return format_html(
@@ -241,7 +244,9 @@ class DetailMixin:
         return format_html('<pre class="k-yaml">{}</pre>', text)
 
 
-def _condition_row(cond: dict, generation: Any, failed: str = "") -> tuple:
+def _condition_row(
+    cond: dict, generation: Any, failed: str = "", tone: Any = default_condition_tone
+) -> tuple:
     """One row of the conditions table; an observedGeneration behind the object's is stale."""
     state = compact(cond.get("status")) or "Unknown"
     observed = cond.get("observedGeneration")
@@ -258,7 +263,7 @@ def _condition_row(cond: dict, generation: Any, failed: str = "") -> tuple:
         )
     return (
         compact(cond.get("type")),
-        badge(state, condition_tone(state, cond.get("reason"), failed)),
+        badge(state, tone(cond, failed)),
         compact(cond.get("reason")),
         compact(cond.get("message")),
         compact(cond.get("lastTransitionTime")),

@@ -164,6 +164,9 @@ class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # + the live Log
         "column_reason": "message_cell",
     }
 
+    def condition_tone_for(self, obj):
+        return run_detail.run_condition_tone(obj.is_terminal)
+
     def get_list_filter(self, request):
         filters = list(super().get_list_filter(request))
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
