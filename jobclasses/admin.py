@@ -395,17 +395,13 @@ class LocalExecutionParametersAdmin(ParametersAdmin):
 
 
 def render_jobclasses(view: overview.OverviewView):
-    """JobClasses by readiness (the ``ready`` column), linked to their list."""
-    namespaces = view.namespaces(GROUP, "jobclasses")
-    if not namespaces:
-        return format_html(
-            '<span class="k-muted">{}</span>', "no namespace where you may list JobClasses"
-        )
+    """JobClasses (cluster-scoped) by readiness (the ``ready`` column), linked to their list."""
+    from portal.auth.authorizer import review  # noqa: PLC0415
+
+    if not review(view.request.user, "list", GROUP, "jobclasses").allowed:
+        return format_html('<span class="k-muted">{}</span>', "you may not list JobClasses")
     counts = dict(
-        JobClass.objects.filter(namespace__in=namespaces)
-        .values_list("ready")
-        .annotate(n=Count("pk"))
-        .values_list("ready", "n")
+        JobClass.objects.values_list("ready").annotate(n=Count("pk")).values_list("ready", "n")
     )
     ready, total = counts.get("True", 0), sum(counts.values())
     return format_html(

@@ -42,6 +42,7 @@ from portal.resource_admin import (
     timestamp,
 )
 from portal.resource_admin.render import phase_tone
+from scheduling.admin.run_artifacts import download_url
 from scheduling.admin.run_data import location_text
 from scheduling.models import Run
 
@@ -325,11 +326,7 @@ def artifacts_table(site: admin.AdminSite, artifacts: Any, children: ChildRuns) 
         ref = as_dict(ref)
         uid = artifact_run_uid(ref)
         producer = children.by_uid.get(uid) if uid else None
-        url = (
-            reverse(f"{site.name}:scheduling_run_artifact", args=[producer.pk, name])
-            if producer
-            else None
-        )
+        url = download_url(producer, name) if producer else None
         size = ref.get("sizeBytes")
         rows.append(
             (

@@ -29,6 +29,7 @@ from .common import (
 )
 from .run_artifacts import download_url
 from .run_log import RunLogAdminMixin
+from .run_page import RunPageMixin
 
 MESSAGE_PREVIEW = 160
 
@@ -111,7 +112,7 @@ def preview(text: str) -> str:
 
 
 @admin.register(Run)
-class RunAdmin(RunLogAdminMixin, ResourceAdmin):  # + the live Log
+class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, live Log
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
     ordering = ("-creation_timestamp", "-pk")  # newest first
     extra_list_display = ["duration_cell"]

@@ -120,7 +120,11 @@ def test_a_finished_runs_running_false_is_neutral_not_red(client):
     done = run_with_conditions(
         "done",
         "Succeeded",
-        [cond("Scheduled", "True"), cond("Running", "False", "Completed"), cond("Completed", "True")],
+        [
+            cond("Scheduled", "True"),
+            cond("Running", "False", "Completed"),
+            cond("Completed", "True"),
+        ],
     )
     page = client.get(reverse("admin:scheduling_run_change", args=[done.pk])).content.decode()
     assert '<span class="k-badge k-unknown" title="">False</span>' in page
