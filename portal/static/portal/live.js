@@ -37,6 +37,7 @@
 
   /* Read a watch stream: onEvent(event) per line; resolves with the last resourceVersion. */
   function watch(url, resourceVersion, onEvent, controller) {
+    if (resourceVersion) { url = url.replace(/([?&])resourceVersion=[^&]*&?/, "$1").replace(/[?&]$/, ""); }
     var full = url + (url.indexOf("?") < 0 ? "?" : "&") + "timeoutSeconds=50&allowWatchBookmarks=true" +
       (resourceVersion ? "&resourceVersion=" + encodeURIComponent(resourceVersion) : "");
     return fetch(full, {credentials: "same-origin", signal: controller.signal, headers: {"Accept": "application/json"}})
@@ -124,7 +125,7 @@
         if (!selected()) { swap(fresh, "#result_list"); swap(fresh, ".paginator"); }
       }).catch(function () {});
     }, 1000);
-    follow(list.dataset.watchUrl, list.dataset.resourceVersion, refreshList, function () { return false; });
+    follow(list.dataset.watchUrl, "", refreshList, function () { return false; });
   }
 
   /* ---- the overview */

@@ -255,3 +255,14 @@ def test_workspaces_and_workflow_runs_tiles_count_by_phase(admin_client, fleet):
     found = links(tile(page, "workspaces"))
     assert "all of them" in found
     assert Runtime.objects.count() == 2
+
+
+def test_a_change_list_carries_the_watch_it_refreshes_from(admin_client, fleet):
+    from portal.machinery import history  # noqa: PLC0415
+
+    page = admin_client.get("/admin/scheduling/run/?namespace=default").content.decode()
+    url = f"/apis/kruntimes.io/v1alpha1/namespaces/default/runs?watch=true&amp;resourceVersion={history.current()}"
+    assert f'data-watch-url="{url}"' in page
+    assert "/static/portal/live.js" in page
+    pods = admin_client.get("/admin/scheduling/runtimepod/").content.decode()
+    assert 'data-watch-url="/apis/kruntimes.io/v1alpha1/runtimepods?watch=true' in pods
