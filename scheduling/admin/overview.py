@@ -41,6 +41,10 @@ CHART_SERIES = (
 )
 
 
+def tone(phase: str) -> str:
+    return "warn" if phase == RunPhase.TIMEOUT else phase_tone(phase)
+
+
 def runs(view: overview.OverviewView):
     return Run.objects.filter(namespace__in=view.namespaces(GROUP, "runs"))
 
@@ -54,7 +58,8 @@ def percentile(values: list[float], p: float) -> float | None:
     return ordered[int(rank) - 1]
 
 
-def stat(label: str, value: Any, title: str = "") -> SafeString:
+def stat(value: Any, label: Any, title: str = "") -> SafeString:
+    """A big number (``value``, linked) over its ``label``."""
     return format_html(
         '<span class="k-stat" title="{}"><span class="k-big">{}</span>'
         '<span class="k-muted">{}</span></span>',
@@ -89,14 +94,14 @@ def render_runs(view: overview.OverviewView) -> SafeString:
     now_stats = [
         stat(
             view.link(active.get(phase, 0), RUN, phase__exact=phase),
-            badge(phase, phase_tone(phase)),
+            badge(phase, tone(phase)),
         )
         for phase in (RunPhase.PENDING, *ACTIVE_PHASES)
     ]
     day_stats = [
         stat(
             view.link(finished.get(phase, 0), RUN, phase__exact=phase, finished="24h"),
-            badge(phase, phase_tone(phase)),
+            badge(phase, tone(phase)),
         )
         for phase in TERMINAL_PHASES
     ]

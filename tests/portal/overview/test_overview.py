@@ -266,3 +266,13 @@ def test_a_change_list_carries_the_watch_it_refreshes_from(admin_client, fleet):
     assert "/static/portal/live.js" in page
     pods = admin_client.get("/admin/scheduling/runtimepod/").content.decode()
     assert 'data-watch-url="/apis/kruntimes.io/v1alpha1/runtimepods?watch=true' in pods
+
+
+def test_each_number_sits_big_over_its_phase_label(admin_client, fleet):
+    runs = tile(admin_client.get("/admin/?namespace=default").content.decode(), "runs")
+    assert re.search(
+        r'<span class="k-big"><a href="[^"]*phase__exact=Pending[^"]*">2</a></span>', runs
+    )
+    assert re.search(
+        r'<span class="k-muted"><span class="k-badge k-pending"[^>]*>Pending</span>', runs
+    )
