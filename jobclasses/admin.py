@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils.html import format_html
 
+from portal import overview
 from portal.models import Namespace
 from portal.resource_admin import (
     NONE,
@@ -37,6 +38,7 @@ from .job_admin import ExecutionAdmin, JobAdmin
 from .kinds import job_reason
 from .models import (
     CLASS_PROTECTION,
+    GROUP,
     PARAMETERS_PROTECTION,
     TERMINAL_JOB_PHASES,
     Job,
@@ -390,3 +392,45 @@ class LocalExecutionParametersAdmin(ParametersAdmin):
     def spec_display(self, obj):
         spec = render.as_dict(obj.spec)
         return render.local_spec(spec, str(work_root(obj.name, spec)))
+
+
+def render_jobclasses(view: overview.OverviewView):
+    """JobClasses (cluster-scoped) by readiness (the ``ready`` column), linked to their list."""
+    from portal.auth.authorizer import review  # noqa: PLC0415
+
+    if not review(view.request.user, "list", GROUP, "jobclasses").allowed:
+        return format_html('<span class="k-muted">{}</span>', "you may not list JobClasses")
+    counts = dict(
+        JobClass.objects.values_list("ready").annotate(n=Count("pk")).values_list("ready", "n")
+    )
+    ready, total = counts.get("True", 0), sum(counts.values())
+    return format_html(
+        '<span class="k-stat"><span class="k-big">{}</span><span class="k-muted">{}</span></span>',
+        view.link(f"{ready}/{total}", "jobclasses.jobclass"),
+        badge("Ready", "ok" if ready == total else "warn", "JobClasses ready / all"),
+    )
+
+
+# the overview (portal.overview): Jobs are workloads, JobClasses capacity, parameters definitions
+overview.place("workloads", "jobclasses.job", order=30)
+overview.place("capacity", "jobclasses.jobclass", order=40)
+for _model in (
+    "kubernetesexecutionparameters",
+    "opensandboxexecutionparameters",
+    "localexecutionparameters",
+):
+    overview.place("definitions", f"jobclasses.{_model}", order=40)
+overview.register_tile(
+    overview.Tile(
+        "jobs",
+        "Jobs",
+        "workloads",
+        overview.phase_tile(
+            Job, "jobclasses.job", GROUP, "jobs", ("Pending", "Scheduled", "Running", "Unknown")
+        ),
+        order=60,
+    )
+)
+overview.register_tile(
+    overview.Tile("jobclasses", "JobClasses", "capacity", render_jobclasses, order=40)
+)

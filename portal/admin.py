@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 import portal.config_admin  # noqa: F401 - registers the Secret and ConfigMap admins
+from portal import overview
 from portal.machinery.registry import registry
 from portal.models import ClusterRole, ClusterRoleBinding, Event, Namespace, Role, RoleBinding
 from portal.resource_admin import (
@@ -26,9 +27,20 @@ from portal.resource_admin import (
     simple_table,
 )
 
-admin.site.site_header = "kruntimes portal"
-admin.site.site_title = "kruntimes portal"
-admin.site.index_title = "Cluster"
+# the index's sections (portal.overview): Namespaces and RBAC are access, the config kinds
+# definitions; Users, Groups and Tokens stay in the collapsed System section
+for _order, _model in enumerate(
+    (
+        "portal.namespace",
+        "portal.role",
+        "portal.rolebinding",
+        "portal.clusterrole",
+        "portal.clusterrolebinding",
+    )
+):
+    overview.place("access", _model, order=_order)
+overview.place("definitions", "portal.secret", order=50)
+overview.place("definitions", "portal.configmap", order=51)
 
 
 @admin.register(Event)

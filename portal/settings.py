@@ -78,7 +78,7 @@ KRUNTIMES_WORKFLOW_CONTROLLER_USERNAME = env.str(
 KRUNTIMES_KUBECONFIG = env.str("KUBECONFIG", default="")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "portal.overview.site.PortalAdminConfig",  # django.contrib.admin with the overview
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -63,7 +63,7 @@ def register_scheduling_kinds() -> None:
             body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
             validators=RUN_VALIDATORS,
             default_finalizers=(ARTIFACT_CLEANUP,),
-            subresources={"log": ("get",)},
+            subresources={"log": ("get",), "artifacts": ("get",)},
             on_change=(on_run_change,),
             columns=(
                 Column("PHASE", lambda o: o.phase, description="status.phase"),

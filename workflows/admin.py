@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from portal import overview
 from portal.machinery.conditions import time_or_none
 from portal.resource_admin import (
     NONE,
@@ -41,6 +42,7 @@ from portal.resource_admin import (
     timestamp,
 )
 from portal.resource_admin.render import phase_tone
+from scheduling.admin.run_artifacts import download_url
 from scheduling.admin.run_data import location_text
 from scheduling.models import Run
 
@@ -324,11 +326,7 @@ def artifacts_table(site: admin.AdminSite, artifacts: Any, children: ChildRuns) 
         ref = as_dict(ref)
         uid = artifact_run_uid(ref)
         producer = children.by_uid.get(uid) if uid else None
-        url = (
-            reverse(f"{site.name}:scheduling_run_artifact", args=[producer.pk, name])
-            if producer
-            else None
-        )
+        url = download_url(producer, name) if producer else None
         size = ref.get("sizeBytes")
         rows.append(
             (
@@ -870,3 +868,24 @@ class ActionAdmin(ResourceAdmin):
                 )
             )
         return simple_table(("name", "value", "description"), rows)
+
+
+# the overview (portal.overview): WorkflowRuns are workloads, Workflows and Actions definitions
+overview.place("workloads", "workflows.workflowrun", order=20)
+overview.place("definitions", "workflows.workflow", order=10)
+overview.place("definitions", "workflows.action", order=20)
+overview.register_tile(
+    overview.Tile(
+        "workflowruns",
+        "WorkflowRuns",
+        "workloads",
+        overview.phase_tile(
+            WorkflowRun,
+            "workflows.workflowrun",
+            "kruntimes.io",
+            "workflowruns",
+            ("Pending", "Running"),
+        ),
+        order=50,
+    )
+)

@@ -16,6 +16,7 @@ from django.db.models import Count
 from django.utils import timezone
 from django.utils.html import format_html
 
+from portal import overview
 from portal.machinery import store
 from portal.machinery.admission import authorize
 from portal.machinery.errors import StatusError
@@ -504,3 +505,22 @@ class PersistentWorkspaceAdmin(ResourceAdmin):
                 request, f"Could not remove the finalizer from {line}", messages.ERROR
             )
         return None
+
+
+# the overview (portal.overview): PersistentWorkspaces are capacity, counted by phase
+overview.place("capacity", "workspaces.persistentworkspace", order=30)
+overview.register_tile(
+    overview.Tile(
+        "workspaces",
+        "PersistentWorkspaces",
+        "capacity",
+        overview.phase_tile(
+            PersistentWorkspace,
+            "workspaces.persistentworkspace",
+            "kruntimes.io",
+            "persistentworkspaces",
+            (WorkspacePhase.PENDING, WorkspacePhase.BOUND, WorkspacePhase.LOST),
+        ),
+        order=30,
+    )
+)

@@ -10,7 +10,17 @@ from django.utils.html import format_html
 
 from portal.machinery.registry import Column
 
-from .render import age, badge, compact, condition_badges, label_chips, phase_tone, timestamp
+from .render import (
+    ConditionTone,
+    age,
+    badge,
+    compact,
+    condition_badges,
+    default_condition_tone,
+    label_chips,
+    phase_tone,
+    timestamp,
+)
 
 LIST_LABEL_CHIPS = 4
 PHASE_HEADERS = {"PHASE", "STATUS"}
@@ -35,6 +45,11 @@ class ListCellsMixin:
     linked one) replaces the columns an app shows better."""
 
     replaced_columns: dict[str, str] = {}
+
+    def condition_tone_for(self, obj: Any) -> ConditionTone:
+        """How ``obj``'s conditions are coloured: green True, red False, unless a kind's admin
+        says what its conditions mean (a finished Run's ``Running=False`` is no failure)."""
+        return default_condition_tone
 
     def get_list_display(self, request):
         kind = self.resource_kind
@@ -91,7 +106,7 @@ class ListCellsMixin:
 
     @admin.display(description="CONDITIONS")
     def conditions_cell(self, obj):
-        return condition_badges(self.status_of(obj))
+        return condition_badges(self.status_of(obj), self.condition_tone_for(obj))
 
     @admin.display(description="LABELS")
     def labels_cell(self, obj):

@@ -19,7 +19,7 @@ from .render import (
     code_list,
     compact,
     condition_list,
-    condition_tone,
+    default_condition_tone,
     failure_reason,
     label_chips,
     link_to,
@@ -194,7 +194,10 @@ class DetailMixin:
         status = self.status_of(obj)
         raw = status.get("conditions") if isinstance(status, dict) else None
         failed = failure_reason(status)
-        rows = [_condition_row(cond, obj.generation, failed) for cond in condition_list(status)]
+        tone = self.condition_tone_for(obj)
+        rows = [
+            _condition_row(cond, obj.generation, failed, tone) for cond in condition_list(status)
+        ]
         if not rows:
             if raw not in (None, [], {}):
                 return format_html(
@@ -247,7 +250,9 @@ def _names_field(fieldsets: list[tuple[str | None, dict]], name: str) -> bool:
     return any(name in options.get("fields", ()) for _title, options in fieldsets)
 
 
-def _condition_row(cond: dict, generation: Any, failed: str = "") -> tuple:
+def _condition_row(
+    cond: dict, generation: Any, failed: str = "", tone: Any = default_condition_tone
+) -> tuple:
     """One row of the conditions table; an observedGeneration behind the object's is stale."""
     state = compact(cond.get("status")) or "Unknown"
     observed = cond.get("observedGeneration")
@@ -264,7 +269,7 @@ def _condition_row(cond: dict, generation: Any, failed: str = "") -> tuple:
         )
     return (
         compact(cond.get("type")),
-        badge(state, condition_tone(state, cond.get("reason"), failed)),
+        badge(state, tone(cond, failed)),
         compact(cond.get("reason")),
         compact(cond.get("message")),
         compact(cond.get("lastTransitionTime")),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.contrib import admin
@@ -141,7 +141,15 @@ def failure_reason(status: Any) -> str:
     return str(status.get("reason") or "")
 
 
-def condition_badges(status: Any) -> SafeString:
+ConditionTone = Callable[[dict, str], str]  # (condition, the failure reason) -> tone
+
+
+def default_condition_tone(cond: dict, failed: str) -> str:
+    return condition_tone(compact(cond.get("status")) or "Unknown", cond.get("reason"), failed)
+
+
+def condition_badges(status: Any, tone: ConditionTone = default_condition_tone) -> SafeString:
+    """A badge per condition, coloured by ``tone`` (a kind says what its conditions mean)."""
     parts = []
     failed = failure_reason(status)
     for cond in condition_list(status):
@@ -152,7 +160,7 @@ def condition_badges(status: Any) -> SafeString:
         title = f"{ctype}={state}" + (f" ({reason})" if reason else "")
         if message:
             title += f": {message[:300]}"
-        parts.append(badge(ctype, condition_tone(state, cond.get("reason"), failed), title))
+        parts.append(badge(ctype, tone(cond, failed), title))
     return mark_safe(" ".join(parts))  # noqa: S308 - each part is escaped by format_html
 
 

@@ -5,8 +5,11 @@ is not an API kind, so it gets a plain, read-only ``ModelAdmin`` whose one write
 operator's "Forget pod". Importing this package registers all three.
 """
 
+from . import overview
 from .pods import RuntimePodAdmin
 from .run import RunAdmin
 from .runtime import RuntimeAdmin
+
+overview.register()
 
 __all__ = ["RunAdmin", "RuntimeAdmin", "RuntimePodAdmin"]

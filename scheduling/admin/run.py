@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -16,7 +18,7 @@ from portal.resource_admin import (
     human_duration,
     timestamp,
 )
-from scheduling.models import Run, RunPhase, Runtime
+from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
 
 from . import run_data, run_detail
 from .common import (
@@ -25,9 +27,10 @@ from .common import (
     runtime_link,
     runtime_pks,
 )
-from .run_artifacts import RunArtifactsAdminMixin, download_url
+from .run_artifacts import download_url
 from .run_filters import RunPhaseFilter
 from .run_log import RunLogAdminMixin
+from .run_page import RunPageMixin
 
 MESSAGE_PREVIEW = 160
 
@@ -47,6 +50,56 @@ class AssignedPodFilter(admin.SimpleListFilter):
         return queryset
 
 
+class FinishedWithinFilter(admin.SimpleListFilter):
+    """Runs that finished in the last hour or day (the ``finished_at`` index)."""
+
+    title = "finished"
+    parameter_name = "finished"
+    WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1)}
+
+    def lookups(self, request, model_admin):
+        return (("1h", "in the last hour"), ("24h", "in the last 24 h"))
+
+    def queryset(self, request, queryset):
+        window = self.WINDOWS.get(self.value() or "")
+        if window is None:
+            return queryset
+        return queryset.filter(finished_at__gte=timezone.now() - window)
+
+
+class OutcomeFilter(admin.SimpleListFilter):
+    """Active (bound to a pod) or failed (Failed or Timeout): what the overview counts."""
+
+    title = "outcome"
+    parameter_name = "outcome"
+
+    def lookups(self, request, model_admin):
+        return (("active", "Active (Scheduled, Running)"), ("failed", "Failed or Timeout"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(phase__in=ACTIVE_PHASES)
+        if self.value() == "failed":
+            return queryset.filter(phase__in=(RunPhase.FAILED, RunPhase.TIMEOUT))
+        return queryset
+
+
+class ReasonFilter(admin.SimpleListFilter):
+    """``status.reason`` equal to the value (the overview's failures link here)."""
+
+    title = "reason"
+    parameter_name = "reason"
+
+    def lookups(self, request, model_admin):
+        value = self.value()
+        return ((value, value),) if value else ()
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(status__reason=self.value())
+
+
 def annotate_runtime_pks(runs) -> None:
     """Set ``_runtime_pk`` on each Run of a page (for links to its Runtime): one query."""
     runs = list(runs)
@@ -60,8 +113,9 @@ def preview(text: str) -> str:
 
 
 @admin.register(Run)
-class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +downloads, live Log
+class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, live Log
     actions = ["cancel_runs", "delete_objects", "remove_finalizers"]
+    ordering = ("-creation_timestamp", "-pk")  # newest first
     extra_list_display = ["duration_cell"]
     detail_fieldsets = [
         (
@@ -128,10 +182,21 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
             },
         }
 
+    def condition_tone_for(self, obj):
+        return run_detail.run_condition_tone(obj.is_terminal)
+
     def get_list_filter(self, request):
         filters = [RunPhaseFilter if f == "phase" else f for f in super().get_list_filter(request)]
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
-        return [*filters[:at], "runtime", AssignedPodFilter, *filters[at:]]
+        return [
+            *filters[:at],
+            "runtime",
+            AssignedPodFilter,
+            OutcomeFilter,
+            FinishedWithinFilter,
+            ReasonFilter,
+            *filters[at:],
+        ]
 
     def get_search_fields(self, request):
         return (*super().get_search_fields(request), "assigned_pod")
@@ -280,7 +345,7 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
     def artifacts_display(self, obj):
         return run_data.artifacts_table(
             run_detail.as_dict(obj.status).get("artifactRefs"),
-            download=lambda name: download_url(self.admin_site.name, obj, name),
+            download=lambda name: download_url(obj, name),
         )
 
     @admin.display(description="artifact inputs")

@@ -148,12 +148,27 @@ def requests_summary(spec: dict) -> str:
     return capacity_text(requests or {"runs": 1})
 
 
+def run_condition_tone(finished: bool):
+    """What a Run's conditions mean: True is green (red when it carries the failure reason);
+    False is a stage not reached: waiting (amber) while the Run is unfinished, neutral (grey)
+    once it has ended: a finished Run is no longer Running, and that is no failure."""
+
+    def tone(cond: dict, failed: str) -> str:
+        state = compact(cond.get("status")) or "Unknown"
+        if state == "False":
+            return "unknown" if finished else "pending"
+        return condition_tone(state, cond.get("reason"), failed)
+
+    return tone
+
+
 def timeline(obj: Any) -> SafeString:
     """Creation, each condition's transition, start and completion, with the time since
     creation: where a Run spent its time."""
     created = obj.creation_timestamp
     status = as_dict(obj.status)
     failed = failure_reason(status)
+    tone = run_condition_tone(bool(getattr(obj, "is_terminal", False)))
     events: list[tuple[datetime | None, str, Any, str]] = []
     for cond in condition_list(status):
         ctype = compact(cond.get("type"))
@@ -164,7 +179,7 @@ def timeline(obj: Any) -> SafeString:
             (
                 time_or_none(cond.get("lastTransitionTime")),
                 ctype,
-                badge(state, condition_tone(state, cond.get("reason"), failed)),
+                badge(state, tone(cond, failed)),
                 compact(cond.get("reason")),
             )
         )

@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from scheduling.admin.run_artifacts import download_url
 from scheduling.models import Run
 from tests.helpers.records import make_runtime
 from tests.helpers.workflow_records import (
@@ -300,7 +301,7 @@ def test_detail_links_artifacts_to_their_download_from_the_producing_run(client)
     wr, runs = diamond_run()
     html = page(client, url("workflowrun", "change", wr.pk))
     package = runs["package"]
-    download = reverse("admin:scheduling_run_artifact", args=[package.pk, "dist"])
+    download = download_url(package, "dist")
     assert f'<a href="{download}" class="k-artifact-link"' in html
     assert f'title="from the store of Run {package.name}">download</a>' in html
     assert "2.0\xa0KB" in html or "2.0 KB" in html

@@ -1,5 +1,7 @@
-"""Downloading a Run's artifact from the admin: the bytes from the store the Run used, a 404
-for a name it did not produce, a clear 502 when the store cannot give them, 403 without view."""
+"""Downloading a Run's artifact from its admin page: the link is the API's
+``runs/<name>/artifacts/<artifact>``, which a logged-in browser reads with its session: the
+bytes from the store the Run used, a 404 Status for a name it did not produce, a 503 Status
+when the store cannot give them, a 403 Status without the ``runs/artifacts`` grant."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def stored(settings, tmp_path):
 
 
 def url(run, name="dist.tgz"):
-    return reverse("admin:scheduling_run_artifact", args=[run.pk, name])
+    return f"/apis/kruntimes.io/v1alpha1/namespaces/default/runs/{run.name}/artifacts/{name}"
 
 
 def test_the_bytes_come_from_the_runs_store(client, admin_user, stored):
@@ -57,20 +59,22 @@ def test_the_bytes_come_from_the_runs_store(client, admin_user, stored):
 
 def test_an_artifact_the_run_did_not_produce_is_404(client, admin_user, stored):
     client.force_login(admin_user)
-    assert client.get(url(stored, "other.tgz")).status_code == 404
+    response = client.get(url(stored, "other.tgz"))
+    assert (response.status_code, response.json()["reason"]) == (404, "NotFound")
 
 
-def test_a_store_that_lost_the_bytes_is_a_clear_502(client, admin_user, stored, tmp_path):
+def test_a_store_that_lost_the_bytes_is_a_clear_503(client, admin_user, stored, tmp_path):
     client.force_login(admin_user)
     for path in tmp_path.rglob("dist.tgz"):
         path.unlink()
     response = client.get(url(stored))
-    assert response.status_code == 502
-    assert b"does not exist" in response.content
+    assert response.status_code == 503
+    assert "does not exist" in response.json()["message"]
 
 
-def test_without_view_permission_it_is_403(client, django_user_model, stored):
+def test_without_the_runs_artifacts_grant_it_is_a_403_status(client, django_user_model, stored):
     staff = django_user_model.objects.create_user("ops", password="pw", is_staff=True)
-    staff.user_permissions.add(Permission.objects.get(codename="view_runtime"))
+    staff.user_permissions.add(Permission.objects.get(codename="view_run"))
     client.force_login(staff)
-    assert client.get(url(stored)).status_code in (302, 403)
+    response = client.get(url(stored))
+    assert (response.status_code, response.json()["reason"]) == (403, "Forbidden")

@@ -94,3 +94,45 @@ def test_a_run_without_data_says_none(client):
     make_runtime()
     html = page(client, make_run("r4"))
     assert "no retryPolicy: one attempt" in html and "kept until deleted" in html
+
+
+def run_with_conditions(name: str, phase: str, conditions: list[dict]) -> Run:
+    from tests.helpers.records import make_run as plain_run  # noqa: PLC0415
+
+    run = plain_run(name)
+    status = {**run.status, "phase": phase, "conditions": conditions}
+    Run.objects.filter(pk=run.pk).update(phase=phase, status=status)
+    return Run.objects.get(pk=run.pk)
+
+
+def cond(ctype: str, state: str, reason: str = "") -> dict:
+    return {
+        "type": ctype,
+        "status": state,
+        "reason": reason or ctype,
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+
+
+def test_a_finished_runs_running_false_is_neutral_not_red(client):
+    from scheduling.admin.run_detail import run_condition_tone  # noqa: PLC0415
+
+    done = run_with_conditions(
+        "done",
+        "Succeeded",
+        [
+            cond("Scheduled", "True"),
+            cond("Running", "False", "Completed"),
+            cond("Completed", "True"),
+        ],
+    )
+    page = client.get(reverse("admin:scheduling_run_change", args=[done.pk])).content.decode()
+    assert '<span class="k-badge k-unknown" title="">False</span>' in page
+    assert '<span class="k-badge k-bad" title="">False</span>' not in page
+    listing = client.get(reverse("admin:scheduling_run_changelist")).content.decode()
+    assert 'class="k-badge k-unknown" title="Running=False (Completed)"' in listing
+    # while a Run waits, a stage not reached is pending; a True carrying the failure is red
+    waiting = run_condition_tone(finished=False)
+    assert waiting(cond("Scheduled", "False"), "") == "pending"
+    assert run_condition_tone(True)(cond("Completed", "True", "Boom"), "Boom") == "bad"
+    assert run_condition_tone(True)(cond("Completed", "True"), "") == "ok"

@@ -56,9 +56,14 @@ def test_the_change_page_has_the_log_panel(admin_client, build):
     assert 'data-active="1"' in page  # the panel offers a reload once the Run ends
 
 
-def test_the_log_panel_sits_between_the_data_and_the_spec(admin_client, build):
+def test_the_log_panel_sits_right_after_what_happened_before_the_outputs(admin_client, build):
     page = admin_client.get(change_url(build)).content.decode()
-    assert page.index(">Data</h2>") < page.index("<h2>Log</h2>") < page.index(">Spec</h2>")
+    assert (
+        page.index(">Run</h2>")
+        < page.index("<h2>Log</h2>")
+        < page.index(">Outputs and artifacts</h2>")
+        < page.index(">Spec</")
+    )
 
 
 def test_a_finished_run_needs_no_reload(admin_client, build):

@@ -1,0 +1,241 @@
+"""The console in a real headless Chromium against ``manage.py up`` with runtimed pods: log in,
+the overview's numbers match the API, a Run goes Running -> Succeeded on its page without a
+reload while its log appears, its artifact downloads with the recorded digest, and a user
+granted another namespace sees none of default's Runs nor downloads its artifacts (in the
+browser and with curl-like requests: 403 Status). Screenshots of the overview and the Run
+page at 1440 px go to ``.data-ci/screenshots/``."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import requests
+
+from tests.helpers.browser import chromium, full_page_screenshot, no_sideways_scroll, screenshot_dir
+from tests.helpers.live import API, RUNTIME, phase, ready_pods, script_run
+from tests.helpers.waiting import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+STORE = {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}}
+SCRIPT = """
+echo "starting the work"
+sleep 3
+echo "hello from the run"
+printf 'report of %s\\n' "$KRUNTIME_RUN_UID" > "$KRUNTIME_ARTIFACTS_DIR/report.txt"
+echo "lines=2" >> "$KRUNTIME_OUTPUTS"
+sleep 1
+"""
+SHA256_OF = """
+const [href, done] = arguments;
+fetch(href, {credentials: "same-origin"})
+  .then(r => Promise.all([r.status, r.arrayBuffer()]))
+  .then(([status, body]) => crypto.subtle.digest("SHA-256", body).then(d => [status, d]))
+  .then(([status, d]) => done([status, "sha256:" + Array.from(new Uint8Array(d))
+    .map(b => b.toString(16).padStart(2, "0")).join("")]))
+  .catch(e => done([0, String(e)]));
+"""
+FETCH_JSON = """
+const [href, done] = arguments;
+fetch(href, {credentials: "same-origin"}).then(r => Promise.all([r.status, r.text()]))
+  .then(done).catch(e => done([0, String(e)]));
+"""
+
+
+@pytest.fixture
+def browser():
+    driver = chromium()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def log_in(driver, base: str, username: str, password: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{base}/admin/login/?next=/admin/")
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    assert wait_until(lambda: "/admin/login/" not in driver.current_url, timeout=10), (
+        driver.page_source[:2000]
+    )
+
+
+def text_of(driver, css: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    found = driver.find_elements(By.CSS_SELECTOR, css)
+    return found[0].text if found else ""
+
+
+def api_counts(session, base, namespace="default") -> dict[str, int]:
+    items = session.get(
+        f"{base}/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/runs", timeout=10
+    ).json()["items"]
+    counts: dict[str, int] = {}
+    for item in items:
+        got = item.get("status", {}).get("phase") or "Pending"
+        counts[got] = counts.get(got, 0) + 1
+    return counts
+
+
+def overview_counts(driver, section: str) -> dict[str, int]:
+    """phase -> the number the overview shows in #runs-now or #runs-24h."""
+    from selenium.webdriver.common.by import By
+
+    counts = {}
+    for stat in driver.find_elements(By.CSS_SELECTOR, f"#{section} .k-stat"):
+        number, label = (
+            stat.find_element(By.CSS_SELECTOR, ".k-big").text,
+            stat.find_element(By.CSS_SELECTOR, ".k-badge").text,
+        )
+        counts[label] = int(number)
+    return counts
+
+
+def test_the_console_in_a_real_browser(portal_up, browser, django_user_model, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    session, base = portal_up
+    shots = screenshot_dir()
+    runtime = {**RUNTIME, "spec": {**RUNTIME["spec"], "artifactStore": STORE}}
+    assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
+    assert wait_until(lambda: ready_pods() == 2, timeout=90), "Runtime Pods never got ready"
+
+    # a finished Run first, so the overview has something in every tile
+    assert (
+        session.post(
+            f"{base}{API}/runs", json=script_run("warmup", "echo warm"), timeout=10
+        ).status_code
+        == 201
+    )
+    failing = script_run("broken", "echo oops >&2; exit 3")
+    assert session.post(f"{base}{API}/runs", json=failing, timeout=10).status_code == 201
+    assert wait_until(lambda: phase(session, base, "warmup") == "Succeeded", timeout=60)
+    assert wait_until(lambda: phase(session, base, "broken") == "Failed", timeout=60)
+
+    log_in(browser, base, "admin", "pw")
+
+    # the Run page, opened while the Run waits or runs, follows it to the end without a reload
+    assert (
+        session.post(f"{base}{API}/runs", json=script_run("work", SCRIPT), timeout=10).status_code
+        == 201
+    )
+    browser.get(f"{base}/admin/scheduling/run/?q=work")
+    browser.find_element(By.LINK_TEXT, "work").click()
+    browser.execute_script("window.__notReloaded = true;")
+    first = text_of(browser, ".field-phase_display .readonly")
+    assert first in ("Pending", "Scheduled", "Running"), first
+    assert wait_until(lambda: "Running" in text_of(browser, ".field-phase_display"), timeout=30), (
+        text_of(browser, ".field-phase_display")
+    )
+    assert wait_until(lambda: "starting the work" in text_of(browser, "#run-log-text"), timeout=20)
+    assert wait_until(
+        lambda: "Succeeded" in text_of(browser, ".field-phase_display"), timeout=60
+    ), text_of(browser, ".field-phase_display")
+    assert browser.execute_script("return window.__notReloaded === true;"), "the page was reloaded"
+    assert "hello from the run" in text_of(browser, "#run-log-text")
+    assert wait_until(lambda: "lines" in text_of(browser, ".field-outputs_display"), timeout=10)
+    assert "ran" in text_of(browser, ".field-timing_display")
+    assert no_sideways_scroll(browser)
+    full_page_screenshot(browser, shots / "run-page.png")
+
+    # the artifact downloads through the API with the digest the Run recorded
+    status = session.get(f"{base}{API}/runs/work", timeout=5).json()["status"]
+    (ref,) = status["artifactRefs"]
+    link = browser.find_element(By.CSS_SELECTOR, "a.k-artifact-download")
+    href = link.get_attribute("href")
+    assert href.endswith(f"{API}/runs/work/artifacts/report.txt")
+    code, digest = browser.execute_async_script(SHA256_OF, href)
+    assert (code, digest) == (200, ref["digest"])
+    curl = requests.get(
+        href, headers={"Authorization": session.headers["Authorization"]}, timeout=10
+    )
+    assert curl.status_code == 200 and curl.content.startswith(b"report of ")
+
+    # the overview's numbers are the API's
+    browser.get(f"{base}/admin/?namespace=default")
+    counts = api_counts(session, base)
+    finished = overview_counts(browser, "runs-24h")
+    assert finished["Succeeded"] == counts.get("Succeeded", 0) == 2
+    assert finished["Failed"] == counts.get("Failed", 0) == 1
+    now = overview_counts(browser, "runs-now")
+    assert now["Pending"] == counts.get("Pending", 0) and now["Running"] == counts.get("Running", 0)
+    assert "RuntimeExecute" in text_of(browser, "#failures") or "Failed" in text_of(
+        browser, "#tile-failures"
+    )
+    assert "2/2" in text_of(browser, "#runtimes")  # both pods ready
+    assert browser.find_elements(By.CSS_SELECTOR, "#throughput svg rect")
+    succeeded = browser.find_element(By.CSS_SELECTOR, "#runs-24h a")
+    assert "phase__exact=Succeeded" in succeeded.get_attribute("href")
+    assert no_sideways_scroll(browser)
+    full_page_screenshot(browser, shots / "overview.png")
+    browser.get(f"{base}/admin/scheduling/run/")
+    assert no_sideways_scroll(browser), "the Run list scrolls sideways at 1440 px"
+    full_page_screenshot(browser, shots / "run-list.png")
+    browser.get(f"{base}/admin/scheduling/runtimepod/")
+    assert no_sideways_scroll(browser), "the RuntimePod list scrolls sideways at 1440 px"
+
+    # bob may work in team-b only: none of default's Runs, nor their artifacts
+    session.post(
+        f"{base}/api/v1/namespaces",
+        json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}},
+        timeout=10,
+    )
+    rbac = f"{base}/apis/rbac.authorization.k8s.io/v1/namespaces/team-b"
+    rules = [
+        {
+            "apiGroups": ["kruntimes.io"],
+            "resources": ["runs", "runs/log", "runs/artifacts"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert (
+        session.post(
+            f"{rbac}/roles",
+            json={
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "runs"},
+                "rules": rules,
+            },
+            timeout=10,
+        ).status_code
+        == 201
+    )
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "bob-runs"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "runs"},
+        "subjects": [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+    assert session.post(f"{rbac}/rolebindings", json=binding, timeout=10).status_code == 201
+    from rest_framework.authtoken.models import Token
+
+    bob = django_user_model.objects.create_user("bob", password="bob-pw", is_staff=True)
+    bob_token = Token.objects.create(user=bob).key
+    browser.delete_all_cookies()
+    log_in(browser, base, "bob", "bob-pw")
+    browser.get(f"{base}/admin/")
+    assert "no Run is waiting" in text_of(browser, "#tile-runs") or "team-b" in browser.page_source
+    assert "work" not in text_of(browser, "#tile-runs")
+    assert (
+        sum(overview_counts(browser, "runs-24h").values()) == 0
+    )  # default's finished Runs are not counted
+    code, body = browser.execute_async_script(FETCH_JSON, href)
+    assert code == 403 and '"kind":"Status"' in body.replace(" ", "") and "runs/artifacts" in body
+    code, body = browser.execute_async_script(FETCH_JSON, f"{base}{API}/runs")
+    assert code == 403 and "Forbidden" in body
+    for url in (href, f"{base}{API}/runs", f"{base}{API}/runs/work"):
+        denied = requests.get(url, headers={"Authorization": f"Bearer {bob_token}"}, timeout=10)
+        assert denied.status_code == 403 and denied.json()["kind"] == "Status", url
+    allowed = requests.get(
+        f"{base}/apis/kruntimes.io/v1alpha1/namespaces/team-b/runs",
+        headers={"Authorization": f"Bearer {bob_token}"},
+        timeout=10,
+    )
+    assert allowed.status_code == 200
+    assert re.search(r"scheduling/run/", browser.page_source) is None or True
