@@ -66,7 +66,8 @@ SECTIONS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
         True,
     ),
 )
-LIVE_SECTIONS = ("Run", "Outputs and artifacts", "Progress")
+EVENTS = "Events"  # the object's Events (portal.resource_admin.events), open, after Progress
+LIVE_SECTIONS = ("Run", "Outputs and artifacts", "Progress", EVENTS)
 COLLAPSED = ("Spec", "Metadata", "Labels and annotations", "Edit", "Object (YAML)")
 
 
@@ -110,6 +111,8 @@ class RunPageMixin:
             (title, {"fields": list(fields), "classes": [] if opened else ["collapse"]})
             for title, fields, opened in SECTIONS
         ]
+        if EVENTS in by_title:
+            ordered.append((EVENTS, by_title[EVENTS]))
         for title in COLLAPSED:
             options = by_title.get(title)
             if options is not None:

@@ -65,7 +65,7 @@ def test_the_live_sections_and_the_watch_url_are_on_the_page(admin_client):
     assert 'data-watch-url="/apis/kruntimes.io/v1alpha1/namespaces/default/runs?watch=true' in page
     assert "fieldSelector=metadata.name%3Dbuild" in page
     assert f'data-resource-version="{run.resource_version}"' in page and 'data-active="1"' in page
-    assert page.count("data-live=") == 3
+    assert page.count("data-live=") == 4  # Run, Outputs and artifacts, Progress, Events
     assert "/static/portal/live.js" in page and "https://" not in page.split("<body")[1]
 
 
