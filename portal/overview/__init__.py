@@ -117,16 +117,10 @@ class OverviewView:
 
 
 def visible_namespaces(user, group: str, resource: str, only: str = "") -> list[str]:
-    """Namespaces where ``user`` may ``list`` ``resource``: one RBAC review each."""
-    from portal.auth.authorizer import review
-    from portal.models import Namespace
+    """Namespaces where ``user`` may ``list`` ``resource`` (at most MAX_NAMESPACES)."""
+    from portal.auth.namespaces import visible_namespaces as visible
 
-    names: Iterable[str] = (
-        [only]
-        if only
-        else Namespace.objects.order_by("name").values_list("name", flat=True)[:MAX_NAMESPACES]
-    )
-    return [ns for ns in names if review(user, "list", group, resource, namespace=ns).allowed]
+    return visible(user, group, resource, only, limit=MAX_NAMESPACES)
 
 
 def render_tiles(view: OverviewView) -> list[dict]:

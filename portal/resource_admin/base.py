@@ -23,6 +23,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from portal.machinery.registry import ResourceKind, registry
 
+from .access import NamespaceAccessMixin
 from .actions import ActionsMixin
 from .cells import ListCellsMixin
 from .detail import DetailMixin
@@ -32,6 +33,7 @@ from .forms import ManifestForm, ManifestFormMixin
 
 
 class ResourceAdmin(
+    NamespaceAccessMixin,
     ListCellsMixin,
     FiltersMixin,
     DetailMixin,
