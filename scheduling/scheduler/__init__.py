@@ -7,7 +7,13 @@ from .plugins import default_plugins
 
 
 def default_framework() -> Framework:
-    return Framework(default_plugins())
+    from django.conf import settings
+
+    return Framework(
+        default_plugins(),
+        percentage_of_pods_to_score=settings.KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE,
+        min_pods_to_score=settings.KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE,
+    )
 
 
 __all__ = [

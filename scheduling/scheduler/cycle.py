@@ -43,13 +43,27 @@ def _write_status(run: PendingRun, status: dict[str, Any]) -> bool:
     return run_status.write(run, status, run_status.STILL_PENDING)
 
 
-def _record_pending(run: PendingRun, message: str, now: datetime) -> None:
+def reason_set(message: str) -> frozenset[str]:
+    """What a Pending message says, without its counts: ``0/3 pods: 2 at capacity, 1 is not
+    ready`` -> {"at capacity", "is not ready"} (singular and plural differ: kept apart)."""
+    head, _, reasons = message.partition(": ")
+    if not reasons or not head.startswith("0/"):
+        return frozenset([message])
+    return frozenset(part.lstrip("0123456789 ") for part in reasons.split(", "))
+
+
+def pending_status(run: PendingRun, message: str, now: datetime) -> dict[str, Any] | None:
+    """The Unschedulable status to write, or None when the Run already says the same reasons
+    (counts change as pods fill and drain: rewriting them each pass would write every
+    waiting Run every pass)."""
     scheduled: dict[str, Any] = next(
         (c for c in run.status.get("conditions") or [] if c.get("type") == "Scheduled"), {}
     )
-    if run.status.get("message") == message and scheduled.get("reason") == "Unschedulable":
-        return  # unchanged: no write
-    _write_status(run, run_status.pending(run.status, message, now, run.generation))
+    if scheduled.get("reason") == "Unschedulable" and reason_set(
+        run.status.get("message") or ""
+    ) == reason_set(message):
+        return None
+    return run_status.pending(run.status, message, now, run.generation)
 
 
 def _fail(run: PendingRun, verdict: Verdict, now: datetime) -> None:
@@ -82,6 +96,8 @@ class Pass:
         self.options = options
         self.result = PassResult()
         self.batch: list[tuple[PendingRun, PodState]] = []
+        # Pending messages to write, in one statement when the pass ends
+        self.pending_writes: list[tuple[PendingRun, dict[str, Any]]] = []
 
     def run(self) -> PassResult:
         started = time.perf_counter()
@@ -97,6 +113,9 @@ class Pass:
                 break
             last = page[-1]
             after = (last.priority, last.creation_timestamp, last.pk)
+        # a stale write loses (the Run changed meanwhile): the next pass retries
+        run_status.write_many(self.pending_writes, run_status.STILL_PENDING)
+        self.pending_writes = []
         self.result.seconds = time.perf_counter() - started
         metrics.PASS_SECONDS.observe(self.result.seconds)
         return self.result
@@ -117,8 +136,13 @@ class Pass:
             self.result.failed += 1
             metrics.RESULTS.labels("failed").inc()
         elif decision.pod is None:
-            if self.options.write_pending_messages:
-                _record_pending(run, decision.message, self.now)
+            status = (
+                pending_status(run, decision.message, self.now)
+                if self.options.write_pending_messages
+                else None
+            )
+            if status is not None:
+                self.pending_writes.append((run, status))
             self.result.pending += 1
             metrics.RESULTS.labels("unschedulable").inc()
         else:
@@ -142,7 +166,7 @@ class Pass:
         # after every release, so none is subtracted from it: what the database says
         resync = {pod.uid: pod for _, pod, stage in outcome.conflicts if stage == "capacity"}
         for uid, pod in resync.items():
-            pod.used = dict(outcome.usage.get(uid, {}))
+            snapshot.set_used(pod, outcome.usage.get(uid, {}))
         self.result.conflicts += len(outcome.conflicts)
         self.result.bound += len(outcome.bound)
         self.result.bound_runs += [run.pk for run, _ in outcome.bound]
