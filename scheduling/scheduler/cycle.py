@@ -13,7 +13,7 @@ from scheduling import metrics, run_status
 from scheduling.models import RunPhase
 
 from . import bind as binding
-from .framework import Framework, Verdict
+from .framework import REASON_TEXT, Framework, Verdict
 from .loading import SQL_SELECTORS_PER_PASS, Cursor, pending_runs, take_snapshot
 from .snapshot import PendingRun, PodState, Snapshot
 
@@ -43,13 +43,18 @@ def _write_status(run: PendingRun, status: dict[str, Any]) -> bool:
     return run_status.write(run, status, run_status.STILL_PENDING)
 
 
+# a reason's singular and plural text -> its key
+_REASON_OF_TEXT = {text: key for key, texts in REASON_TEXT.items() for text in texts}
+
+
 def reason_set(message: str) -> frozenset[str]:
     """What a Pending message says, without its counts: ``0/3 pods: 2 at capacity, 1 is not
-    ready`` -> {"at capacity", "is not ready"} (singular and plural differ: kept apart)."""
+    ready`` -> {"AtCapacity", "NotReady"}; any other message is its own reason."""
     head, _, reasons = message.partition(": ")
     if not reasons or not head.startswith("0/"):
         return frozenset([message])
-    return frozenset(part.lstrip("0123456789 ") for part in reasons.split(", "))
+    texts = (part.lstrip("0123456789 ") for part in reasons.split(", "))
+    return frozenset(_REASON_OF_TEXT.get(text, text) for text in texts)
 
 
 def pending_status(run: PendingRun, message: str, now: datetime) -> dict[str, Any] | None:
