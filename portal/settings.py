@@ -232,6 +232,12 @@ KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE = env.int(
     "KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE", default=5
 )
 KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE = env.int("KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE", default=50)
+# A scheduler keeps pod usage across its passes, updated from the Run watch events (rebuilt
+# from the rows at least this often); off: each pass sums every active Run.
+KRUNTIMES_SCHEDULER_USAGE_CACHE = env.bool("KRUNTIMES_SCHEDULER_USAGE_CACHE", default=True)
+KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS = env.float(
+    "KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS", default=30.0
+)
 # How long a stopped Runtime Pod (and ``manage.py up`` on Ctrl-C/SIGTERM) waits for running
 # steps to finish and report before it is killed; runtimed itself stops steps 5 s earlier.
 KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(

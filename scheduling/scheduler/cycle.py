@@ -106,7 +106,7 @@ class Pass:
 
     def run(self) -> PassResult:
         started = time.perf_counter()
-        snapshot = take_snapshot(self.now, self.options.sql_selectors)
+        snapshot = take_snapshot(self.now, self.options.sql_selectors, self.framework.usage_cache)
         after: Cursor | None = None
         while True:
             page = pending_runs(self.options.page_size, after, now=self.now)

@@ -137,6 +137,8 @@ class Framework:
         self.plugins = plugins
         self.percentage = percentage_of_pods_to_score
         self.minimum = min_pods_to_score
+        # pod usage kept across this framework's passes (see usage_cache); None: read each pass
+        self.usage_cache: Any = None
         # Filter runs once per (Run, pod): skip the plugins that do not implement it
         self.filters = [p for p in plugins if _implements(p, "filter")]
         self.scorers = [p for p in plugins if p.scores]

@@ -29,6 +29,7 @@ from .snapshot import (
     WorkspaceState,
 )
 from .usage import active_usage, run_requests
+from .usage_cache import UsageCache
 
 SQL_SELECTORS_PER_PASS = 16
 # Where a page of the queue ended: (priority, creation_timestamp, pk) of its last Run.
@@ -85,7 +86,13 @@ class DatabasePlacements:
         return Counter(dict(rows))
 
 
-def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) -> Snapshot:
+def take_snapshot(
+    now: datetime,
+    sql_selectors: int = SQL_SELECTORS_PER_PASS,
+    cache: UsageCache | None = None,
+) -> Snapshot:
+    """The pods, what active Runs use on each (from ``cache`` when given: only what changed
+    since the last pass is read), and the Runtimes."""
     pods = [
         PodState(
             namespace=row["namespace"],
@@ -111,7 +118,11 @@ def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) ->
         )
     ]
     by_key = {(pod.namespace, pod.name): pod for pod in pods}
-    usage = active_usage(Run.objects.all(), "namespace", "assigned_pod", "assigned_pod_uid")
+    usage = (
+        cache.current()
+        if cache is not None
+        else active_usage(Run.objects.all(), "namespace", "assigned_pod", "assigned_pod_uid")
+    )
     for (namespace, pod_name, pod_uid), used in usage.items():
         pod = by_key.get((namespace, pod_name))
         if pod is not None and pod.uid == pod_uid:
