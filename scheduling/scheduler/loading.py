@@ -12,10 +12,10 @@ from collections import Counter
 from datetime import datetime
 
 from django.db.models import Count, Q
-from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.lookups import In
+from django.db.models.fields.json import KeyTransform
 
-from portal.machinery.labels import DOES_NOT_EXIST, EXISTS, NOT_EQUALS, NOT_IN, Selector
+from portal.machinery.label_query import selector_q
+from portal.machinery.labels import Selector
 from scheduling import resources
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime, RuntimePod
 from workspaces.models import PersistentWorkspace
@@ -34,24 +34,6 @@ from .usage_cache import UsageCache
 SQL_SELECTORS_PER_PASS = 16
 # Where a page of the queue ended: (priority, creation_timestamp, pk) of its last Run.
 Cursor = tuple[int, datetime | None, int]
-
-
-def selector_q(selector: Selector) -> Q:
-    """The selector as a filter on ``labels``: requirements ANDed, ``!=``/NotIn match Runs
-    without the key (label values are strings, so ``->>`` compares them exactly)."""
-    q = Q()
-    for requirement in selector.requirements:
-        has_key = Q(labels__has_key=requirement.key)
-        value_in = Q(In(KeyTextTransform(requirement.key, "labels"), sorted(requirement.values)))
-        if requirement.operator == EXISTS:
-            q &= has_key
-        elif requirement.operator == DOES_NOT_EXIST:
-            q &= ~has_key
-        elif requirement.operator in (NOT_EQUALS, NOT_IN):
-            q &= ~has_key | ~value_in
-        else:  # Equals, In
-            q &= value_in
-    return q
 
 
 class DatabasePlacements:
