@@ -224,6 +224,8 @@ KRUNTIMES_RECONCILE_INTERVAL_SECONDS = env.float(
     "KRUNTIMES_RECONCILE_INTERVAL_SECONDS", default=10.0
 )
 KRUNTIMES_GC_BATCH_SIZE = env.int("KRUNTIMES_GC_BATCH_SIZE", default=500)
+# Admin change lists count exactly up to this many rows; above, PostgreSQL's planner estimate.
+KRUNTIMES_ADMIN_EXACT_COUNT_LIMIT = env.int("KRUNTIMES_ADMIN_EXACT_COUNT_LIMIT", default=10000)
 # The scheduler's Filter stops after this percentage of a Runtime's pods were found feasible
 # (never fewer than KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE; 100: every pod; 0: kube-scheduler's
 # adaptive 50%-less-1%-per-125-pods) and Score ranks only those. Candidates are walked least

@@ -136,6 +136,8 @@ class Run(NamespacedObject):
                 fields=("phase", "priority", "creation_timestamp"), name="run_queue_order"
             ),
             models.Index(fields=("finished_at",), name="run_finished_at"),
+            # the admin's default order, newest first (scanned backwards)
+            models.Index(fields=("creation_timestamp", "id"), name="run_newest_first"),
             # the TTL pass: only Runs that will expire and are not being deleted yet
             models.Index(
                 fields=("expires_at",),

@@ -16,6 +16,7 @@ from portal.resource_admin import (
     human_duration,
     timestamp,
 )
+from portal.resource_admin.scale import RuntimeFilter
 from scheduling.models import Run, RunPhase
 
 from . import run_data, run_detail
@@ -114,7 +115,7 @@ class RunAdmin(RunArtifactsAdminMixin, RunLogAdminMixin, ResourceAdmin):  # +dow
     def get_list_filter(self, request):
         filters = list(super().get_list_filter(request))
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
-        return [*filters[:at], "runtime", AssignedPodFilter, *filters[at:]]
+        return [*filters[:at], RuntimeFilter, AssignedPodFilter, *filters[at:]]
 
     def get_search_fields(self, request):
         return (*super().get_search_fields(request), "assigned_pod")
