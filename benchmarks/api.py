@@ -79,8 +79,10 @@ def _clients():
     user, _ = get_user_model().objects.get_or_create(
         username=USER, defaults={"is_superuser": True, "is_staff": True}
     )
-    host = "testserver" if ("*" in settings.ALLOWED_HOSTS or not settings.ALLOWED_HOSTS) else (
-        settings.ALLOWED_HOSTS[0].lstrip(".")
+    host = (
+        "testserver"
+        if ("*" in settings.ALLOWED_HOSTS or not settings.ALLOWED_HOSTS)
+        else (settings.ALLOWED_HOSTS[0].lstrip("."))
     )
     api = APIClient(SERVER_NAME=host)
     api.force_authenticate(user=user)

@@ -17,7 +17,6 @@ LABEL_FILTER_SAMPLE = 500
 LABEL_FILTER_CHOICES = 40
 
 
-
 class TerminatingFilter(admin.SimpleListFilter):
     title = "terminating"
     parameter_name = "terminating"

@@ -4,7 +4,8 @@ expensive, and filters whose choices come from small tables instead of a scan of
 ``EstimatedCountPaginator``: on PostgreSQL the count of an unfiltered list is
 ``pg_class.reltuples`` and of a filtered one the planner's row estimate (EXPLAIN); either is
 used only above ``KRUNTIMES_ADMIN_EXACT_COUNT_LIMIT``, below it (and on SQLite) the count is
-exact. ``NamespaceFilter`` lists the Namespace objects, ``RuntimeFilter`` the Runtimes.
+exact. ``NamespaceFilter`` lists the Namespace objects (``ChoicesFromTable`` is the base of
+such filters, e.g. the Run admin's runtime filter).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class EstimatedCountPaginator(Paginator):
         return super().count
 
 
-class _ChoicesFromTable(admin.SimpleListFilter):
+class ChoicesFromTable(admin.SimpleListFilter):
     """Choices read from a small table (distinct values there), never from the listed one."""
 
     column = ""
@@ -69,7 +70,7 @@ class _ChoicesFromTable(admin.SimpleListFilter):
         return queryset
 
 
-class NamespaceFilter(_ChoicesFromTable):
+class NamespaceFilter(ChoicesFromTable):
     title = "namespace"
     parameter_name = "namespace__exact"
     column = "namespace"
@@ -78,16 +79,3 @@ class NamespaceFilter(_ChoicesFromTable):
         from portal.models import Namespace
 
         return list(Namespace.objects.order_by("name").values_list("name", flat=True)[:500])
-
-
-class RuntimeFilter(_ChoicesFromTable):
-    title = "runtime"
-    parameter_name = "runtime__exact"
-    column = "runtime"
-
-    def choices_from(self) -> list[str]:
-        from scheduling.models import Runtime
-
-        return list(
-            Runtime.objects.order_by("name").values_list("name", flat=True).distinct()[:500]
-        )

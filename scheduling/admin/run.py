@@ -16,7 +16,6 @@ from portal.resource_admin import (
     human_duration,
     timestamp,
 )
-from portal.resource_admin.scale import RuntimeFilter
 from scheduling.models import Run, RunPhase
 
 from . import run_data, run_detail
@@ -26,6 +25,7 @@ from .common import (
     runtime_link,
     runtime_pks,
 )
+from .filters import RuntimeFilter
 from .run_artifacts import RunArtifactsAdminMixin, download_url
 from .run_log import RunLogAdminMixin
 

@@ -48,14 +48,17 @@ class UsageCache:
         """Pod -> the whole-number requests of the Runs active on it now (do not mutate)."""
         from portal.models import ResourceVersionCounter
 
-        row = ResourceVersionCounter.objects.filter(pk=1).values_list(
-            "value", "compacted_through"
-        )
+        row = ResourceVersionCounter.objects.filter(pk=1).values_list("value", "compacted_through")
         value, compacted = row.first() or (0, 0)
         stale = time.monotonic() - self.synced_at > self.resync_seconds
-        if self.cursor is None or stale or compacted > self.cursor or value < self.cursor:
-            self.rebuild()
-        elif value > self.cursor and not self._catch_up(value):
+        if (
+            self.cursor is None
+            or stale
+            or compacted > self.cursor
+            or value < self.cursor
+            or value > self.cursor
+            and not self._catch_up(value)
+        ):
             self.rebuild()
         return self.usage
 

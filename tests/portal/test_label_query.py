@@ -20,8 +20,8 @@ from portal.machinery.labels import (
     Selector,
     parse_selector_string,
 )
-from portal.machinery.views import list_objects
 from portal.machinery.registry import registry
+from portal.machinery.views import list_objects
 from tests.testapp.models import Widget
 
 pytestmark = pytest.mark.django_db
@@ -53,24 +53,29 @@ selectors = st.builds(
 def _check(rows: list[dict], selector: Selector) -> None:
     with transaction.atomic():
         Widget.objects.bulk_create(
-            [Widget(namespace="default", name=f"w{i}", labels=labels) for i, labels in enumerate(rows)]
+            [
+                Widget(namespace="default", name=f"w{i}", labels=labels)
+                for i, labels in enumerate(rows)
+            ]
         )
-        found = set(
-            Widget.objects.filter(selector_q(selector)).values_list("name", flat=True)
-        )
+        found = set(Widget.objects.filter(selector_q(selector)).values_list("name", flat=True))
         expected = {f"w{i}" for i, labels in enumerate(rows) if selector.matches(labels)}
         transaction.set_rollback(True)
     assert found == expected, selector.to_string() if not selector.match_nothing else "nothing"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(labels_st, max_size=12), selectors)
 def test_sql_selector_equals_the_python_reference(rows, selector):
     _check(rows, selector)
 
 
 @pytest.mark.postgres
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(labels_st, max_size=12), selectors)
 def test_sql_selector_equals_the_python_reference_on_this_database(rows, selector):
     """The same property, marked for the PostgreSQL run (DATABASE_URL): containment and
@@ -87,7 +92,9 @@ def test_a_list_filters_before_paging_and_continues():
     kind = registry.for_model(Widget)
     Widget.objects.bulk_create(
         [
-            Widget(namespace="default", name=f"w{i:03d}", labels={"app": "x" if i % 10 == 0 else "y"})
+            Widget(
+                namespace="default", name=f"w{i:03d}", labels={"app": "x" if i % 10 == 0 else "y"}
+            )
             for i in range(100)
         ]
     )

@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from portal.resource_admin.scale import EstimatedCountPaginator, NamespaceFilter, RuntimeFilter
+from portal.resource_admin.scale import EstimatedCountPaginator, NamespaceFilter
+from scheduling.admin.filters import RuntimeFilter
 from scheduling.models import Run
 from tests.helpers.records import make_run, make_runtime
 

@@ -28,7 +28,9 @@ def test_a_pass_over_many_unplaceable_runs_writes_their_messages_in_one_statemen
     runs = [make_run(f"r{i}") for i in range(30)]
     with CaptureQueriesContext(connection) as first:
         schedule()
-    assert [fresh(r).status.get("message") for r in runs] == ["0/1 pods: 1 has less capacity than the Run requests"] * 30
+    assert [fresh(r).status.get("message") for r in runs] == [
+        "0/1 pods: 1 has less capacity than the Run requests"
+    ] * 30
     # the counter, the batch UPDATE: one each, however many Runs
     assert _writes(first.captured_queries) == 2
     assert len(first.captured_queries) < 15

@@ -36,9 +36,9 @@ class CountingFilter(Plugin):
 def test_filter_stops_after_enough_feasible_pods():
     counting = CountingFilter()
     pods = [pod(f"p{i:03d}", runs=4) for i in range(200)]
-    decision = Framework([counting], percentage_of_pods_to_score=5, min_pods_to_score=20).schedule_one(
-        run(), snapshot(pods)
-    )
+    decision = Framework(
+        [counting], percentage_of_pods_to_score=5, min_pods_to_score=20
+    ).schedule_one(run(), snapshot(pods))
     assert len(counting.asked) == 20
     assert decision.pod is not None
 
