@@ -86,6 +86,22 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
+def _delete_recorded(run: Run) -> None:
+    """Delete a probe Run as the store would: with its DELETED watch event, which is how a
+    scheduler's usage cache learns that it is gone (untimed)."""
+    from django.db import transaction
+
+    from portal.machinery import history
+    from portal.machinery.registry import registry
+
+    kind = registry.for_model(Run)
+    with transaction.atomic():
+        run.resource_version = history.allocate()
+        if kind is not None:
+            history.record(kind, run, history.DELETED)
+        Run.objects.filter(pk=run.pk).delete()
+
+
 def probe_passes(work: Workload, count: int, options: PassOptions, log: Log) -> list[float]:
     """Seconds of a pass that has exactly one new pending Run to place, ``count`` times.
 
@@ -107,7 +123,7 @@ def probe_passes(work: Workload, count: int, options: PassOptions, log: Log) -> 
         durations.append(time.perf_counter() - started)
         if run.pk not in outcome.bound_runs:
             missed += 1
-        Run.objects.filter(pk=run.pk).delete()
+        _delete_recorded(run)
     log(
         f"{count} probe passes: p50 {percentile(durations, 0.5) * 1000:.1f} ms, "
         f"p99 {percentile(durations, 0.99) * 1000:.1f} ms"

@@ -255,6 +255,23 @@ KRUNTIMES_EVENT_TTL_SECONDS = env.float("KRUNTIMES_EVENT_TTL_SECONDS", default=3
 KRUNTIMES_EVENT_BURST = env.int("KRUNTIMES_EVENT_BURST", default=25)
 KRUNTIMES_EVENT_REFILL_SECONDS = env.float("KRUNTIMES_EVENT_REFILL_SECONDS", default=300.0)
 KRUNTIMES_EVENT_INSTANCE = env.str("KRUNTIMES_EVENT_INSTANCE", default=socket.gethostname())
+# Admin change lists count exactly up to this many rows; above, PostgreSQL's planner estimate.
+KRUNTIMES_ADMIN_EXACT_COUNT_LIMIT = env.int("KRUNTIMES_ADMIN_EXACT_COUNT_LIMIT", default=10000)
+# The scheduler's Filter stops after this percentage of a Runtime's pods were found feasible
+# (never fewer than KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE; 100: every pod; 0: kube-scheduler's
+# adaptive 50%-less-1%-per-125-pods) and Score ranks only those. Candidates are walked least
+# loaded first, so a small sample already holds the pods the full ranking would prefer.
+KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE = env.int(
+    "KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE", default=5
+)
+KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE = env.int("KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE", default=50)
+# A scheduler keeps pod usage across its passes, updated from the Run watch events (rebuilt
+# from the rows at least this often); off (the default until it has run in the whole suite and
+# under fault injection): each pass sums every active Run.
+KRUNTIMES_SCHEDULER_USAGE_CACHE = env.bool("KRUNTIMES_SCHEDULER_USAGE_CACHE", default=False)
+KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS = env.float(
+    "KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS", default=30.0
+)
 # How long a stopped Runtime Pod (and ``manage.py up`` on Ctrl-C/SIGTERM) waits for running
 # steps to finish and report before it is killed; runtimed itself stops steps 5 s earlier.
 KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(

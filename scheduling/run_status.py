@@ -158,6 +158,7 @@ def write(run: Versioned, status: dict, guard: Guard = ANY, **columns: Any) -> b
     at the resourceVersion ``run`` was read at; False when someone wrote first. ``run`` is
     updated in step when the write lands."""
     values = {**Run.status_columns(status), **dict.fromkeys(guard.resets), **columns}
+    values["expires_at"] = Run.expiry(values["finished_at"])
     guards: dict[str, Any] = {}
     if guard.phase is not None:
         guards["phase"] = guard.phase
@@ -236,7 +237,16 @@ def _written() -> tuple[str, ...]:
 def _statement(vendor: str, guard: Guard) -> str:
     """The batch compare-and-set UPDATE over a JSON array of rows (one parameter, cheap to
     send); every value is a parameter."""
-    names = ("id", "resource_version", *_written(), *guard.resets, "phase", "deletion_timestamp")
+    names = (
+        "id",
+        "resource_version",
+        *_written(),
+        *guard.resets,
+        "phase",
+        "deletion_timestamp",
+        "expires_at",
+        "ttl_after_finished",
+    )
     fields = {name: Run._meta.get_field(name) for name in names}
     fields["new_version"] = fields["resource_version"]
     table = connection.ops.quote_name(Run._meta.db_table)
@@ -252,6 +262,11 @@ def _statement(vendor: str, guard: Guard) -> str:
         *(f"{column[name]} = v.{name}" for name in _written()),
         f"{column['resource_version']} = v.new_version",
         *(f"{column[name]} = NULL" for name in guard.resets),
+        # the TTL's due time, from the finish time written and the row's own TTL
+        f"{column['expires_at']} = "
+        + connection.ops.combine_duration_expression(
+            "+", [f"v.{column['finished_at']}", f"{table}.{column['ttl_after_finished']}"]
+        ),
     ]
     tests = [("id", "= v.id"), ("resource_version", "= v.resource_version")]
     if guard.phase is not None:

@@ -21,11 +21,20 @@ from scheduling import (
     triggers,
 )
 from scheduling.models import Run, RunPhase
-from scheduling.scheduler import default_framework
+from scheduling.scheduler import Framework, default_framework
 from scheduling.scheduler.loop import schedule_while_requested
 from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
+# One framework per worker process, so its usage cache lives from one pass to the next.
+_framework: Framework | None = None
+
+
+def worker_framework() -> Framework:
+    global _framework
+    if _framework is None:
+        _framework = default_framework()
+    return _framework
 
 
 @shared_task(name=task_names.SCHEDULE, ignore_result=True)
@@ -33,7 +42,7 @@ def schedule(source: str = "event") -> int:
     """Run scheduling passes while wake-ups keep arriving (``scheduler.loop``)."""
     if not Run.objects.filter(phase=RunPhase.PENDING).exists():
         return 0  # nothing to place: a wake-up after a Run ended costs one query, not a pass
-    return schedule_while_requested(default_framework(), dispatch.dispatch)
+    return schedule_while_requested(worker_framework(), dispatch.dispatch)
 
 
 @shared_task(name=protocol.REPORT_RUN_TASK, ignore_result=True)

@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from . import errors, history, patches, store, tables, watch
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
+from .label_query import selector_q
 from .labels import selector_parameter
 from .manifest import list_item, to_manifest
 from .protobuf import ProtobufParser
@@ -376,6 +377,8 @@ def list_objects(
     field_filters = parse_field_selector(kind, params.get("fieldSelector", ""))
     limit = _parse_limit(params.get("limit"))
     query = kind.model.objects.filter(**field_filters)
+    if not selector.is_empty:  # in the database, before paging (indexed on PostgreSQL)
+        query = query.filter(selector_q(selector))
     order = ("namespace", "name") if kind.namespaced else ("name",)
     if namespace is not None and kind.namespaced:
         query = query.filter(namespace=namespace)

@@ -30,6 +30,7 @@ from .detail import DetailMixin
 from .events import EventsMixin
 from .filters import FiltersMixin
 from .forms import ManifestForm, ManifestFormMixin
+from .scale import EstimatedCountPaginator
 
 
 class ResourceAdmin(
@@ -43,6 +44,9 @@ class ResourceAdmin(
     admin.ModelAdmin,
 ):
     form = ManifestForm
+    # at a million rows: an estimated count above a limit, and no second full count
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
     change_list_template = "admin/resource/change_list.html"
     change_form_template = "admin/resource/change_form.html"
     delete_confirmation_template = "admin/resource/delete_confirmation.html"

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
 from .render import label_pairs
+from .scale import NamespaceFilter
 
 # The label filter offers the most common key=value pairs of this many most recent objects.
 LABEL_FILTER_SAMPLE = 500
@@ -88,7 +89,7 @@ class FiltersMixin:
     def get_list_filter(self, request):
         filters: list[Any] = []
         if self.resource_kind.namespaced:
-            filters.append("namespace")
+            filters.append(NamespaceFilter)  # choices from the Namespace table
         if self.has_phase():
             filters.append("phase")
         return [*filters, TerminatingFilter, LabelFilter]

@@ -27,6 +27,7 @@ from .common import (
     runtime_link,
     runtime_pks,
 )
+from .filters import RuntimeFilter
 from .run_artifacts import download_url
 from .run_filters import RunPhaseFilter
 from .run_log import RunLogAdminMixin
@@ -190,7 +191,7 @@ class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, 
         at = filters.index(TerminatingFilter) if TerminatingFilter in filters else len(filters)
         return [
             *filters[:at],
-            "runtime",
+            RuntimeFilter,
             AssignedPodFilter,
             OutcomeFilter,
             FinishedWithinFilter,

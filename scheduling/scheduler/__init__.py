@@ -7,7 +7,18 @@ from .plugins import default_plugins
 
 
 def default_framework() -> Framework:
-    return Framework(default_plugins())
+    from django.conf import settings
+
+    framework = Framework(
+        default_plugins(),
+        percentage_of_pods_to_score=settings.KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE,
+        min_pods_to_score=settings.KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE,
+    )
+    if settings.KRUNTIMES_SCHEDULER_USAGE_CACHE:
+        from .usage_cache import UsageCache
+
+        framework.usage_cache = UsageCache(settings.KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS)
+    return framework
 
 
 __all__ = [

@@ -13,7 +13,7 @@ from scheduling import metrics, run_events, run_status
 from scheduling.models import RunPhase
 
 from . import bind as binding
-from .framework import Framework, Verdict
+from .framework import REASON_TEXT, Framework, Verdict
 from .loading import SQL_SELECTORS_PER_PASS, Cursor, pending_runs, take_snapshot
 from .snapshot import PendingRun, PodState, Snapshot
 
@@ -43,13 +43,32 @@ def _write_status(run: PendingRun, status: dict[str, Any]) -> bool:
     return run_status.write(run, status, run_status.STILL_PENDING)
 
 
-def _record_pending(run: PendingRun, message: str, now: datetime) -> None:
+# a reason's singular and plural text -> its key
+_REASON_OF_TEXT = {text: key for key, texts in REASON_TEXT.items() for text in texts}
+
+
+def reason_set(message: str) -> frozenset[str]:
+    """What a Pending message says, without its counts: ``0/3 pods: 2 at capacity, 1 is not
+    ready`` -> {"AtCapacity", "NotReady"}; any other message is its own reason."""
+    head, _, reasons = message.partition(": ")
+    if not reasons or not head.startswith("0/"):
+        return frozenset([message])
+    texts = (part.lstrip("0123456789 ") for part in reasons.split(", "))
+    return frozenset(_REASON_OF_TEXT.get(text, text) for text in texts)
+
+
+def pending_status(run: PendingRun, message: str, now: datetime) -> dict[str, Any] | None:
+    """The Unschedulable status to write, or None when the Run already says the same reasons
+    (counts change as pods fill and drain: rewriting them each pass would write every
+    waiting Run every pass)."""
     scheduled: dict[str, Any] = next(
         (c for c in run.status.get("conditions") or [] if c.get("type") == "Scheduled"), {}
     )
-    if run.status.get("message") == message and scheduled.get("reason") == "Unschedulable":
-        return  # unchanged: no write
-    _write_status(run, run_status.pending(run.status, message, now, run.generation))
+    if scheduled.get("reason") == "Unschedulable" and reason_set(
+        run.status.get("message") or ""
+    ) == reason_set(message):
+        return None
+    return run_status.pending(run.status, message, now, run.generation)
 
 
 def _fail(run: PendingRun, verdict: Verdict, now: datetime) -> None:
@@ -82,10 +101,12 @@ class Pass:
         self.options = options
         self.result = PassResult()
         self.batch: list[tuple[PendingRun, PodState]] = []
+        # Pending messages to write, in one statement when the pass ends
+        self.pending_writes: list[tuple[PendingRun, dict[str, Any]]] = []
 
     def run(self) -> PassResult:
         started = time.perf_counter()
-        snapshot = take_snapshot(self.now, self.options.sql_selectors)
+        snapshot = take_snapshot(self.now, self.options.sql_selectors, self.framework.usage_cache)
         after: Cursor | None = None
         while True:
             page = pending_runs(self.options.page_size, after, now=self.now)
@@ -97,6 +118,9 @@ class Pass:
                 break
             last = page[-1]
             after = (last.priority, last.creation_timestamp, last.pk)
+        # a stale write loses (the Run changed meanwhile): the next pass retries
+        run_status.write_many(self.pending_writes, run_status.STILL_PENDING)
+        self.pending_writes = []
         self.result.seconds = time.perf_counter() - started
         metrics.PASS_SECONDS.observe(self.result.seconds)
         return self.result
@@ -117,8 +141,13 @@ class Pass:
             self.result.failed += 1
             metrics.RESULTS.labels("failed").inc()
         elif decision.pod is None:
-            if self.options.write_pending_messages:
-                _record_pending(run, decision.message, self.now)
+            status = (
+                pending_status(run, decision.message, self.now)
+                if self.options.write_pending_messages
+                else None
+            )
+            if status is not None:
+                self.pending_writes.append((run, status))
             self.result.pending += 1
             metrics.RESULTS.labels("unschedulable").inc()
         else:
@@ -142,7 +171,7 @@ class Pass:
         # after every release, so none is subtracted from it: what the database says
         resync = {pod.uid: pod for _, pod, stage in outcome.conflicts if stage == "capacity"}
         for uid, pod in resync.items():
-            pod.used = dict(outcome.usage.get(uid, {}))
+            snapshot.set_used(pod, outcome.usage.get(uid, {}))
         self.result.conflicts += len(outcome.conflicts)
         self.result.bound += len(outcome.bound)
         self.result.bound_runs += [run.pk for run, _ in outcome.bound]

@@ -12,10 +12,10 @@ from collections import Counter
 from datetime import datetime
 
 from django.db.models import Count, Q
-from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.lookups import In
+from django.db.models.fields.json import KeyTransform
 
-from portal.machinery.labels import DOES_NOT_EXIST, EXISTS, NOT_EQUALS, NOT_IN, Selector
+from portal.machinery.label_query import selector_q
+from portal.machinery.labels import Selector
 from scheduling import resources
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime, RuntimePod
 from workspaces.models import PersistentWorkspace
@@ -29,28 +29,11 @@ from .snapshot import (
     WorkspaceState,
 )
 from .usage import active_usage, run_requests
+from .usage_cache import UsageCache
 
 SQL_SELECTORS_PER_PASS = 16
 # Where a page of the queue ended: (priority, creation_timestamp, pk) of its last Run.
 Cursor = tuple[int, datetime | None, int]
-
-
-def selector_q(selector: Selector) -> Q:
-    """The selector as a filter on ``labels``: requirements ANDed, ``!=``/NotIn match Runs
-    without the key (label values are strings, so ``->>`` compares them exactly)."""
-    q = Q()
-    for requirement in selector.requirements:
-        has_key = Q(labels__has_key=requirement.key)
-        value_in = Q(In(KeyTextTransform(requirement.key, "labels"), sorted(requirement.values)))
-        if requirement.operator == EXISTS:
-            q &= has_key
-        elif requirement.operator == DOES_NOT_EXIST:
-            q &= ~has_key
-        elif requirement.operator in (NOT_EQUALS, NOT_IN):
-            q &= ~has_key | ~value_in
-        else:  # Equals, In
-            q &= value_in
-    return q
 
 
 class DatabasePlacements:
@@ -85,7 +68,13 @@ class DatabasePlacements:
         return Counter(dict(rows))
 
 
-def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) -> Snapshot:
+def take_snapshot(
+    now: datetime,
+    sql_selectors: int = SQL_SELECTORS_PER_PASS,
+    cache: UsageCache | None = None,
+) -> Snapshot:
+    """The pods, what active Runs use on each (from ``cache`` when given: only what changed
+    since the last pass is read), and the Runtimes."""
     pods = [
         PodState(
             namespace=row["namespace"],
@@ -111,7 +100,11 @@ def take_snapshot(now: datetime, sql_selectors: int = SQL_SELECTORS_PER_PASS) ->
         )
     ]
     by_key = {(pod.namespace, pod.name): pod for pod in pods}
-    usage = active_usage(Run.objects.all(), "namespace", "assigned_pod", "assigned_pod_uid")
+    usage = (
+        cache.current()
+        if cache is not None
+        else active_usage(Run.objects.all(), "namespace", "assigned_pod", "assigned_pod_uid")
+    )
     for (namespace, pod_name, pod_uid), used in usage.items():
         pod = by_key.get((namespace, pod_name))
         if pod is not None and pod.uid == pod_uid:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from portal.machinery.labels import Selector
 from scheduling import resources
 
+from .pod_order import PodOrder
 from .targets import PlacedRun, Targets
 
 __all__ = [
@@ -117,9 +118,11 @@ class Snapshot:
         # (namespace, name) of every Runtime; None: not known, every Runtime is taken to exist
         self.runtimes = runtimes
         self.pods_by_key = {pod.key: pod for pod in pods}
-        self.by_runtime: dict[tuple[str, str], list[PodState]] = {}
-        for pod in sorted(pods, key=lambda p: p.name):
-            self.by_runtime.setdefault((pod.namespace, pod.runtime), []).append(pod)
+        grouped: dict[tuple[str, str], list[PodState]] = {}
+        for pod in pods:
+            grouped.setdefault((pod.namespace, pod.runtime), []).append(pod)
+        # each (namespace, runtime)'s pods, least loaded first (see pod_order)
+        self.by_runtime = {key: PodOrder(group) for key, group in grouped.items()}
         self._source = source
         self._spaces = {namespace: Targets(runs) for namespace, runs in placed.items()}
         # Namespaces whose actual Runs the source has not been asked for yet -> uids of the
@@ -127,7 +130,19 @@ class Snapshot:
         self._unread: dict[str, set[str]] = {}
 
     def candidates(self, run: PendingRun) -> list[PodState]:
-        return self.by_runtime.get((run.namespace, run.runtime), [])
+        """The Run's Runtime's pods in this namespace, least loaded first."""
+        order = self.by_runtime.get((run.namespace, run.runtime))
+        return order.pods if order is not None else []
+
+    def reorder(self, pod: PodState) -> None:
+        """The pod's usage or readiness changed: move it to its place in the order."""
+        order = self.by_runtime.get((pod.namespace, pod.runtime))
+        if order is not None:
+            order.update(pod)
+
+    def set_used(self, pod: PodState, used: dict[str, int]) -> None:
+        pod.used = dict(used)
+        self.reorder(pod)
 
     def load_workspaces(self, runs: list[PendingRun]) -> None:
         """Read, in one go, the workspaces these Runs reference that this pass has not read."""
@@ -160,6 +175,7 @@ class Snapshot:
     def assume(self, run: PendingRun, pod: PodState) -> None:
         """Reserve: count the Run on the pod before it is bound."""
         resources.add(pod.used, run.requests)
+        self.reorder(pod)
         self._space(run.namespace).add(PlacedRun(run.uid, run.labels, pod.name, assumed=True))
 
     def finish_binding(self, run: PendingRun) -> None:
@@ -170,11 +186,13 @@ class Snapshot:
     def forget(self, run: PendingRun, pod: PodState) -> None:
         """Release an assumption whose bind lost a race."""
         resources.add(pod.used, run.requests, sign=-1)
+        self.reorder(pod)
         self._space(run.namespace).remove(run.uid, run.labels, pod.name)
 
     def exclude(self, pod: PodState) -> None:
         """Stop offering a pod for the rest of this pass (its bind showed the snapshot stale)."""
         pod.ready = False
+        self.reorder(pod)
 
     def _space(self, namespace: str) -> Targets:
         space = self._spaces.get(namespace)

@@ -95,8 +95,29 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         # each target has its own options: ``bench <target> --help``
         targets = parser.add_subparsers(
-            dest="target", required=True, metavar="{scheduler,runs,workflows,watch}"
+            dest="target", required=True, metavar="{scheduler,runs,workflows,watch,idle,api}"
         )
+        idle = targets.add_parser(
+            "idle",
+            help="the cost of every beat pass over N finished and M unplaceable pending Runs",
+            description="Bulk-creates N finished Runs (TTL not due) and M pending Runs whose "
+            "Runtime has no pods, then runs each CELERY_BEAT_SCHEDULE pass and one scheduling "
+            'pass in process; prints ONE JSON line {"passes": {"<name>": {"ms", "queries"}}, '
+            '"finished": N, "pending": M} (median ms of 5). Database: settings DATABASE_URL.',
+        )
+        idle.add_argument("--finished", type=int, required=True)
+        idle.add_argument("--pending", type=int, required=True)
+        idle.add_argument("--keep", action="store_true")
+        api = targets.add_parser(
+            "api",
+            help="list/get/admin latency over N Runs",
+            description="Bulk-creates N Runs in namespaces of 10,000 and prints ONE JSON line "
+            "of p50/p99 ms for a namespace page, a deep continue page, a labelSelector with "
+            "10 matches, an all-namespaces page, a single GET and the admin Run changelist.",
+        )
+        api.add_argument("--objects", type=int, required=True)
+        api.add_argument("--repeats", type=int, default=30)
+        api.add_argument("--keep", action="store_true")
         scheduler = targets.add_parser("scheduler", help=SCHEDULER_HELP, description=SCHEDULER_HELP)
         scheduler.add_argument("--runs", type=int, required=True, help="pending Runs to bind")
         scheduler.add_argument("--pods", type=int, required=True, help="ready Runtime Pods")
@@ -264,6 +285,20 @@ class Command(BaseCommand):
             self.handle_runs(**options)
         elif target == "workflows":
             self.handle_workflows(**options)
+        elif target == "idle":
+            from benchmarks.idle import run_idle_bench
+
+            result = run_idle_bench(
+                options["finished"], options["pending"], self.log, keep=options["keep"]
+            )
+            self.stdout.write(json.dumps(result))
+        elif target == "api":
+            from benchmarks.api import run_api_bench
+
+            result = run_api_bench(
+                options["objects"], self.log, repeats=options["repeats"], keep=options["keep"]
+            )
+            self.stdout.write(json.dumps(result))
         else:
             self.handle_scheduler(**options)
 

@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0005_run_workspace'),
+        ('scheduling', '0008_run_newest_first'),
     ]
 
     operations = [
