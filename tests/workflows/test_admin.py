@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from scheduling.admin.run_artifacts import download_url
 from scheduling.models import Run
+from tests.helpers.rbac import bind_role
 from tests.helpers.records import make_runtime
 from tests.helpers.workflow_records import (
     make_action,
@@ -56,11 +57,16 @@ def client(client, admin_user):
     return client
 
 
+BOB = [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}]
+
+
 @pytest.fixture
-def staff(django_user_model):
-    """bob: staff with Django's permissions on the workflows models, and no RBAC grant."""
+def staff(django_user_model, admin_api):
+    """bob: staff with Django's permissions on the workflows models, and RBAC's read-only
+    ``view`` in default (the admin lists what RBAC lets him list; he may change nothing)."""
     bob = django_user_model.objects.create_user("bob", "bob@example.com", "pw", is_staff=True)
     bob.user_permissions.add(*Permission.objects.filter(content_type__app_label="workflows"))
+    bind_role(admin_api, "bob-view", "ClusterRole", "view", BOB, namespace="default")
     return bob
 
 

@@ -18,6 +18,7 @@ from portal.machinery import store
 from scheduling import run_status
 from scheduling.models import Run, RunPhase, Runtime
 from tests.helpers.operator import OPERATOR
+from tests.helpers.rbac import bind_role
 from tests.helpers.records import RUNS, make_pod, make_run, make_runtime
 from tests.helpers.workspaces import (
     WORKSPACES,
@@ -42,15 +43,20 @@ def client(client, admin_user):
     return client
 
 
+BOB = [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}]
+
+
 @pytest.fixture
-def staff(django_user_model):
-    """bob: staff with Django's permissions on workspaces, and no RBAC grant."""
+def staff(django_user_model, admin_api):
+    """bob: staff with Django's permissions on workspaces, and RBAC's read-only ``view`` in
+    default (the admin lists what RBAC lets him list; he may change nothing)."""
     bob = django_user_model.objects.create_user("bob", "bob@example.com", "pw", is_staff=True)
     bob.user_permissions.add(
         *Permission.objects.filter(
             content_type__app_label="workspaces", codename__endswith="persistentworkspace"
         )
     )
+    bind_role(admin_api, "bob-view", "ClusterRole", "view", BOB, namespace="default")
     return bob
 
 

@@ -8,6 +8,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from scheduling.models import Run
+from tests.helpers.rbac import bind_role
 from tests.helpers.records import append_log as append
 from tests.helpers.records import make_run
 
@@ -40,9 +41,16 @@ def admin_client(client, admin_user):
     return client
 
 
+BOB = [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}]
+
+
 @pytest.fixture
-def staff(django_user_model):
-    return django_user_model.objects.create_user("bob", "bob@example.com", "pw", is_staff=True)
+def staff(django_user_model, admin_api):
+    """bob: staff with RBAC's read-only ``view`` in default (what the admin lists for him) and
+    no Django permission unless a test adds one."""
+    bob = django_user_model.objects.create_user("bob", "bob@example.com", "pw", is_staff=True)
+    bind_role(admin_api, "bob-view", "ClusterRole", "view", BOB, namespace="default")
+    return bob
 
 
 def test_the_change_page_has_the_log_panel(admin_client, build):
