@@ -2,7 +2,7 @@
 the overview's numbers match the API, a Run goes Running -> Succeeded on its page without a
 reload while its log appears, its artifact downloads with the recorded digest, and a user
 granted another namespace sees none of default's Runs nor downloads its artifacts (in the
-browser and with curl-like requests: 403 Status). Screenshots of the overview and the Run
+browser and with curl-like requests: 403 Status), and Swagger UI renders offline. Screenshots of the overview and the Run
 page at 1440 px go to ``.data-ci/screenshots/``."""
 
 from __future__ import annotations
@@ -64,10 +64,18 @@ def log_in(driver, base: str, username: str, password: str) -> None:
 
 
 def text_of(driver, css: str) -> str:
+    """The text of the first element ``css`` selects ("" when none); a live page swaps its
+    sections while the test reads them, so an element gone stale is looked up again."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    return found[0].text if found else ""
+    for _ in range(5):
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        try:
+            return found[0].text if found else ""
+        except StaleElementReferenceException:
+            continue
+    return ""
 
 
 def api_counts(session, base, namespace="default") -> dict[str, int]:
@@ -177,6 +185,19 @@ def test_the_console_in_a_real_browser(portal_up, browser, django_user_model, tm
     full_page_screenshot(browser, shots / "run-list.png")
     browser.get(f"{base}/admin/scheduling/runtimepod/")
     assert no_sideways_scroll(browser), "the RuntimePod list scrolls sideways at 1440 px"
+
+    # Swagger UI renders the API from the installed assets (no CDN: this machine has none)
+    browser.get(f"{base}/api/docs/")
+    assert wait_until(
+        lambda: browser.find_elements(By.CSS_SELECTOR, ".swagger-ui .opblock"), timeout=30
+    ), "Swagger UI rendered no operation"
+    assert "kruntimes portal API" in text_of(browser, ".swagger-ui")
+    paths = [
+        element.get_attribute("data-path")
+        for element in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")
+    ]
+    assert paths and all(path.startswith("/api") for path in paths), paths[:5]
+    full_page_screenshot(browser, shots / "swagger-ui.png")
 
     # bob may work in team-b only: none of default's Runs, nor their artifacts
     session.post(
