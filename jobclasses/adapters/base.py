@@ -37,6 +37,19 @@ class Observation:
     # False: the execution never existed under this reference (ensure has not run yet)
     exists: bool = True
 
+    @classmethod
+    def of(cls, seen: Any, *, exists: bool = True) -> Observation:
+        """An engine's own observation (its phase, message, steps and times) as the
+        adapters' answer."""
+        return cls(
+            phase=seen.phase,
+            message=seen.message,
+            steps=list(seen.steps),
+            start_time=seen.start_time,
+            completion_time=seen.completion_time,
+            exists=exists,
+        )
+
 
 class NotReadyToStart(Exception):  # noqa: N818 - a condition, not a failure
     """The execution cannot be created yet (capacity, a missing ServiceAccount): the Job stays

@@ -177,14 +177,7 @@ class KubernetesAdapter:
     def observe(self, ref: Mapping[str, Any]) -> Observation:
         engine = _engine_ref(ref)
         seen = localexec.observe(engine)
-        return Observation(
-            phase=seen.phase,
-            message=seen.message,
-            steps=list(seen.steps),
-            start_time=seen.start_time,
-            completion_time=seen.completion_time,
-            exists=Path(engine["dir"]).exists(),
-        )
+        return Observation.of(seen, exists=Path(engine["dir"]).exists())
 
     def _delete_objects(self, ref: Mapping[str, Any]) -> None:
         """The batch Job (pods in the background) and the env Secret, if they are there."""

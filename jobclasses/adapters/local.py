@@ -95,14 +95,7 @@ class LocalAdapter:
 
     def observe(self, ref: Mapping[str, Any]) -> Observation:
         seen = localexec.observe(_engine_ref(ref))
-        return Observation(
-            phase=seen.phase,
-            message=seen.message,
-            steps=list(seen.steps),
-            start_time=seen.start_time,
-            completion_time=seen.completion_time,
-            exists=Path(_engine_ref(ref)["dir"]).exists(),
-        )
+        return Observation.of(seen, exists=Path(_engine_ref(ref)["dir"]).exists())
 
     def cancel(self, ref: Mapping[str, Any]) -> None:
         localexec.cancel(_engine_ref(ref))

@@ -344,13 +344,7 @@ class OpenSandboxAdapter:
             if done is None or done["phase"] not in results.FINAL_PHASES:
                 done = self._advance(record)
         seen = results.Observation.from_result(done)
-        return Observation(
-            phase=seen.phase,
-            message=seen.message,
-            steps=list(seen.steps),
-            start_time=seen.start_time,
-            completion_time=seen.completion_time,
-        )
+        return Observation.of(seen)
 
     def _advance(self, record: Record) -> dict[str, Any]:
         """Move the execution on by what its sandbox shows: record finished steps, start the
