@@ -57,6 +57,12 @@ class _LiteralEmitter(yaml.emitter.Emitter):
 
     def analyze_scalar(self, scalar: str) -> Any:
         analysis = super().analyze_scalar(scalar)
+        if "\x85" in scalar:
+            # PyYAML writes NEL raw in a single-quoted or plain scalar, where a reader folds
+            # it to a space: only double quotes (it escapes it as \N) keep it
+            analysis.allow_flow_plain = analysis.allow_block_plain = False
+            analysis.allow_single_quoted = analysis.allow_block = False
+            return analysis
         if "\n" in scalar and not _BLOCK_UNSAFE.search(scalar):
             analysis.allow_block = True
         return analysis

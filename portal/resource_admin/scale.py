@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
+from django.core.exceptions import EmptyResultSet
 from django.core.paginator import Paginator
 from django.db import connections
 from django.utils.functional import cached_property
@@ -35,7 +36,10 @@ def estimated_count(queryset: Any) -> int | None:
             row = cursor.fetchone()
             if row is not None and row[0] >= 0:
                 return int(row[0])
-        sql, params = queryset.order_by().values("pk").query.sql_with_params()
+        try:
+            sql, params = queryset.order_by().values("pk").query.sql_with_params()
+        except EmptyResultSet:  # a filter no row can pass (``namespace__in=[]``)
+            return 0
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]
     if isinstance(plan, str):

@@ -49,3 +49,11 @@ def test_a_carriage_return_stays_escaped():
 
 def test_one_line_strings_keep_their_plain_style():
     assert dump({"name": "r1", "n": "1"}) == "name: r1\nn: '1'\n"
+
+
+def test_a_next_line_character_survives_in_double_quotes():
+    # PyYAML's own emitter writes NEL raw inside single quotes, where it reads back as a space
+    for text in ("\x85", "a\x85b", "line\n\x85\n"):
+        written = dump({"k": text})
+        assert load_one(written) == {"k": text}, written
+        assert "\\N" in written

@@ -68,6 +68,8 @@ def test_above_the_limit_postgres_uses_the_planner_estimate(settings):
         assert count >= 0
         filtered = EstimatedCountPaginator(Run.objects.filter(name="r1").order_by("pk"), 10)
         assert filtered.count >= 1  # the planner estimates at least one row
+        nothing = EstimatedCountPaginator(Run.objects.filter(namespace__in=[]).order_by("pk"), 10)
+        assert nothing.count == 0  # a filter no row passes has no SQL to explain
     else:
         assert count == 5  # SQLite has no estimate: exact
 
