@@ -74,41 +74,11 @@ class _LiteralEmitter(yaml.emitter.Emitter):
         return hints
 
 
-class Dumper(
-    _LiteralEmitter,
-    yaml.serializer.Serializer,
-    yaml.representer.SafeRepresenter,
-    yaml.resolver.Resolver,
-):
+class Dumper(_LiteralEmitter, yaml.SafeDumper):
     """YAML as people read and edit it: a multi-line string (a script) is a literal block
     (``|``), kept only when it reads back as the same string, byte for byte (else the
-    default, double-quoted with escapes)."""
-
-    def __init__(self, stream: Any, **kwargs: Any) -> None:
-        yaml.emitter.Emitter.__init__(
-            self,
-            stream,
-            canonical=kwargs.get("canonical"),
-            indent=kwargs.get("indent"),
-            width=kwargs.get("width"),
-            allow_unicode=kwargs.get("allow_unicode"),
-            line_break=kwargs.get("line_break"),
-        )
-        yaml.serializer.Serializer.__init__(
-            self,
-            encoding=kwargs.get("encoding"),
-            explicit_start=kwargs.get("explicit_start"),
-            explicit_end=kwargs.get("explicit_end"),
-            version=kwargs.get("version"),
-            tags=kwargs.get("tags"),
-        )
-        yaml.representer.SafeRepresenter.__init__(
-            self,
-            default_style=kwargs.get("default_style"),
-            default_flow_style=kwargs.get("default_flow_style", False),
-            sort_keys=kwargs.get("sort_keys", True),
-        )
-        yaml.resolver.Resolver.__init__(self)
+    default, double-quoted with escapes). SafeDumper's own ``__init__`` sets every part up;
+    only its emitter's two decisions above differ."""
 
 
 def _literal_round_trips(text: str) -> bool:
