@@ -29,7 +29,7 @@ from prometheus_client import Counter
 
 from portal.auth.identities import register_controller
 from portal.event_kinds import MAX_MESSAGE_LENGTH, NORMAL, WARNING
-from portal.machinery import history, store
+from portal.machinery import bulk_insert, history, store
 from portal.machinery.admission import WriteContext
 from portal.machinery.conditions import format_time
 from portal.machinery.registry import ResourceKind, registry
@@ -206,7 +206,7 @@ def record_new(
             last = history.allocate(len(rows))
             for index, event in enumerate(rows):
                 event.resource_version = last - len(rows) + 1 + index
-            Event.objects.bulk_create(rows)
+            bulk_insert.insert(Event, rows)
             history.record_many(event_kind, rows, history.ADDED)
     except Exception:  # noqa: BLE001 - as record: never fail the work described
         log.warning("could not record %d Events", len(rows), exc_info=True)

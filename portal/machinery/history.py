@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import connection, models, transaction
 
+from . import bulk_insert
 from .manifest import to_manifest
 from .registry import ResourceKind, registry
 
@@ -101,7 +102,7 @@ def record_many(kind: ResourceKind, objs: Iterable[Any], event_type: str = MODIF
     rows = sorted(
         (event_row(kind, obj, event_type) for obj in objs), key=lambda e: e.resource_version
     )
-    _event_model().objects.bulk_create(rows)
+    bulk_insert.insert(_event_model(), rows)
 
 
 def compare_and_set(obj: Any, fields: Mapping[str, Any], **guards: Any) -> bool:

@@ -1,0 +1,92 @@
+"""Inserting many new rows in one statement whose rows travel as ONE JSON parameter.
+
+Django 5.2's ``bulk_create`` on PostgreSQL sends each column as an array (``UNNEST``), and
+psycopg escapes every element of a text array in Python, one regular-expression substitution
+per quote: for JSON columns (a watch event carries a whole object) that costs more than the
+insert itself. Here the batch is one ``json.dumps`` (in C) and the database unpacks it:
+``jsonb_to_recordset`` on PostgreSQL, ``json_each`` on SQLite; any other backend gets
+``bulk_create``.
+
+The rows are inserted as ``bulk_create`` would insert them (``pre_save`` runs, so
+``auto_now_add`` is filled in; a ``None`` is SQL NULL), but an auto-generated primary key is
+not read back: the callers are append-only writers that never use it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import uuid
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from django.db import connection, models
+
+JSON_VENDORS = ("postgresql", "sqlite")
+
+
+def _fields(model: type[models.Model]) -> list[models.Field]:
+    return [
+        field
+        for field in model._meta.concrete_fields
+        if not (field.primary_key and getattr(field, "db_returning", False))
+    ]
+
+
+def _plain(value: Any) -> Any:
+    """A column value as JSON can carry it (the database casts it to the column's type)."""
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | decimal.Decimal):
+        return str(value)
+    return value
+
+
+def _row(fields: list[models.Field], obj: models.Model) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for field in fields:
+        value = field.pre_save(obj, add=True)
+        if value is None:
+            continue  # absent: NULL
+        if not isinstance(field, models.JSONField):
+            value = field.get_db_prep_save(value, connection)
+        row[field.column] = _plain(value)
+    return row
+
+
+@lru_cache(maxsize=32)
+def _statement(model: type[models.Model], vendor: str) -> str:
+    quote = connection.ops.quote_name
+    fields = _fields(model)
+    columns = ", ".join(quote(field.column) for field in fields)
+    table = quote(model._meta.db_table)
+    if vendor == "postgresql":
+        types = ", ".join(f"{quote(field.column)} {field.db_type(connection)}" for field in fields)
+        return (
+            f"INSERT INTO {table} ({columns}) SELECT {columns} "
+            f"FROM jsonb_to_recordset(%s::jsonb) AS v({types})"
+        )
+    # SQLite: ``->`` keeps a JSON value's JSON text (a JSON column), ``->>`` gives a scalar
+    picks = ", ".join(
+        f"value {'->' if isinstance(field, models.JSONField) else '->>'} '$.{field.column}'"
+        for field in fields
+    )
+    return f"INSERT INTO {table} ({columns}) SELECT {picks} FROM json_each(%s)"
+
+
+def insert(model: type[models.Model], objs: Iterable[models.Model]) -> int:
+    """Insert ``objs`` (new rows of ``model``) in one statement; how many were inserted."""
+    objs = list(objs)
+    if not objs:
+        return 0
+    vendor = connection.vendor
+    if vendor not in JSON_VENDORS:
+        model.objects.bulk_create(objs)
+        return len(objs)
+    fields = _fields(model)
+    payload = json.dumps([_row(fields, obj) for obj in objs], separators=(",", ":"))
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(model, vendor), [payload])
+    return len(objs)
