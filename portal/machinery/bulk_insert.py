@@ -27,7 +27,7 @@ from django.db import connection, models
 JSON_VENDORS = ("postgresql", "sqlite")
 
 
-def _fields(model: type[models.Model]) -> list[models.Field]:
+def _fields(model: type[models.Model]) -> list[models.Field[Any, Any]]:
     return [
         field
         for field in model._meta.concrete_fields
@@ -44,7 +44,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _row(fields: list[models.Field], obj: models.Model) -> dict[str, Any]:
+def _row(fields: list[models.Field[Any, Any]], obj: models.Model) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for field in fields:
         value = field.pre_save(obj, add=True)
@@ -83,7 +83,7 @@ def insert(model: type[models.Model], objs: Iterable[models.Model]) -> int:
         return 0
     vendor = connection.vendor
     if vendor not in JSON_VENDORS:
-        model.objects.bulk_create(objs)
+        model._default_manager.bulk_create(objs)
         return len(objs)
     fields = _fields(model)
     payload = json.dumps([_row(fields, obj) for obj in objs], separators=(",", ":"))
