@@ -17,13 +17,13 @@ from django.db.models.fields.json import KeyTransform
 from portal.machinery.label_query import selector_q
 from portal.machinery.labels import Selector
 from scheduling import resources
-from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime, RuntimePod
+from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
 from workspaces.models import PersistentWorkspace
 
+from .pod_rows import read_pods
 from .snapshot import (
     PendingRun,
     PlacedRun,
-    PodState,
     Snapshot,
     WorkspaceKey,
     WorkspaceState,
@@ -75,30 +75,7 @@ def take_snapshot(
 ) -> Snapshot:
     """The pods, what active Runs use on each (from ``cache`` when given: only what changed
     since the last pass is read), and the Runtimes."""
-    pods = [
-        PodState(
-            namespace=row["namespace"],
-            runtime=row["runtime"],
-            name=row["name"],
-            uid=str(row["uid"]),
-            pk=row["pk"],
-            ready=row["ready"],
-            phase=row["phase"],
-            last_heartbeat=row["last_heartbeat"],
-            capacity=dict(row["capacity"] or {}),
-        )
-        for row in RuntimePod.objects.values(
-            "pk",
-            "namespace",
-            "runtime",
-            "name",
-            "uid",
-            "ready",
-            "phase",
-            "last_heartbeat",
-            "capacity",
-        )
-    ]
+    pods = read_pods()
     by_key = {(pod.namespace, pod.name): pod for pod in pods}
     usage = (
         cache.current()
