@@ -265,12 +265,14 @@ KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE = env.int(
     "KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE", default=5
 )
 KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE = env.int("KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE", default=50)
-# A scheduler keeps pod usage across its passes, updated from the Run watch events (rebuilt
-# from the rows at least this often); off (the default until it has run in the whole suite and
-# under fault injection): each pass sums every active Run.
-KRUNTIMES_SCHEDULER_USAGE_CACHE = env.bool("KRUNTIMES_SCHEDULER_USAGE_CACHE", default=False)
+# A scheduler keeps pod usage across its passes, updated from the Run watch events, so a pass
+# reads what changed, not every active Run; it is rebuilt from the rows at least every
+# RESYNC seconds, when the history it needs is compacted, and after a bind found a pod fuller
+# than it said (the bind re-reads usage under the pod lock: a stale cache can cost a conflict,
+# never an over-full pod). Off: each pass sums every active Run.
+KRUNTIMES_SCHEDULER_USAGE_CACHE = env.bool("KRUNTIMES_SCHEDULER_USAGE_CACHE", default=True)
 KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS = env.float(
-    "KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS", default=30.0
+    "KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS", default=300.0
 )
 # How long a stopped Runtime Pod (and ``manage.py up`` on Ctrl-C/SIGTERM) waits for running
 # steps to finish and report before it is killed; runtimed itself stops steps 5 s earlier.

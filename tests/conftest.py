@@ -41,6 +41,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.processes)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_scheduler_cache():
+    """Test databases roll back between tests and resourceVersions repeat, which a running
+    installation never sees: each test's worker scheduler starts with a fresh usage cache."""
+    from scheduling import tasks
+
+    tasks._framework = None
+    yield
+
+
 @pytest.fixture
 def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("admin", "admin@example.com", "pw")

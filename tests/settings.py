@@ -12,9 +12,6 @@ INSTALLED_APPS = [*INSTALLED_APPS, "tests.testapp"]  # noqa: F405
 CELERY_TASK_ALWAYS_EAGER = os.environ.get("KRUNTIMES_TEST_EAGER", "1") == "1"
 CELERY_TASK_EAGER_PROPAGATES = True
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-# test databases roll back between tests, resourceVersions repeat: a scheduler's usage cache
-# would outlive them; its own tests turn it on with a fresh cache
-KRUNTIMES_SCHEDULER_USAGE_CACHE = False
 
 _db = DATABASES["default"]  # noqa: F405
 if _db["ENGINE"] == "django.db.backends.sqlite3":

@@ -172,6 +172,9 @@ class Pass:
         resync = {pod.uid: pod for _, pod, stage in outcome.conflicts if stage == "capacity"}
         for uid, pod in resync.items():
             snapshot.set_used(pod, outcome.usage.get(uid, {}))
+        if resync and self.framework.usage_cache is not None:
+            # the cache counted less than the database: read it anew next pass
+            self.framework.usage_cache.invalidate()
         self.result.conflicts += len(outcome.conflicts)
         self.result.bound += len(outcome.bound)
         self.result.bound_runs += [run.pk for run, _ in outcome.bound]

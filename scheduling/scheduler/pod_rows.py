@@ -52,7 +52,7 @@ def read_pods() -> list[PodState]:
             namespace=namespace,
             runtime=runtime,
             name=name,
-            uid=_uid(uid),
+            uid=uid_text(uid),
             pk=pk,
             ready=bool(ready),
             phase=phase,
@@ -63,7 +63,7 @@ def read_pods() -> list[PodState]:
     ]
 
 
-def _uid(text: str) -> str:
+def uid_text(text: str) -> str:
     """The uid as ``str(uuid.UUID)`` writes it (SQLite keeps 32 hex digits, no dashes)."""
     if len(text) == 32:
         return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import json
 import time
+from functools import lru_cache
 from typing import Any
 
 from django.db import transaction
+from django.db.models import CharField, TextField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Cast
 
 from scheduling.models import ACTIVE_PHASES, Run
 
+from .pod_rows import uid_text
 from .usage import _parsed
 
 PodKey = tuple[str, str, str]  # (namespace, pod name, pod uid)
@@ -32,6 +36,11 @@ DEFAULT_REQUESTS: dict[str, Any] = {"runs": 1}  # what sync_columns fills in
 
 def _requests(raw: Any) -> Requests:
     return _parsed(json.dumps(raw if raw else DEFAULT_REQUESTS))[0]
+
+
+@lru_cache(maxsize=4096)
+def _requests_text(text: str | None) -> Requests:
+    return _requests(json.loads(text) if text else None)
 
 
 class UsageCache:
@@ -62,16 +71,25 @@ class UsageCache:
             self.rebuild()
         return self.usage
 
+    def invalidate(self) -> None:
+        """Rebuild on the next ``current`` (a bind found a pod fuller than the cache said)."""
+        self.cursor = None
+
     def rebuild(self) -> None:
         from portal.machinery import history
 
         with transaction.atomic():
             cursor = history.current()  # first: a write after it is applied again, harmlessly
+            # as text: parsing 50,000 UUIDs and JSON documents cost more than reading them
             rows = Run.objects.filter(phase__in=ACTIVE_PHASES).values_list(
-                "uid", "namespace", "assigned_pod", "assigned_pod_uid", "requests"
+                Cast("uid", CharField()),
+                "namespace",
+                "assigned_pod",
+                "assigned_pod_uid",
+                Cast("requests", TextField()),
             )
             self.runs = {
-                str(uid): ((namespace, pod, pod_uid), _requests(raw))
+                uid_text(uid): ((namespace, pod, pod_uid), _requests_text(raw))
                 for uid, namespace, pod, pod_uid, raw in rows.iterator(chunk_size=5000)
             }
         self.usage = {}

@@ -93,3 +93,24 @@ def test_compacted_history_rebuilds(framework):
     make_run("r1")
     cache.current()
     assert cache.rebuilds == 2
+
+
+def test_a_cache_that_counted_too_little_costs_one_conflict_then_is_read_anew(framework):
+    pod = make_pod("bash-a", runs=1)
+    cache = framework.usage_cache
+    assert cache.current() == {}  # built: the pod is empty
+    # a Run made active on the pod by a write that records no watch event (as a restore from
+    # a backup might): the cache still thinks the pod is empty
+    ghost = make_run("ghost")
+    Run.objects.filter(pk=ghost.pk).update(
+        phase=RunPhase.RUNNING, assigned_pod=pod.name, assigned_pod_uid=str(pod.uid)
+    )
+    make_run("r1")
+    first = schedule(framework)
+    assert first.bound == 0 and first.conflicts == 1  # the bind re-read the pod: it is full
+    assert Run.objects.get(name="r1").phase == RunPhase.PENDING
+    rebuilds = cache.rebuilds
+    second = schedule(framework)
+    assert cache.rebuilds == rebuilds + 1
+    assert second.conflicts == 0 and second.bound == 0  # now it knows: no bind is tried
+    assert cache.current() == full()
