@@ -1,5 +1,5 @@
 """Bulk rows for the idle and api benches: Runs cloned from one validated template and
-written with ``bulk_create`` in large batches (setup, untimed), so a million take minutes."""
+written in large batches of one statement each (``portal.machinery.bulk_insert``) (setup, untimed), so a million take minutes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
+from portal.machinery import bulk_insert
 from scheduling.models import Run
 
 from .workload import Log
@@ -50,7 +51,7 @@ def create_runs(
             run.sync_columns()
             runs.append(run)
         with transaction.atomic():
-            Run.objects.bulk_create(runs, batch_size=BATCH)
+            bulk_insert.insert(Run, runs)
         if chunk.stop % 100_000 == 0 or chunk.stop == total:
             rate = chunk.stop / (time.perf_counter() - started)
             log(f"{what}: {chunk.stop}/{total} ({rate:.0f}/s)")

@@ -39,6 +39,8 @@ def _plain(value: Any) -> Any:
     """A column value as JSON can carry it (the database casts it to the column's type)."""
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
         return value.isoformat()
+    if isinstance(value, datetime.timedelta):  # PostgreSQL's interval (SQLite: an integer)
+        return f"{value // datetime.timedelta(microseconds=1)} microseconds"
     if isinstance(value, uuid.UUID | decimal.Decimal):
         return str(value)
     return value

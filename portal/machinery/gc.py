@@ -138,7 +138,11 @@ def release_foreground(batch_size: int = 500) -> Progress:
 
     progress = Progress()
     for kind in registry.stored():
-        rows = kind.model.objects.filter(deletion_timestamp__isnull=False).order_by("pk")
+        # oldest deletion first, by the deletion_timestamp index: ordered by pk alone, a LIMIT
+        # tempts the planner to walk the whole primary key for the few rows being deleted
+        rows = kind.model.objects.filter(deletion_timestamp__isnull=False).order_by(
+            "deletion_timestamp", "pk"
+        )
         for obj in rows[:batch_size]:
             if store.FOREGROUND not in (obj.finalizers or []):
                 continue

@@ -138,6 +138,11 @@ def compact(keep_seconds: float, keep_at_least: int = 0) -> int:
     events = _event_model().objects
     cutoff = timezone.now() - timedelta(seconds=keep_seconds)
     doomed = events.filter(created_at__lt=cutoff)
+    # first what is old enough (indexed, and usually nothing): the floor below walks
+    # ``keep_at_least`` index entries, worth it only when there is something to drop
+    newest_doomed = doomed.aggregate(top=models.Max("resource_version"))["top"]
+    if newest_doomed is None:
+        return 0
     if keep_at_least:
         floor = (
             events.order_by("-resource_version")
@@ -145,10 +150,11 @@ def compact(keep_seconds: float, keep_at_least: int = 0) -> int:
             .first()
         )
         if floor is not None:
-            doomed = doomed.filter(resource_version__lt=floor)
-    newest_doomed = doomed.aggregate(top=models.Max("resource_version"))["top"]
-    if newest_doomed is None:
-        return 0
+            newest_doomed = doomed.filter(resource_version__lt=floor).aggregate(
+                top=models.Max("resource_version")
+            )["top"]
+            if newest_doomed is None:
+                return 0
     with transaction.atomic():
         removed, _ = events.filter(resource_version__lte=newest_doomed).delete()
         _counter_model().objects.filter(pk=1, compacted_through__lt=newest_doomed).update(

@@ -119,3 +119,39 @@ def test_one_statement_for_the_batch(django_assert_num_queries):
         bulk_insert.insert(WatchEvent, _events(BASE, objects, [None] * 50))
     assert [row[5] for row in _stored(BASE, 50)] == objects
     assert connection.vendor in bulk_insert.JSON_VENDORS
+
+
+def test_runs_with_every_column_type_read_back_as_bulk_create_stores_them():
+    from datetime import timedelta
+
+    from scheduling.models import Run
+
+    def runs(prefix: str) -> list[Run]:
+        made = []
+        for index, ttl in enumerate((timedelta(seconds=90, microseconds=5), None)):
+            run = Run(
+                namespace="team-a",
+                name=f"{prefix}-{index}",
+                labels={"app": 'x"y'},
+                spec={"runtime": "rt", "ttlSecondsAfterFinished": 90},
+                status={"phase": "Succeeded"},
+                creation_timestamp=datetime(2026, 12, 1, tzinfo=UTC),
+            )
+            run.sync_columns()
+            run.ttl_after_finished = ttl
+            made.append(run)
+        return made
+
+    bulk_insert.insert(Run, runs("a"))
+    Run.objects.bulk_create(runs("b"))
+    skip = {"id", "name", "uid"}
+    columns = [f.attname for f in Run._meta.concrete_fields if f.attname not in skip]
+
+    def stored(prefix: str) -> list[tuple]:
+        rows = Run.objects.filter(name__startswith=f"{prefix}-").order_by("name")
+        return [tuple(getattr(row, c) for c in columns) for row in rows]
+
+    assert stored("a") == stored("b")
+    assert stored("a")[0][columns.index("ttl_after_finished")] == timedelta(
+        seconds=90, microseconds=5
+    )

@@ -268,6 +268,15 @@ def test_a_version_older_than_the_history_kept_is_410_expired():
 
 
 @pytest.mark.django_db
+def test_compaction_with_nothing_old_enough_is_one_indexed_query(django_assert_num_queries):
+    for name in "abc":
+        create(name)
+    with django_assert_num_queries(1):  # not the walk to the keep_at_least-th newest event
+        assert history.compact(keep_seconds=60, keep_at_least=2) == 0
+    assert WatchEvent.objects.count() >= 3
+
+
+@pytest.mark.django_db
 def test_compaction_keeps_the_newest_events_asked_for():
     for name in "abc":
         create(name)
