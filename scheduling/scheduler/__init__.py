@@ -3,6 +3,7 @@ PreFilter, Filter, Score, Reserve/Assume and Bind. Workflow-agnostic by construc
 
 from .cycle import PassOptions, PassResult, run_pass
 from .framework import Decision, Framework, Plugin, Verdict, pending_message
+from .parking import Parking
 from .plugins import default_plugins
 
 
@@ -14,6 +15,7 @@ def default_framework() -> Framework:
         percentage_of_pods_to_score=settings.KRUNTIMES_SCHEDULER_PERCENTAGE_OF_PODS_TO_SCORE,
         min_pods_to_score=settings.KRUNTIMES_SCHEDULER_MIN_PODS_TO_SCORE,
     )
+    framework.parking = Parking()
     if settings.KRUNTIMES_SCHEDULER_USAGE_CACHE:
         from .usage_cache import UsageCache
 

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from portal.machinery import history
 from scheduling import metrics, run_events, run_status
 from scheduling.models import RunPhase
 
 from . import bind as binding
 from .framework import REASON_TEXT, Framework, Verdict
-from .loading import SQL_SELECTORS_PER_PASS, Cursor, pending_runs, take_snapshot
+from .loading import SQL_SELECTORS_PER_PASS, Cursor, pending_page, take_snapshot
 from .snapshot import PendingRun, PodState, Snapshot
 
 
@@ -26,6 +27,7 @@ class PassResult:
     failed: int = 0
     cancelled: int = 0
     conflicts: int = 0
+    parked: int = 0  # of the pending: left as they were, nothing they wait for changed
     bound_runs: list[int] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -106,18 +108,26 @@ class Pass:
 
     def run(self) -> PassResult:
         started = time.perf_counter()
-        snapshot = take_snapshot(self.now, self.options.sql_selectors, self.framework.usage_cache)
+        parking, cache = self.framework.parking, self.framework.usage_cache
+        # the cluster's version before what the decisions rest on is read (the usage cache
+        # reads it first thing in the snapshot)
+        version = history.current() if parking is not None and cache is None else 0
+        snapshot = take_snapshot(self.now, self.options.sql_selectors, cache)
+        if parking is not None:
+            parking.begin((cache.seen if cache is not None else version, snapshot.pod_signature))
         after: Cursor | None = None
         while True:
-            page = pending_runs(self.options.page_size, after, now=self.now)
-            snapshot.load_workspaces(page)
-            for run in page:
+            page = pending_page(self.options.page_size, after, now=self.now, parking=parking)
+            snapshot.load_workspaces(page.runs)
+            for run in page.runs:
                 self._schedule(run, snapshot)
+            self.result.considered += page.skipped
+            self.result.pending += page.skipped
+            self.result.parked += page.skipped
             self._flush(snapshot)
-            if len(page) < self.options.page_size:
+            if page.seen < self.options.page_size:
                 break
-            last = page[-1]
-            after = (last.priority, last.creation_timestamp, last.pk)
+            after = page.last
         # a stale write loses (the Run changed meanwhile): the next pass retries
         run_status.write_many(self.pending_writes, run_status.STILL_PENDING)
         self.pending_writes = []
@@ -148,6 +158,8 @@ class Pass:
             )
             if status is not None:
                 self.pending_writes.append((run, status))
+            if self.framework.parking is not None:
+                self.framework.parking.park(run.pk, run.resource_version)
             self.result.pending += 1
             metrics.RESULTS.labels("unschedulable").inc()
         else:

@@ -139,6 +139,8 @@ class Framework:
         self.minimum = min_pods_to_score
         # pod usage kept across this framework's passes (see usage_cache); None: read each pass
         self.usage_cache: Any = None
+        # Runs found unschedulable, skipped while nothing changed (see parking); None: off
+        self.parking: Any = None
         # Filter runs once per (Run, pod): skip the plugins that do not implement it
         self.filters = [p for p in plugins if _implements(p, "filter")]
         self.scorers = [p for p in plugins if p.scores]

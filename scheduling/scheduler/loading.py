@@ -9,9 +9,10 @@ pass places few Runs with affinity (the usual case once a backlog is bound).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from portal.machinery.label_query import selector_q
@@ -20,7 +21,8 @@ from scheduling import resources
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
 from workspaces.models import PersistentWorkspace
 
-from .pod_rows import read_pods
+from .parking import Parking
+from .pod_rows import read_pods, signature
 from .snapshot import (
     PendingRun,
     PlacedRun,
@@ -87,7 +89,7 @@ def take_snapshot(
         if pod is not None and pod.uid == pod_uid:
             resources.add(pod.used, used)
     runtimes = set(Runtime.objects.values_list("namespace", "name"))
-    return Snapshot(
+    snapshot = Snapshot(
         now,
         pods,
         {},
@@ -95,6 +97,8 @@ def take_snapshot(
         runtimes=runtimes,
         workspaces=DatabaseWorkspaces(),
     )
+    snapshot.pod_signature = signature(pods, now)
+    return snapshot
 
 
 class DatabaseWorkspaces:
@@ -128,10 +132,8 @@ class DatabaseWorkspaces:
         }
 
 
-def pending_runs(
-    limit: int, after: Cursor | None = None, *, now: datetime | None = None
-) -> list[PendingRun]:
-    """The queue, in priority then creation order; spec is read only for its affinity.
+def _queue(after: Cursor | None, now: datetime | None) -> QuerySet[Run]:
+    """The pending Runs after ``after``, in queue order.
 
     A retried Run waiting out its backoff is left out until ``now`` passes it (a cancelled
     one is not: cancelling a Pending Run ends it at once).
@@ -141,9 +143,47 @@ def pending_runs(
         if now is None
         else (Q(not_before__isnull=True) | Q(not_before__lte=now) | Q(cancel_requested=True))
     )
-    query = Run.objects.filter(
+    return Run.objects.filter(
         after_cursor(after), ready, phase=RunPhase.PENDING, deletion_timestamp__isnull=True
     ).order_by("-priority", "creation_timestamp", "pk")
+
+
+def pending_runs(
+    limit: int, after: Cursor | None = None, *, now: datetime | None = None
+) -> list[PendingRun]:
+    """The queue, in priority then creation order; spec is read only for its affinity."""
+    return _pending(_queue(after, now)[:limit])
+
+
+@dataclass
+class Page:
+    runs: list[PendingRun]  # to schedule, in queue order
+    seen: int  # Runs the page covered, skipped ones included
+    last: Cursor | None  # where it ended
+    skipped: int = 0  # parked Runs left as they were
+
+
+def pending_page(
+    limit: int, after: Cursor | None, *, now: datetime, parking: Parking | None = None
+) -> Page:
+    """A page of the queue. With Runs parked (see ``parking``) only its keys are read first,
+    then the whole rows of the Runs not parked at their current version."""
+    query = _queue(after, now)
+    if parking is None or not len(parking):
+        runs = _pending(query[:limit])
+        last = runs[-1] if runs else None
+        cursor = None if last is None else (last.priority, last.creation_timestamp, last.pk)
+        return Page(runs, len(runs), cursor)
+    keys = list(
+        query.values_list("pk", "resource_version", "priority", "creation_timestamp")[:limit]
+    )
+    wanted = [pk for pk, version, *_ in keys if not parking.parked(pk, version)]
+    runs = _pending(query.filter(pk__in=wanted)) if wanted else []
+    cursor = None if not keys else (keys[-1][2], keys[-1][3], keys[-1][0])
+    return Page(runs, len(keys), cursor, skipped=len(keys) - len(wanted))
+
+
+def _pending(query: QuerySet[Run]) -> list[PendingRun]:
     rows = query.values(
         "pk",
         "uid",
@@ -160,7 +200,7 @@ def pending_runs(
         "creation_timestamp",
         "workspace",
         affinity=KeyTransform("affinity", "spec"),
-    )[:limit]
+    )
     runs = []
     for row in rows:
         requests, fractional = run_requests(row["requests"])

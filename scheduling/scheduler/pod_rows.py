@@ -9,6 +9,7 @@ heartbeat once per distinct value, so a pass pays for the rows and little else.
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -18,6 +19,7 @@ from django.db.models.functions import Cast
 
 from scheduling.models import RuntimePod
 
+from .plugins.availability import HEARTBEAT_TIMEOUT
 from .snapshot import PodState
 
 
@@ -33,6 +35,22 @@ def _time(text: str | None) -> datetime | None:
         return None
     value = datetime.fromisoformat(text)
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def signature(pods: list[PodState], now: datetime) -> tuple[Hashable, ...]:
+    """What the pods offer, less the heartbeat times (which change every few seconds) but
+    with whether each heartbeat is fresh: equal signatures place the same Runs."""
+    return tuple(
+        (
+            pod.pk,
+            pod.uid,
+            pod.ready,
+            pod.phase,
+            tuple(sorted(pod.capacity.items())),
+            pod.last_heartbeat is not None and now - pod.last_heartbeat <= HEARTBEAT_TIMEOUT,
+        )
+        for pod in pods
+    )
 
 
 def read_pods() -> list[PodState]:

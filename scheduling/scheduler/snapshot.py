@@ -110,6 +110,8 @@ class Snapshot:
         workspaces: WorkspaceSource | dict[WorkspaceKey, WorkspaceState] | None = None,
     ) -> None:
         self.now = now
+        # what the pods offer, for parking (see ``parking``); None: not computed
+        self.pod_signature: Any = None
         # Each referenced workspace is read once per pass (None: it does not exist).
         self._workspace_source = None if isinstance(workspaces, dict) else workspaces
         self._workspaces: dict[WorkspaceKey, WorkspaceState | None] = (

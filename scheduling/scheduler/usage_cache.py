@@ -52,6 +52,7 @@ class UsageCache:
         self.runs: dict[str, tuple[PodKey, Requests]] = {}  # active Run uid -> its usage
         self.usage: dict[PodKey, dict[str, int]] = {}
         self.rebuilds = 0
+        self.seen = 0
 
     def current(self) -> dict[PodKey, dict[str, int]]:
         """Pod -> the whole-number requests of the Runs active on it now (do not mutate)."""
@@ -59,6 +60,7 @@ class UsageCache:
 
         row = ResourceVersionCounter.objects.filter(pk=1).values_list("value", "compacted_through")
         value, compacted = row.first() or (0, 0)
+        self.seen = value  # the cluster's resourceVersion as this pass began
         stale = time.monotonic() - self.synced_at > self.resync_seconds
         if (
             self.cursor is None
