@@ -149,6 +149,13 @@ class Run(NamespacedObject):
                 name="run_ttl_due",
                 condition=models.Q(expires_at__isnull=False, deletion_timestamp__isnull=True),
             ),
+            # whether any function-mode Run exists (the admin offers the Ready phase then):
+            # a lookup in this small index, not a scan of every spec
+            models.Index(
+                fields=("id",),
+                name="run_function_mode",
+                condition=models.Q(spec__mode__has_key="function"),
+            ),
         ]
 
     @staticmethod
