@@ -143,8 +143,11 @@ def compact(keep_seconds: float, keep_at_least: int = 0) -> int:
     # floor below walks ``keep_at_least`` index entries, worth it only when something is due.
     # Versions and times run together (a version is given just before its event is stamped):
     # a straggler stamped out of order is compacted a pass early or late, never lost.
+    # (events stamped in the same instant are told apart by version: the newest of them)
     newest_doomed = (
-        doomed.order_by("-created_at").values_list("resource_version", flat=True).first()
+        doomed.order_by("-created_at", "-resource_version")
+        .values_list("resource_version", flat=True)
+        .first()
     )
     if newest_doomed is None:
         return 0

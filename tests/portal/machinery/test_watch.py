@@ -268,6 +268,18 @@ def test_a_version_older_than_the_history_kept_is_410_expired():
 
 
 @pytest.mark.django_db
+def test_compaction_takes_every_due_event_stamped_in_the_same_instant():
+    for name in "abcde":
+        create(name)
+    # one instant for all, the oldest stamped last (a tie is then not broken by row order)
+    for event in WatchEvent.objects.order_by("-resource_version"):
+        WatchEvent.objects.filter(pk=event.pk).update(created_at="2000-01-01T00:00:00Z")
+    history.compact(keep_seconds=60)
+    assert not WatchEvent.objects.exists()
+    assert history.compacted_through() == history.current()
+
+
+@pytest.mark.django_db
 def test_compaction_with_nothing_old_enough_is_one_indexed_query(django_assert_num_queries):
     WatchEvent.objects.all().delete()  # what earlier tests committed may be old enough
     for name in "abc":
