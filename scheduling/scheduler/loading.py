@@ -172,15 +172,20 @@ def pending_page(
     if parking is None or not len(parking):
         runs = _pending(query[:limit])
         last = runs[-1] if runs else None
-        cursor = None if last is None else (last.priority, last.creation_timestamp, last.pk)
+        cursor = None if last is None else _cursor(last.priority, last.creation_timestamp, last.pk)
         return Page(runs, len(runs), cursor)
     keys = list(
         query.values_list("pk", "resource_version", "priority", "creation_timestamp")[:limit]
     )
     wanted = [pk for pk, version, *_ in keys if not parking.parked(pk, version)]
     runs = _pending(query.filter(pk__in=wanted)) if wanted else []
-    cursor = None if not keys else (keys[-1][2], keys[-1][3], keys[-1][0])
+    cursor = None if not keys else _cursor(keys[-1][2], keys[-1][3], keys[-1][0])
     return Page(runs, len(keys), cursor, skipped=len(keys) - len(wanted))
+
+
+def _cursor(priority: int, created: datetime | None, pk: int) -> Cursor:
+    """Where a page ends: its last Run's place in queue order (see ``after_cursor``)."""
+    return (priority, created, pk)
 
 
 def _pending(query: QuerySet[Run]) -> list[PendingRun]:
