@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import FieldError
@@ -102,7 +103,7 @@ class ResourceKind:
 
     def attr(self, wire_name: str) -> str:
         """The model attribute holding a wire body field (``roleRef`` -> ``role_ref``)."""
-        return "".join("_" + c.lower() if c.isupper() else c for c in wire_name)
+        return _snake_case(wire_name)
 
     def selectable_fields(self) -> dict[str, str]:
         """Every fieldSelector label this kind serves -> its model column."""
@@ -204,3 +205,9 @@ class Registry:
 
 
 registry = Registry()
+
+
+@lru_cache(maxsize=1024)
+def _snake_case(wire_name: str) -> str:
+    # every manifest a watch event stores asks this of each body field: once per name
+    return "".join("_" + c.lower() if c.isupper() else c for c in wire_name)
