@@ -19,6 +19,7 @@ import decimal
 import json
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -46,15 +47,59 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _row(fields: list[models.Field[Any, Any]], obj: models.Model) -> dict[str, Any]:
+# Fields whose Python value, once of this type, is already what the column stores: the rest
+# go through get_db_prep_save (a datetime, a UUID, a duration: per backend).
+_PLAIN_TYPES: tuple[tuple[type[models.Field[Any, Any]], type], ...] = (
+    (models.CharField, str),
+    (models.TextField, str),
+    (models.BooleanField, bool),
+    (models.IntegerField, int),  # the big, small and positive ones too
+)
+
+
+@dataclass(frozen=True)
+class _Column:
+    field: models.Field[Any, Any]
+    attname: str
+    column: str
+    json: bool
+    plain: type | None  # see _PLAIN_TYPES
+    pre_save: bool  # whether the field's pre_save does more than read the attribute
+
+
+@lru_cache(maxsize=64)
+def _columns(model: type[models.Model]) -> tuple[_Column, ...]:
+    columns = []
+    for field in _fields(model):
+        plain = next((kind for base, kind in _PLAIN_TYPES if isinstance(field, base)), None)
+        columns.append(
+            _Column(
+                field=field,
+                attname=field.attname,
+                column=field.column,
+                json=isinstance(field, models.JSONField),
+                plain=None if isinstance(field, models.JSONField) else plain,
+                pre_save=type(field).pre_save is not models.Field.pre_save,
+            )
+        )
+    return tuple(columns)
+
+
+def _row(columns: tuple[_Column, ...], obj: models.Model) -> dict[str, Any]:
     row: dict[str, Any] = {}
-    for field in fields:
-        value = field.pre_save(obj, add=True)
+    for column in columns:
+        if column.pre_save:
+            value = column.field.pre_save(obj, add=True)
+        else:
+            value = getattr(obj, column.attname)
         if value is None:
             continue  # absent: NULL
-        if not isinstance(field, models.JSONField):
-            value = field.get_db_prep_save(value, connection)
-        row[field.column] = _plain(value)
+        if column.json:
+            row[column.column] = value
+        elif column.plain is not None and type(value) is column.plain:
+            row[column.column] = value  # what get_db_prep_save would give back
+        else:
+            row[column.column] = _plain(column.field.get_db_prep_save(value, connection))
     return row
 
 
@@ -87,8 +132,8 @@ def insert(model: type[models.Model], objs: Iterable[models.Model]) -> int:
     if vendor not in JSON_VENDORS:
         model._default_manager.bulk_create(objs)
         return len(objs)
-    fields = _fields(model)
-    payload = json.dumps([_row(fields, obj) for obj in objs], separators=(",", ":"))
+    columns = _columns(model)
+    payload = json.dumps([_row(columns, obj) for obj in objs], separators=(",", ":"))
     with connection.cursor() as cursor:
         cursor.execute(_statement(model, vendor), [payload])
     return len(objs)
