@@ -137,8 +137,13 @@ class Run(NamespacedObject):
     class Meta(NamespacedObject.Meta):
         constraints = [unique_name_constraint("run", namespaced=True)]
         indexes = [
+            # the scheduler's queue in its order, holding only what waits: a page is a walk
+            # of its head, whatever the planner believes of how many Runs are Pending (the
+            # index the order needs; a bound Run leaves it, so binds maintain less)
             models.Index(
-                fields=("phase", "priority", "creation_timestamp"), name="run_queue_order"
+                fields=("-priority", "creation_timestamp", "id"),
+                name="run_pending_queue",
+                condition=models.Q(phase="Pending", deletion_timestamp__isnull=True),
             ),
             models.Index(fields=("finished_at",), name="run_finished_at"),
             # the admin's default order, newest first (scanned backwards)
