@@ -105,6 +105,43 @@ def record_many(kind: ResourceKind, objs: Iterable[Any], event_type: str = MODIF
     bulk_insert.insert(_event_model(), rows)
 
 
+def record_sql(kind: ResourceKind, source: str, event_type: str = MODIFIED) -> str | None:
+    """An INSERT of the watch events of the rows ``source`` names (a CTE of a statement that
+    just wrote them, with their new resourceVersions): what ``record_many`` records, built in
+    the database (see ``manifest_sql``). None when only Python can render the kind here."""
+    from .manifest_sql import manifest_expression
+
+    manifest = manifest_expression(kind, "w")
+    if manifest is None:
+        return None
+    quote = connection.ops.quote_name
+    event = _event_model()
+    columns = ", ".join(
+        quote(event._meta.get_field(name).column)
+        for name in (
+            "resource_version",
+            "kind_key",
+            "namespace",
+            "name",
+            "type",
+            "object",
+            "previous_labels",
+            "created_at",
+        )
+    )
+    model = kind.model._meta
+    namespace = f"w.{quote(model.get_field('namespace').column)}" if kind.namespaced else "''"
+    labels = f"w.{quote(model.get_field('labels').column)}"
+    previous = "NULL" if event_type == ADDED else f"COALESCE({labels}, '{{}}'::jsonb)"
+    return (
+        f"INSERT INTO {quote(event._meta.db_table)} ({columns}) "
+        f"SELECT w.{quote(model.get_field('resource_version').column)}, "
+        f"'{kind.key}', {namespace}, w.{quote(model.get_field('name').column)}, "
+        f"'{event_type}', {manifest}, {previous}, clock_timestamp() "
+        f"FROM {source} AS w ORDER BY 1"
+    )
+
+
 def compare_and_set(obj: Any, fields: Mapping[str, Any], **guards: Any) -> bool:
     """Write ``fields`` on ``obj``'s row if it is still at the resourceVersion ``obj`` was read
     at (and matches ``guards``); record the change. True if it landed, and then ``obj`` holds
