@@ -206,8 +206,13 @@ def record_new(
             last = history.allocate(len(rows))
             for index, event in enumerate(rows):
                 event.resource_version = last - len(rows) + 1 + index
-            bulk_insert.insert(Event, rows)
-            history.record_many(event_kind, rows, history.ADDED)
+            # their watch events in the same statement where the database can render them
+            recorded = history.record_sql(event_kind, "inserted", history.ADDED)
+            if recorded is not None:
+                bulk_insert.insert(Event, rows, then=recorded)
+            else:
+                bulk_insert.insert(Event, rows)
+                history.record_many(event_kind, rows, history.ADDED)
     except Exception:  # noqa: BLE001 - as record: never fail the work described
         log.warning("could not record %d Events", len(rows), exc_info=True)
         return 0

@@ -123,17 +123,25 @@ def _statement(model: type[models.Model], vendor: str) -> str:
     return f"INSERT INTO {table} ({columns}) SELECT {picks} FROM json_each(%s)"
 
 
-def insert(model: type[models.Model], objs: Iterable[models.Model]) -> int:
-    """Insert ``objs`` (new rows of ``model``) in one statement; how many were inserted."""
+def insert(model: type[models.Model], objs: Iterable[models.Model], then: str = "") -> int:
+    """Insert ``objs`` (new rows of ``model``) in one statement; how many were inserted.
+
+    ``then`` (PostgreSQL only) is a statement over the rows just inserted, the CTE
+    ``inserted``, run as part of the same statement (a history.record_sql of them)."""
     objs = list(objs)
     if not objs:
         return 0
     vendor = connection.vendor
+    if then and vendor != "postgresql":
+        raise ValueError("a statement over the inserted rows needs PostgreSQL")
     if vendor not in JSON_VENDORS:
         model._default_manager.bulk_create(objs)
         return len(objs)
     columns = _columns(model)
     payload = json.dumps([_row(columns, obj) for obj in objs], separators=(",", ":"))
+    statement = _statement(model, vendor)
+    if then:
+        statement = f"WITH inserted AS ({statement} RETURNING *) {then}"
     with connection.cursor() as cursor:
-        cursor.execute(_statement(model, vendor), [payload])
+        cursor.execute(statement, [payload])
     return len(objs)

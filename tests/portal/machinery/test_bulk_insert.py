@@ -155,3 +155,27 @@ def test_runs_with_every_column_type_read_back_as_bulk_create_stores_them():
     assert stored("a")[0][columns.index("ttl_after_finished")] == timedelta(
         seconds=90, microseconds=5
     )
+
+
+def test_a_statement_over_the_inserted_rows_runs_with_the_insert_on_postgresql_only():
+    rows = _events(BASE + 5000, [{"a": 1}, {"b": 2}], [None, None])
+    table = connection.ops.quote_name(WatchEvent._meta.db_table)
+    # a copy of each inserted row 100 versions on: the statement sees what was inserted
+    then = (
+        f"INSERT INTO {table} (resource_version, kind_key, namespace, name, type, object, "
+        "created_at) SELECT resource_version + 100, kind_key, namespace, name, 'DELETED', "
+        "object, created_at FROM inserted"
+    )
+    stored = WatchEvent.objects.filter(resource_version__gte=BASE + 5000)
+    if connection.vendor != "postgresql":
+        with pytest.raises(ValueError, match="PostgreSQL"):
+            bulk_insert.insert(WatchEvent, rows, then=then)
+        assert not stored.exists()
+        return
+    assert bulk_insert.insert(WatchEvent, rows, then=then) == 2
+    assert sorted(stored.values_list("resource_version", "type", "object")) == [
+        (BASE + 5000, "MODIFIED", {"a": 1}),
+        (BASE + 5001, "MODIFIED", {"b": 2}),
+        (BASE + 5100, "DELETED", {"a": 1}),
+        (BASE + 5101, "DELETED", {"b": 2}),
+    ]

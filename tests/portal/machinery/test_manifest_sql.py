@@ -139,3 +139,26 @@ def test_every_kind_rendered_in_sql_compiles():
         table = connection.ops.quote_name(kind.model._meta.db_table)
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT {expression} FROM {table} AS w LIMIT 0")
+
+
+def test_batch_recorded_events_carry_their_manifests_as_watch_events(runs):
+    from portal import events_recorder
+    from portal.models import Event
+
+    events_recorder.spam_filter.reset()
+    event_kind = registry.for_model(Event)
+    before = history.current()
+    pod = RuntimePod(name="bash-a")
+    written = events_recorder.record_new(
+        [(fresh(run), "Scheduled", f"assigned to {pod.name}", "Normal") for run in runs], kind=RUN
+    )
+    assert written == len(runs)
+    watched = WatchEvent.objects.filter(kind_key=event_kind.key, resource_version__gt=before)
+    events = Event.objects.filter(resource_version__gt=before).order_by("resource_version")
+    assert [(w.type, w.name, w.resource_version) for w in watched.order_by("resource_version")] == [
+        ("ADDED", event.name, event.resource_version) for event in events
+    ]
+    for event in events:
+        recorded = watched.get(resource_version=event.resource_version)
+        assert recorded.object == to_manifest(event_kind, event)
+        assert recorded.previous_labels is None  # ADDED: no state before
