@@ -135,6 +135,9 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'portal.sqlite3'}"),
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's, without the varchar_pattern_ops twin of each indexed text column (see there)
+    DATABASES["default"]["ENGINE"] = "portal.db.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and a busy timeout let web, worker and beat share one SQLite file.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
