@@ -248,6 +248,17 @@ class RunLogChunk(models.Model):
         return f"run {self.run_id} attempt {self.attempt} @{self.offset}"
 
 
+class BindEpoch(models.Model):
+    """One row counting bind transactions: every bind takes the next value first, holding the
+    row until it commits. A binder that finds the value one past its own last bind knows no one
+    else bound anywhere since (see ``scheduler.bind.PodLedger``)."""
+
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"bind epoch {self.value}"
+
+
 class SchedulerLease(models.Model):
     """The scheduler's leader lock and wake-up flag: one row per scheduling loop.
 

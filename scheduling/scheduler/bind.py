@@ -1,11 +1,20 @@
 """Bind: compare-and-set, so no Run is bound twice and no pod goes over capacity.
 
 Each batch runs in one transaction that locks the target pod rows (in pk order, so two
-schedulers cannot deadlock) and re-reads what is already active on them. The Runs that still
+schedulers cannot deadlock) and re-reads what is already active on them (those its pass's
+ledger cannot vouch for, below). The Runs that still
 fit are then bound by ONE UPDATE (over a JSON array of rows: one parameter, cheap to send)
 that matches a Run only if it is still Pending at the resourceVersion the snapshot saw; a Run
 the UPDATE does not return lost a race. The UPDATE is the Run status writer's
 (``scheduling.run_status.write_many``).
+
+Only a bind makes a pod busier (every other change to an active Run ends it or keeps it on its
+pod), and every bind transaction first takes the next ``BindEpoch`` value, holding that row
+until it commits. A pass keeps, in its ``PodLedger``, the usage its own batches left on each
+pod and the epoch of its last batch: a batch whose epoch is the next one knows no one else
+bound anywhere since, so it takes the usage of the pods it already saw from the ledger (Runs
+that ended since only make that too high, which errs on the safe side) and reads only new
+pods' Runs; any other epoch (another scheduler bound meanwhile) and every pod is read again.
 """
 
 from __future__ import annotations
@@ -13,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from scheduling import resources, run_status
-from scheduling.models import PodPhase, Run, RunPhase, RuntimePod
+from scheduling.models import BindEpoch, PodPhase, Run, RunPhase, RuntimePod
 
 from .snapshot import PendingRun, PodState
 from .usage import active_usage
@@ -28,6 +37,35 @@ class BindResult:
     conflicts: list[tuple[PendingRun, PodState, str]] = field(default_factory=list)
     # What the database says each locked pod runs now (pod uid -> requests in use).
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass
+class PodLedger:
+    """What one pass's binds left on each pod: pod pk -> (pod uid, requests in use), as of
+    ``epoch``, the BindEpoch of the pass's last bind. Good for one pass: Runs that end
+    meanwhile make it too high, never too low."""
+
+    epoch: int | None = None
+    pods: dict[int, tuple[str, dict[str, int]]] = field(default_factory=dict)
+
+    def usage(self, row: RuntimePod) -> dict[str, int] | None:
+        """The pod's usage as this pass left it; None when it must be read."""
+        seen = self.pods.get(row.pk)
+        if seen is None or seen[0] != str(row.uid):
+            return None  # not seen by this pass, or replaced since
+        return dict(seen[1])
+
+
+def _next_epoch() -> int:
+    """Take the next BindEpoch (the row stays locked until the bind commits)."""
+    table = connection.ops.quote_name(BindEpoch._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET value = value + 1 WHERE id = 1 RETURNING value")
+        row = cursor.fetchone()
+    if row is None:  # first bind on this database
+        BindEpoch.objects.get_or_create(pk=1)
+        return _next_epoch()
+    return int(row[0])
 
 
 def _fits(used: dict[str, int], requests: dict[str, int], capacity: dict[str, int]) -> bool:
@@ -93,7 +131,11 @@ def _admit(
     return admitted
 
 
-def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindResult:
+def bind(
+    assignments: list[tuple[PendingRun, PodState]],
+    now: datetime,
+    ledger: PodLedger | None = None,
+) -> BindResult:
     result = BindResult()
     by_pod: dict[int, list[PendingRun]] = {}
     pods: dict[int, PodState] = {}
@@ -101,6 +143,9 @@ def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindR
         by_pod.setdefault(pod.pk, []).append(run)
         pods[pod.pk] = pod
     with transaction.atomic():
+        epoch = _next_epoch()  # first: binds are serialised from here to the commit
+        if ledger is not None and ledger.epoch != epoch - 1:
+            ledger.pods.clear()  # someone else bound since this pass's last batch
         locked = {
             row.pk: row
             for row in RuntimePod.objects.select_for_update()
@@ -108,7 +153,13 @@ def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindR
             .order_by("pk")
             .only("pk", "uid", "name", "ready", "phase", "capacity")
         }
-        result.usage = _active_usage(list(locked.values()))
+        known = {}
+        for row in locked.values():
+            usage = ledger.usage(row) if ledger is not None else None
+            if usage is not None:
+                known[str(row.uid)] = usage
+        unknown = [row for row in locked.values() if str(row.uid) not in known]
+        result.usage = {**(_active_usage(unknown) if unknown else {}), **known}
         pending = _still_pending([run for run, _ in assignments])
         accepted = [
             pair
@@ -122,4 +173,9 @@ def bind(assignments: list[tuple[PendingRun, PodState]], now: datetime) -> BindR
             else:  # changed after _still_pending read it: counted, but not bound
                 result.conflicts.append((run, pod, "run"))
                 resources.add(result.usage[pod.uid], run.requests, sign=-1)
+    if ledger is not None:  # committed: what this batch leaves on each pod it locked
+        ledger.epoch = epoch
+        for pk, row in locked.items():
+            uid = str(row.uid)
+            ledger.pods[pk] = (uid, dict(result.usage.get(uid, {})))
     return result

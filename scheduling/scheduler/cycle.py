@@ -105,6 +105,8 @@ class Pass:
         self.batch: list[tuple[PendingRun, PodState]] = []
         # Pending messages to write, in one statement when the pass ends
         self.pending_writes: list[tuple[PendingRun, dict[str, Any]]] = []
+        # what this pass's binds left on each pod (a later batch re-reads only what moved)
+        self.ledger = binding.PodLedger()
 
     def run(self) -> PassResult:
         started = time.perf_counter()
@@ -171,7 +173,7 @@ class Pass:
     def _flush(self, snapshot: Snapshot) -> None:
         if not self.batch:
             return
-        outcome = binding.bind(self.batch, self.now)
+        outcome = binding.bind(self.batch, self.now, self.ledger)
         self.batch = []
         for run, _ in outcome.bound:
             snapshot.finish_binding(run)

@@ -35,11 +35,11 @@ def _race(schedulers: int, options: PassOptions, monkeypatch) -> list:
     waited = threading.local()
     real_bind = binding.bind
 
-    def bind_together(assignments, now):
+    def bind_together(assignments, now, *ledger):
         if not getattr(waited, "done", False):
             waited.done = True
             first_bind.wait(timeout=10)
-        return real_bind(assignments, now)
+        return real_bind(assignments, now, *ledger)
 
     monkeypatch.setattr(binding, "bind", bind_together)
     results, errors = [], []

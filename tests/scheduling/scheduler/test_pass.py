@@ -172,9 +172,9 @@ def test_a_run_changed_after_the_snapshot_is_not_bound_and_is_requeued(monkeypat
     run = make_run("r1")
     real_bind = binding.bind
 
-    def racing_bind(assignments, now):
+    def racing_bind(assignments, now, *ledger):
         Run.objects.filter(pk=run.pk).update(resource_version=99)  # someone wrote meanwhile
-        return real_bind(assignments, now)
+        return real_bind(assignments, now, *ledger)
 
     monkeypatch.setattr(binding, "bind", racing_bind)
     result = schedule()
@@ -193,9 +193,9 @@ def test_a_pod_replaced_after_the_snapshot_is_not_used(monkeypatch):
     run = make_run("r1")
     real_bind = binding.bind
 
-    def replaced_pod_bind(assignments, now):
+    def replaced_pod_bind(assignments, now, *ledger):
         RuntimePod.objects.filter(pk=pod.pk).update(uid=uuid.uuid4())  # same name, new pod
-        return real_bind(assignments, now)
+        return real_bind(assignments, now, *ledger)
 
     monkeypatch.setattr(binding, "bind", replaced_pod_bind)
     assert schedule().conflicts == 1
@@ -210,12 +210,12 @@ def test_capacity_taken_by_another_scheduler_is_seen_at_bind(monkeypatch):
     other = make_run("other")
     real_bind = binding.bind
 
-    def competing_bind(assignments, now):
+    def competing_bind(assignments, now, *ledger):
         from scheduling import run_status
 
         status = run_status.scheduled({}, pod.name, str(pod.uid), now, 1)
         Run.objects.filter(pk=other.pk).update(status=status, **Run.status_columns(status))
-        return real_bind([a for a in assignments if a[0].pk == run.pk], now)
+        return real_bind([a for a in assignments if a[0].pk == run.pk], now, *ledger)
 
     monkeypatch.setattr(binding, "bind", competing_bind)
     result = schedule()
