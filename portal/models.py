@@ -4,6 +4,7 @@ RBAC kinds."""
 from __future__ import annotations
 
 from django.db import models
+from django.utils import timezone
 
 from portal.auth.rbac_models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from portal.encryption import EncryptedJSONField
@@ -182,6 +183,12 @@ class Event(NamespacedObject):
     involvedObject and the collector's expiry are indexed queries. events.k8s.io/v1 serves
     the same rows in its own shape."""
 
+    # Events are written as often as anything here (one per bound Run), so they keep only the
+    # indexes their reads use: (namespace, name) is unique, the involvedObject and expiry
+    # columns are indexed below; name, namespace and creation time alone are not looked up
+    name = models.CharField(max_length=253)
+    namespace = models.CharField(max_length=63)
+    creation_timestamp = models.DateTimeField(default=timezone.now, editable=False)
     involved_object = models.JSONField(default=dict, blank=True)
     reason = models.CharField(max_length=128, blank=True, default="")
     message = models.TextField(blank=True, default="")
