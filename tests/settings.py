@@ -19,3 +19,6 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db["TEST"] = {"NAME": str(DATA_DIR / f"test-{os.getpid()}.sqlite3")}  # noqa: F405
 if os.environ.get("KRUNTIMES_TEST_DB_NAME"):
     _db["NAME"] = os.environ["KRUNTIMES_TEST_DB_NAME"]
+# a full collection at each test's first scheduling pass would add minutes to the suite; the
+# freeze itself has its own test
+KRUNTIMES_SCHEDULER_GC_FREEZE = False

@@ -19,7 +19,10 @@ def default_framework() -> Framework:
     if settings.KRUNTIMES_SCHEDULER_USAGE_CACHE:
         from .usage_cache import UsageCache
 
-        framework.usage_cache = UsageCache(settings.KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS)
+        framework.usage_cache = UsageCache(
+            settings.KRUNTIMES_SCHEDULER_CACHE_RESYNC_SECONDS,
+            freeze=settings.KRUNTIMES_SCHEDULER_GC_FREEZE,
+        )
     return framework
 
 

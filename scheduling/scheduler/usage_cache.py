@@ -14,6 +14,7 @@ event sets a Run's entry (or drops it), so an event a rebuild already saw is har
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from functools import lru_cache
@@ -44,9 +45,16 @@ def _requests_text(text: str | None) -> Requests:
 
 
 class UsageCache:
-    def __init__(self, resync_seconds: float = 30.0, max_events: int = 20_000) -> None:
+    def __init__(
+        self, resync_seconds: float = 30.0, max_events: int = 20_000, freeze: bool = False
+    ) -> None:
         self.resync_seconds = resync_seconds
         self.max_events = max_events
+        # after a rebuild, collect once and freeze the survivors out of the collector's
+        # generations: the entries live until the next rebuild, and a full collection walking
+        # them all is a long pause in some pass (unfrozen and collected again at each rebuild,
+        # so nothing frozen is kept past its life)
+        self.freeze = freeze
         self.cursor: int | None = None  # every Run change up to here is applied
         self.synced_at = 0.0
         self.runs: dict[str, tuple[PodKey, Requests]] = {}  # active Run uid -> its usage
@@ -100,6 +108,10 @@ class UsageCache:
         self.cursor = cursor
         self.synced_at = time.monotonic()
         self.rebuilds += 1
+        if self.freeze:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
 
     def _catch_up(self, upto: int) -> bool:
         """Apply the Run events after the cursor; False when too many changed to bother."""

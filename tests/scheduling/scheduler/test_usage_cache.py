@@ -114,3 +114,29 @@ def test_a_cache_that_counted_too_little_costs_one_conflict_then_is_read_anew(fr
     assert cache.rebuilds == rebuilds + 1
     assert second.conflicts == 0 and second.bound == 0  # now it knows: no bind is tried
     assert cache.current() == full()
+
+
+def test_a_rebuild_freezes_what_survives_a_collection_and_thaws_it_at_the_next(settings):
+    import gc
+
+    settings.KRUNTIMES_SCHEDULER_GC_FREEZE = True
+    cache = default_framework().usage_cache
+    assert cache.freeze
+    make_runtime()
+    make_pod("bash-a")
+    gc.unfreeze()
+    try:
+        cache.rebuild()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # the process's live objects, the cache's entries among them
+        assert gc.get_count()[2] == 0  # nothing left for the oldest generation to walk
+        cache.rebuild()  # thawed, collected, frozen again: not piled onto the last freeze
+        assert 0 < gc.get_freeze_count() < 2 * frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_the_freeze_is_off_unless_asked(settings):
+    settings.KRUNTIMES_SCHEDULER_GC_FREEZE = False
+    assert not default_framework().usage_cache.freeze
+    assert not UsageCache().freeze
