@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import connection, models, transaction
 
-from . import bulk_insert
+from . import bulk_insert, counter_row
 from .manifest import to_manifest
 from .registry import ResourceKind, registry
 
@@ -43,17 +43,7 @@ def _event_model() -> Any:
 def allocate(count: int = 1) -> int:
     """Take ``count`` new resourceVersions (the caller is in a transaction: they and the row
     lock last until it ends); returns the highest, the others precede it."""
-    counter = _counter_model()
-    table = connection.ops.quote_name(counter._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET value = value + %s WHERE id = 1 RETURNING value", [count]
-        )
-        row = cursor.fetchone()
-    if row is None:  # a database made before the counter existed: start it now
-        counter.objects.get_or_create(pk=1)
-        return allocate(count)
-    return int(row[0])
+    return counter_row.increment(_counter_model(), count)
 
 
 def current() -> int:

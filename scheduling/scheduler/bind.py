@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 
+from portal.machinery import counter_row
 from scheduling import resources, run_status
 from scheduling.models import BindEpoch, PodPhase, Run, RunPhase, RuntimePod
 
@@ -58,14 +59,7 @@ class PodLedger:
 
 def _next_epoch() -> int:
     """Take the next BindEpoch (the row stays locked until the bind commits)."""
-    table = connection.ops.quote_name(BindEpoch._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET value = value + 1 WHERE id = 1 RETURNING value")
-        row = cursor.fetchone()
-    if row is None:  # first bind on this database
-        BindEpoch.objects.get_or_create(pk=1)
-        return _next_epoch()
-    return int(row[0])
+    return counter_row.increment(BindEpoch)
 
 
 def _fits(used: dict[str, int], requests: dict[str, int], capacity: dict[str, int]) -> bool:
