@@ -78,7 +78,7 @@ def _columns(model: type[models.Model]) -> tuple[_Column, ...]:
                 attname=field.attname,
                 column=field.column,
                 json=isinstance(field, models.JSONField),
-                plain=None if isinstance(field, models.JSONField) else plain,
+                plain=plain,
                 pre_save=type(field).pre_save is not models.Field.pre_save,
             )
         )
