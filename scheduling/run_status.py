@@ -242,8 +242,10 @@ def _recorded_statement(vendor: str, guard: Guard) -> str | None:
     """PostgreSQL: the batch UPDATE, and the INSERT of each written Run's watch event from the
     rows it returns, in one statement (no read back, no manifest built in Python); None
     where the events are recorded from Python."""
+    if vendor != "postgresql":
+        return None
     record = history.record_sql(_run_kind(), "won", history.MODIFIED)
-    if vendor != "postgresql" or record is None:
+    if record is None:
         return None
     table = connection.ops.quote_name(Run._meta.db_table)
     pk = connection.ops.quote_name(Run._meta.pk.column)

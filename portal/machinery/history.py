@@ -99,7 +99,7 @@ def record_sql(kind: ResourceKind, source: str, event_type: str = MODIFIED) -> s
     """An INSERT of the watch events of the rows ``source`` names (a CTE of a statement that
     just wrote them, with their new resourceVersions): what ``record_many`` records, built in
     the database (see ``manifest_sql``). None when only Python can render the kind here."""
-    from .manifest_sql import manifest_expression
+    from .manifest_sql import manifest_expression, sql_literal
 
     manifest = manifest_expression(kind, "w")
     if manifest is None:
@@ -126,8 +126,8 @@ def record_sql(kind: ResourceKind, source: str, event_type: str = MODIFIED) -> s
     return (
         f"INSERT INTO {quote(event._meta.db_table)} ({columns}) "
         f"SELECT w.{quote(model.get_field('resource_version').column)}, "
-        f"'{kind.key}', {namespace}, w.{quote(model.get_field('name').column)}, "
-        f"'{event_type}', {manifest}, {previous}, clock_timestamp() "
+        f"{sql_literal(kind.key)}, {namespace}, w.{quote(model.get_field('name').column)}, "
+        f"{sql_literal(event_type)}, {manifest}, {previous}, clock_timestamp() "
         f"FROM {source} AS w ORDER BY 1"
     )
 

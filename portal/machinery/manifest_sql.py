@@ -44,7 +44,8 @@ PLAIN_BODY_TYPES = (
 FALSY_JSON = ("null", "{}", "[]", '""', "0", "false")
 
 
-def _literal(text: str) -> str:
+def sql_literal(text: str) -> str:
+    """``text`` as an SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -54,7 +55,7 @@ def _time(column: str) -> str:
 
 
 def _truthy(column: str) -> str:
-    falsy = ", ".join(f"{_literal(value)}::jsonb" for value in FALSY_JSON)
+    falsy = ", ".join(f"{sql_literal(value)}::jsonb" for value in FALSY_JSON)
     return f"({column} IS NOT NULL AND {column} NOT IN ({falsy}))"
 
 
@@ -109,13 +110,13 @@ def manifest_expression(kind: ResourceKind, alias: str) -> str | None:
     for wire, attr in META_DOCUMENTS:
         value = col(attr)
         parts.append(
-            f"CASE WHEN {_truthy(value)} THEN jsonb_build_object({_literal(wire)}, {value}) "
+            f"CASE WHEN {_truthy(value)} THEN jsonb_build_object({sql_literal(wire)}, {value}) "
             "ELSE '{}'::jsonb END"
         )
     metadata = " || ".join(parts)
     manifest = [
         "jsonb_build_object("
-        f"'apiVersion', {_literal(kind.api_version)}, 'kind', {_literal(kind.kind)}, "
+        f"'apiVersion', {sql_literal(kind.api_version)}, 'kind', {sql_literal(kind.kind)}, "
         f"'metadata', {metadata})"
     ]
     for wire, field in body:
@@ -124,7 +125,7 @@ def manifest_expression(kind: ResourceKind, alias: str) -> str | None:
         if isinstance(field, models.JSONField):
             present += f" AND jsonb_typeof({value}) <> 'null'"
         manifest.append(
-            f"CASE WHEN {present} THEN jsonb_build_object({_literal(wire)}, to_jsonb({value})) "
+            f"CASE WHEN {present} THEN jsonb_build_object({sql_literal(wire)}, to_jsonb({value})) "
             "ELSE '{}'::jsonb END"
         )
     return "(" + " || ".join(manifest) + ")"
