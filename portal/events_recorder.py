@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -166,14 +167,100 @@ def record_new(
     """Record many Events known to be new, (object, reason, message, type) each, in one
     insert: a batch writer's (the scheduler binds hundreds of Runs at once, each its own
     Event). The rate bucket and the bounds apply; the write path's checks are the ones these
-    fields pass by construction. Returns how many were written."""
+    fields pass by construction. Returns how many were written.
+
+    The rows are made from one template Event (``new_rows``): what every Event of the batch
+    shares is worked out once, and each row sets only its object's columns."""
     from portal.models import Event
 
     event_kind = registry.for_model(Event)
     assert event_kind is not None
+    rows, names = new_rows(items, kind, component)
+    if not rows:
+        return 0
+    try:
+        with transaction.atomic():
+            last = history.allocate(len(rows))
+            version = _COLUMN["resource_version"]
+            for index, row in enumerate(rows):
+                row[version] = last - len(rows) + 1 + index
+            # their watch events in the same statement where the database can render them
+            recorded = history.record_sql(event_kind, "inserted", history.ADDED)
+            bulk_insert.insert_rows(Event, rows, then=recorded or "")
+            if recorded is None:  # rendered in Python, from the rows as stored
+                stored = Event.objects.filter(
+                    namespace__in={namespace for namespace, _ in names},
+                    name__in=[name for _, name in names],
+                ).order_by("resource_version")
+                history.record_many(event_kind, stored, history.ADDED)
+    except Exception:  # noqa: BLE001 - as record: never fail the work described
+        log.warning("could not record %d Events", len(rows), exc_info=True)
+        return 0
+    return len(rows)
+
+
+# the Event columns a row of ``new_rows`` sets itself (the rest come from the template)
+_OWN = (
+    "uid",
+    "name",
+    "namespace",
+    "resource_version",
+    "involved_object",
+    "involved_kind",
+    "involved_name",
+    "involved_namespace",
+    "involved_uid",
+    "reason",
+    "action",
+    "message",
+    "type",
+)
+
+
+class _Columns(dict):
+    """Event field name -> its column, read from the model on first use."""
+
+    def __missing__(self, name: str) -> str:
+        from portal.models import Event
+
+        column = self[name] = Event._meta.get_field(name).column
+        return column
+
+
+_COLUMN = _Columns()
+
+
+def new_rows(
+    items: list[tuple[Any, str, str, str]], kind: ResourceKind | None, component: str
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The rows (``bulk_insert.insert_rows``) of the new Events of ``items`` that their rate
+    buckets allow, and their (namespace, name); resourceVersions are left to the caller. Each
+    row is the template Event's (what ``Event.sync_columns`` derives from these fields, for
+    an object of this kind) with the object's own columns set as ``sync_columns`` would."""
+    from portal.models import Event
+
     now = timezone.now()
     stamp = format_time(now)
-    rows = []
+    template = Event(
+        count=1,
+        first_timestamp=stamp,
+        last_timestamp=stamp,
+        source={"component": component},
+        reporting_component=component,
+        reporting_instance=settings.KRUNTIMES_EVENT_INSTANCE,
+        creation_timestamp=now,
+    )
+    template.sync_columns()
+    base = {
+        column: value
+        for column, value in bulk_insert.row_of(Event, template).items()
+        if column not in {_COLUMN[name] for name in _OWN}
+    }
+    uid_field = Event._meta.get_field("uid")
+    column = _COLUMN
+    rows: list[dict[str, Any]] = []
+    names: list[tuple[str, str]] = []
+    nanoseconds = time.time_ns()
     for obj, reason, message, type in items:
         ref = reference(obj, kind)
         namespace = ref.get("namespace") or "default"
@@ -181,42 +268,23 @@ def record_new(
         if not allowed:
             DROPPED.labels(ref["kind"]).inc()
             continue
-        event = Event(
-            name=f"{ref['name'][:NAME_ROOM]}.{time.time_ns() + len(rows):x}",
-            namespace=namespace,
-            involved_object=ref,
-            reason=reason,
-            message=truncated(message),
-            type=type,
-            count=1,
-            first_timestamp=stamp,
-            last_timestamp=stamp,
-            source={"component": component},
-            reporting_component=component,
-            reporting_instance=settings.KRUNTIMES_EVENT_INSTANCE,
-            action=reason,
-            creation_timestamp=now,
-        )
-        event.sync_columns()
-        rows.append(event)
-    if not rows:
-        return 0
-    try:
-        with transaction.atomic():
-            last = history.allocate(len(rows))
-            for index, event in enumerate(rows):
-                event.resource_version = last - len(rows) + 1 + index
-            # their watch events in the same statement where the database can render them
-            recorded = history.record_sql(event_kind, "inserted", history.ADDED)
-            if recorded is not None:
-                bulk_insert.insert(Event, rows, then=recorded)
-            else:
-                bulk_insert.insert(Event, rows)
-                history.record_many(event_kind, rows, history.ADDED)
-    except Exception:  # noqa: BLE001 - as record: never fail the work described
-        log.warning("could not record %d Events", len(rows), exc_info=True)
-        return 0
-    return len(rows)
+        name = f"{ref['name'][:NAME_ROOM]}.{nanoseconds + len(rows):x}"
+        row = dict(base)
+        row[column["uid"]] = bulk_insert.column_value(uid_field, uuid.uuid4())
+        row[column["name"]] = name
+        row[column["namespace"]] = namespace
+        row[column["involved_object"]] = ref
+        row[column["involved_kind"]] = ref["kind"][:253]
+        row[column["involved_name"]] = ref["name"][:253]
+        row[column["involved_namespace"]] = ref.get("namespace", "")[:63]
+        row[column["involved_uid"]] = ref["uid"][:64]
+        row[column["reason"]] = reason
+        row[column["action"]] = reason
+        row[column["message"]] = truncated(message)
+        row[column["type"]] = type
+        rows.append(row)
+        names.append((namespace, name))
+    return rows, names
 
 
 def _write(

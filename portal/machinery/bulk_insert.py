@@ -131,17 +131,38 @@ def insert(model: type[models.Model], objs: Iterable[models.Model], then: str = 
     objs = list(objs)
     if not objs:
         return 0
+    if connection.vendor not in JSON_VENDORS:
+        if then:
+            raise ValueError("a statement over the inserted rows needs PostgreSQL")
+        model._default_manager.bulk_create(objs)
+        return len(objs)
+    return insert_rows(model, [row_of(model, obj) for obj in objs], then)
+
+
+def row_of(model: type[models.Model], obj: models.Model) -> dict[str, Any]:
+    """``obj`` as the column -> value row ``insert_rows`` takes (what ``insert`` sends)."""
+    return _row(_columns(model), obj)
+
+
+def column_value(field: models.Field[Any, Any], value: Any) -> Any:
+    """One value as a row of ``insert_rows`` holds it in ``field``'s column."""
+    return _plain(field.get_db_prep_save(value, connection))
+
+
+def insert_rows(model: type[models.Model], rows: list[dict[str, Any]], then: str = "") -> int:
+    """``insert`` for rows already made (``row_of``, ``column_value``: a batch writer that
+    builds many rows from one template saves a model instance per row); PostgreSQL and
+    SQLite only. A column a row leaves out is NULL."""
+    if not rows:
+        return 0
     vendor = connection.vendor
     if then and vendor != "postgresql":
         raise ValueError("a statement over the inserted rows needs PostgreSQL")
     if vendor not in JSON_VENDORS:
-        model._default_manager.bulk_create(objs)
-        return len(objs)
-    columns = _columns(model)
-    payload = json.dumps([_row(columns, obj) for obj in objs], separators=(",", ":"))
+        raise ValueError(f"prepared rows are inserted on PostgreSQL and SQLite, not {vendor}")
     statement = _statement(model, vendor)
     if then:
         statement = f"WITH inserted AS ({statement} RETURNING *) {then}"
     with connection.cursor() as cursor:
-        cursor.execute(statement, [payload])
-    return len(objs)
+        cursor.execute(statement, [json.dumps(rows, separators=(",", ":"))])
+    return len(rows)
