@@ -21,13 +21,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db import transaction
+from django.db.models import CharField, TextField
+from django.db.models.functions import Cast
 
 from portal.machinery import counter_row
 from scheduling import resources, run_status
 from scheduling.models import BindEpoch, PodPhase, Run, RunPhase, RuntimePod
 
+from . import pod_rows
+from .pod_rows import uid_text
 from .snapshot import PendingRun, PodState
 from .usage import active_usage
 
@@ -49,12 +54,44 @@ class PodLedger:
     epoch: int | None = None
     pods: dict[int, tuple[str, dict[str, int]]] = field(default_factory=dict)
 
-    def usage(self, row: RuntimePod) -> dict[str, int] | None:
+    def usage(self, row: LockedPod) -> dict[str, int] | None:
         """The pod's usage as this pass left it; None when it must be read."""
         seen = self.pods.get(row.pk)
-        if seen is None or seen[0] != str(row.uid):
+        if seen is None or seen[0] != row.uid:
             return None  # not seen by this pass, or replaced since
         return dict(seen[1])
+
+
+class LockedPod(NamedTuple):
+    """A pod row as a bind locked it (read as text, as a pass reads pods: see pod_rows)."""
+
+    pk: int
+    uid: str
+    name: str
+    ready: bool
+    phase: str
+    capacity: dict[str, int]
+
+
+def _lock_pods(pks: list[int]) -> dict[int, LockedPod]:
+    """Lock the pod rows, in pk order (two binders never wait on each other in a cycle)."""
+    rows = (
+        RuntimePod.objects.select_for_update()
+        .filter(pk__in=sorted(pks))
+        .order_by("pk")
+        .values_list(
+            "pk",
+            Cast("uid", CharField()),
+            "name",
+            "ready",
+            "phase",
+            Cast("capacity", TextField()),
+        )
+    )
+    return {
+        pk: LockedPod(pk, uid_text(uid), name, bool(ready), phase, dict(pod_rows.capacity(text)))
+        for pk, uid, name, ready, phase, text in rows
+    }
 
 
 def _next_epoch() -> int:
@@ -69,11 +106,11 @@ def _fits(used: dict[str, int], requests: dict[str, int], capacity: dict[str, in
     )
 
 
-def _active_usage(pods: list[RuntimePod]) -> dict[str, dict[str, int]]:
+def _active_usage(pods: list[LockedPod]) -> dict[str, dict[str, int]]:
     # assigned_pod is the indexed column; the uid makes the match exact (names are reused)
     runs = Run.objects.filter(
         assigned_pod__in={pod.name for pod in pods},
-        assigned_pod_uid__in=[str(pod.uid) for pod in pods],
+        assigned_pod_uid__in=[pod.uid for pod in pods],
     )
     return {uid: used for (uid,), used in active_usage(runs, "assigned_pod_uid").items()}
 
@@ -104,12 +141,12 @@ def _still_pending(runs: list[PendingRun]) -> set[int]:
 def _admit(
     runs: list[PendingRun],
     pod: PodState,
-    row: RuntimePod | None,
+    row: LockedPod | None,
     pending: set[int],
     result: BindResult,
 ) -> list[tuple[PendingRun, PodState]]:
     """The Runs that still fit the locked pod (counted in ``result.usage``); the rest conflict."""
-    if row is None or str(row.uid) != pod.uid or not row.ready or row.phase != PodPhase.RUNNING:
+    if row is None or row.uid != pod.uid or not row.ready or row.phase != PodPhase.RUNNING:
         result.conflicts += [(run, pod, "pod") for run in runs]
         return []
     used = result.usage.setdefault(pod.uid, {})
@@ -140,19 +177,13 @@ def bind(
         epoch = _next_epoch()  # first: binds are serialised from here to the commit
         if ledger is not None and ledger.epoch != epoch - 1:
             ledger.pods.clear()  # someone else bound since this pass's last batch
-        locked = {
-            row.pk: row
-            for row in RuntimePod.objects.select_for_update()
-            .filter(pk__in=sorted(by_pod))
-            .order_by("pk")
-            .only("pk", "uid", "name", "ready", "phase", "capacity")
-        }
+        locked = _lock_pods(list(by_pod))
         known = {}
         for row in locked.values():
             usage = ledger.usage(row) if ledger is not None else None
             if usage is not None:
-                known[str(row.uid)] = usage
-        unknown = [row for row in locked.values() if str(row.uid) not in known]
+                known[row.uid] = usage
+        unknown = [row for row in locked.values() if row.uid not in known]
         result.usage = {**(_active_usage(unknown) if unknown else {}), **known}
         pending = _still_pending([run for run, _ in assignments])
         accepted = [
@@ -170,6 +201,5 @@ def bind(
     if ledger is not None:  # committed: what this batch leaves on each pod it locked
         ledger.epoch = epoch
         for pk, row in locked.items():
-            uid = str(row.uid)
-            ledger.pods[pk] = (uid, dict(result.usage.get(uid, {})))
+            ledger.pods[pk] = (row.uid, dict(result.usage.get(row.uid, {})))
     return result

@@ -24,7 +24,7 @@ from .snapshot import PodState
 
 
 @lru_cache(maxsize=1024)
-def _capacity(text: str | None) -> tuple[tuple[str, Any], ...]:
+def capacity(text: str | None) -> tuple[tuple[str, Any], ...]:
     return tuple((json.loads(text) or {}).items()) if text else ()
 
 
@@ -75,9 +75,9 @@ def read_pods() -> list[PodState]:
             ready=bool(ready),
             phase=phase,
             last_heartbeat=_time(heartbeat),
-            capacity=dict(_capacity(capacity)),
+            capacity=dict(capacity(capacity_text)),
         )
-        for pk, namespace, runtime, name, uid, ready, phase, heartbeat, capacity in rows
+        for pk, namespace, runtime, name, uid, ready, phase, heartbeat, capacity_text in rows
     ]
 
 
