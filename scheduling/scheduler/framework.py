@@ -9,9 +9,9 @@ functions of the Run, the pod and the snapshot, so each is tested on its own.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .snapshot import PendingRun, PodState, Snapshot
 
@@ -20,6 +20,7 @@ MAX_SCORE = 100  # a normalised score is an integer in 0..MAX_SCORE
 State = dict[str, Any]
 # (plugin name, Filter reason) -> how many pods that rejection hit.
 Rejections = Counter[tuple[str, str]]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,12 @@ class Plugin:
     ) -> str | None:
         return None
 
+    def filters(self, run: PendingRun, state: State) -> bool:
+        """After PreFilter: whether this plugin's Filter can reject a pod for this Run (False:
+        it is skipped for every pod, as kube-scheduler skips a Filter whose PreFilter said
+        Skip)."""
+        return True
+
     def pre_score(self, run: PendingRun, snapshot: Snapshot, state: State) -> bool:
         """Whether this plugin has anything to say about the Run (False: Score is skipped)."""
         return True
@@ -51,12 +58,32 @@ class Plugin:
         """A raw score of the pod: anything ``normalize`` can rank."""
         return 0
 
+    def walks_best_first(self, run: PendingRun, snapshot: Snapshot) -> bool:
+        """Whether the snapshot walks this Run's candidates by this plugin's raw score, lowest
+        first, ties to the smallest name: then, when it is the only Score plugin and its
+        ``normalize`` is ``lowest_raw_wins``, the first feasible pod is the one it picks and
+        Filter stops there."""
+        return False
+
     def normalize(self, scores: dict[str, Any]) -> dict[str, int]:
         """Pod name -> 0..MAX_SCORE, from the raw scores of every feasible pod (by default the
         raw scores, which must then be in range already)."""
         return scores
 
     scores = False  # whether this plugin takes part in Score
+
+
+def lowest_raw_wins(normalize: F) -> F:
+    """Marks a ``normalize`` that gives MAX_SCORE to exactly the pods of the lowest raw score:
+    the pod its plugin alone picks is then that score's, ties to the smallest name, and the
+    framework finds it without normalising. A subclass that overrides ``normalize`` loses
+    the mark."""
+    normalize.lowest_raw_wins = True  # type: ignore[attr-defined]
+    return normalize
+
+
+def _lowest_raw_wins(plugin: Plugin) -> bool:
+    return getattr(type(plugin).normalize, "lowest_raw_wins", False) is True
 
 
 @dataclass
@@ -157,26 +184,54 @@ class Framework:
             return Decision(
                 message=f'Runtime "{run.runtime}" not found in namespace "{run.namespace}"'
             )
-        feasible, rejections = self._filter(run, candidates, snapshot, state)
+        filters = [plugin for plugin in self.filters if plugin.filters(run, state)]
+        scorers = [plugin for plugin in self.scorers if plugin.pre_score(run, snapshot, state)]
+        enough = pods_to_find(len(candidates), self.percentage, self.minimum)
+        if (
+            len(scorers) == 1
+            and _lowest_raw_wins(scorers[0])
+            and scorers[0].walks_best_first(run, snapshot)
+        ):
+            enough = 1  # the first feasible pod is the best of any sample
+        feasible, rejections = self._filter(run, candidates, snapshot, state, filters, enough)
         if not feasible:
             return Decision(
                 message=pending_message(len(candidates), rejections), rejections=rejections
             )
-        return Decision(pod=self._best(run, feasible, snapshot, state), rejections=rejections)
+        return Decision(
+            pod=self._best(run, feasible, snapshot, state, scorers), rejections=rejections
+        )
 
     def _filter(
-        self, run: PendingRun, candidates: list[PodState], snapshot: Snapshot, state: State
+        self,
+        run: PendingRun,
+        candidates: list[PodState],
+        snapshot: Snapshot,
+        state: State,
+        filters: list[Plugin],
+        enough: int,
     ) -> tuple[list[PodState], Rejections]:
-        """The feasible pods (at most ``pods_to_find`` of them: the walk stops there), and per
+        """The feasible pods (at most ``enough`` of them: the walk stops there), and per
         (plugin, reason) how many of the pods walked the first rejection hit. When no pod is
         feasible every pod was walked, so a Pending message counts them all."""
         feasible: list[PodState] = []
         rejections: Rejections = Counter()
-        enough = pods_to_find(len(candidates), self.percentage, self.minimum)
+        if len(filters) == 1:  # the usual Run: only availability has anything to check
+            (plugin,) = filters
+            check = plugin.filter
+            for pod in candidates:
+                if len(feasible) >= enough:
+                    break
+                reason = check(run, pod, snapshot, state)
+                if reason is None:
+                    feasible.append(pod)
+                else:
+                    rejections[plugin.name, reason] += 1
+            return feasible, rejections
         for pod in candidates:
             if len(feasible) >= enough:
                 break
-            for plugin in self.filters:
+            for plugin in filters:
                 reason = plugin.filter(run, pod, snapshot, state)
                 if reason is not None:
                     rejections[plugin.name, reason] += 1
@@ -186,20 +241,40 @@ class Framework:
         return feasible, rejections
 
     def _best(
-        self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot, state: State
+        self,
+        run: PendingRun,
+        feasible: list[PodState],
+        snapshot: Snapshot,
+        state: State,
+        scorers: list[Plugin],
     ) -> PodState:
         if len(feasible) == 1:
             return feasible[0]
-        totals = self.totals(run, feasible, snapshot, state)
+        if not scorers:
+            return min(feasible, key=lambda pod: pod.name)
+        if len(scorers) == 1 and _lowest_raw_wins(scorers[0]):
+            # one plugin's normalised top score is exactly its lowest raw score's: the same
+            # pod as summing, without normalising
+            score = scorers[0].score
+            return min(feasible, key=lambda pod: (score(run, pod, snapshot, state), pod.name))
+        totals = self.totals(run, feasible, snapshot, state, scorers)
         # highest total wins; ties go to the smallest pod name
         return min(feasible, key=lambda pod: (-totals[pod.name], pod.name))
 
     def totals(
-        self, run: PendingRun, feasible: list[PodState], snapshot: Snapshot, state: State
+        self,
+        run: PendingRun,
+        feasible: list[PodState],
+        snapshot: Snapshot,
+        state: State,
+        scorers: list[Plugin] | None = None,
     ) -> dict[str, int]:
-        """Pod name -> the sum of every Score plugin's normalised score."""
+        """Pod name -> the sum of every Score plugin's normalised score (of ``scorers``, the
+        plugins whose PreScore said they score this Run, when known)."""
         totals = dict.fromkeys((pod.name for pod in feasible), 0)
-        for plugin in [p for p in self.scorers if p.pre_score(run, snapshot, state)]:
+        if scorers is None:
+            scorers = [p for p in self.scorers if p.pre_score(run, snapshot, state)]
+        for plugin in scorers:
             raw = {pod.name: plugin.score(run, pod, snapshot, state) for pod in feasible}
             for name, value in plugin.normalize(raw).items():
                 if not 0 <= value <= MAX_SCORE:

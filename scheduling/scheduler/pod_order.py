@@ -42,6 +42,14 @@ class PodOrder:
         ordered = sorted(pods, key=lambda pod: self._keys[pod.name])
         self.keys: list[Key] = [self._keys[pod.name] for pod in ordered]
         self.pods: list[PodState] = ordered
+        # the capacity all the pods advertise, every resource above zero (so their order by
+        # load is by used/capacity of each); None when they differ
+        shared = pods[0].capacity if pods else None
+        if shared is not None and (
+            min(shared.values(), default=0) <= 0 or any(pod.capacity != shared for pod in pods)
+        ):
+            shared = None
+        self.shared_capacity: dict[str, int] | None = shared
 
     def __len__(self) -> int:
         return len(self.pods)

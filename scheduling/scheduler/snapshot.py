@@ -136,6 +136,12 @@ class Snapshot:
         order = self.by_runtime.get((run.namespace, run.runtime))
         return order.pods if order is not None else []
 
+    def shared_capacity(self, run: PendingRun) -> dict[str, int] | None:
+        """The capacity every candidate of the Run advertises, each resource above zero;
+        None when they differ (or there are none)."""
+        order = self.by_runtime.get((run.namespace, run.runtime))
+        return order.shared_capacity if order is not None else None
+
     def reorder(self, pod: PodState) -> None:
         """The pod's usage or readiness changed: move it to its place in the order."""
         order = self.by_runtime.get((pod.namespace, pod.runtime))

@@ -94,6 +94,9 @@ class RunAffinity(Plugin):
         ]
         return None
 
+    def filters(self, run: PendingRun, state: State) -> bool:
+        return bool(state["required"] or state["anti"])  # the Run has a required term
+
     def filter(
         self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State
     ) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..framework import MAX_SCORE, Plugin, State
+from ..framework import MAX_SCORE, Plugin, State, lowest_raw_wins
 from ..snapshot import PendingRun, PodState, Snapshot
 
 Load = tuple[float, float] | tuple[Fraction, Fraction]
@@ -64,5 +64,17 @@ class LeastLoaded(Plugin):
     def score(self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State) -> Load:
         return projected_load(run.requests, pod.used, pod.capacity)
 
+    def walks_best_first(self, run: PendingRun, snapshot: Snapshot) -> bool:
+        """Candidates are walked least loaded first (``pod_order``: by used/capacity, ties to
+        the name). When every candidate advertises just the one resource the Run requests,
+        with the same capacity, that order is this plugin's: (used + request) / capacity
+        grows with used/capacity."""
+        if len(run.requests) != 1:
+            return False
+        ((name, amount),) = run.requests.items()
+        capacity = snapshot.shared_capacity(run)
+        return amount > 0 and capacity is not None and capacity.keys() == {name}
+
+    @lowest_raw_wins  # rank_scores: only the least loaded group scores MAX_SCORE
     def normalize(self, scores: dict[str, Load]) -> dict[str, int]:
         return rank_scores(scores)

@@ -52,6 +52,9 @@ class WorkspaceFencing(Plugin):
         state[_STATE_KEY] = ws
         return None
 
+    def filters(self, run: PendingRun, state: State) -> bool:
+        return _STATE_KEY in state  # the Run uses a workspace
+
     def filter(
         self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State
     ) -> str | None:

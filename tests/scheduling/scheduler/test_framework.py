@@ -54,6 +54,49 @@ def test_only_filtering_plugins_are_asked_per_pod():
     ]
 
 
+class Skipping(Plugin):
+    """A Filter that rejects every pod, unless its PreFilter step says it has nothing to check."""
+
+    name = "Skipping"
+
+    def __init__(self, checks: bool) -> None:
+        self.checks, self.asked = checks, []
+
+    def filters(self, run, state):
+        return self.checks
+
+    def filter(self, run, pod, snapshot, state):
+        self.asked.append(pod.name)
+        return "NotReady"
+
+
+def test_a_filter_with_nothing_to_check_for_the_run_is_skipped_for_every_pod():
+    pods = [pod("a"), pod("b")]
+    skipped = Skipping(checks=False)
+    decision = Framework([skipped, *default_plugins()]).schedule_one(run(), snapshot(pods))
+    assert decision.pod.name == "a" and skipped.asked == []
+    asked = Skipping(checks=True)
+    decision = Framework([asked, *default_plugins()]).schedule_one(run(), snapshot(pods))
+    assert decision.pod is None and asked.asked == ["a", "b"]
+    assert decision.message == "0/2 pods: 2 are not ready"
+
+
+def test_fencing_and_required_affinity_filter_only_runs_that_have_them():
+    fencing, affinity = default_plugins()[0], RunAffinity()
+    assert not fencing.filters(run(), {})
+    assert fencing.filters(run(workspace="ws"), {"workspace": object()})
+    snap = snapshot([pod("a")], placed("a", BUILD))
+    for the_run, checks in [
+        (run(), False),
+        (run(affinity=preferred("runAffinity", (10, BUILD))), False),
+        (run(affinity=required("runAffinity", BUILD)), True),
+        (run(affinity=required("runAntiAffinity", BUILD)), True),
+    ]:
+        state: dict = {}
+        affinity.pre_filter(the_run, snap, state)
+        assert affinity.filters(the_run, state) is checks
+
+
 def test_required_targets_are_resolved_once_per_run():
     asked = []
 

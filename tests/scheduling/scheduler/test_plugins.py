@@ -304,3 +304,13 @@ def test_a_request_no_pod_can_ever_hold_says_so():
     assert decision.message == (
         "0/3 pods: 2 have less capacity than the Run requests, 1 at capacity"
     )
+
+
+def test_a_subclass_that_normalises_otherwise_is_not_taken_at_its_lowest_raw_score():
+    class Reversed(LeastLoaded):  # the most loaded pod scores highest
+        def normalize(self, scores):
+            return {name: 100 - value for name, value in super().normalize(scores).items()}
+
+    pods = [pod("a", runs=4, used=3), pod("b", runs=4, used=0)]
+    assert Framework([LeastLoaded()]).schedule_one(run(), snapshot(pods)).pod.name == "b"
+    assert Framework([Reversed()]).schedule_one(run(), snapshot(pods)).pod.name == "a"
