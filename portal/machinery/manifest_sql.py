@@ -40,6 +40,8 @@ PLAIN_BODY_TYPES = (
     "SmallIntegerField",
     "BooleanField",
 )
+# an object's key, its value, and when it is left out (None: never)
+Pair = tuple[str, str, str | None]
 # JSON values Python takes as false (``if value:``)
 FALSY_JSON = ("null", "{}", "[]", '""', "0", "false")
 
@@ -84,48 +86,52 @@ def manifest_expression(kind: ResourceKind, alias: str) -> str | None:
     (PostgreSQL), or None when only Python can render this kind here."""
     if connection.vendor != "postgresql" or kind.to_manifest is not None:
         return None
-    body = _body_columns(kind)
-    if body is None or not _has_meta_columns(kind):
+    fields = _body_columns(kind)
+    if fields is None or not _has_meta_columns(kind):
         return None
     quote = connection.ops.quote_name
 
     def col(name: str) -> str:
         return f"{alias}.{quote(kind.model._meta.get_field(name).column)}"
 
-    meta = [f"'name', {col('name')}"]
+    # each object is built once, with every key, and the keys ``to_manifest`` leaves out
+    # are deleted in one go (concatenating a part per key copied the object each time)
+    meta: list[Pair] = [("name", col("name"), None)]
     if kind.namespaced:
-        meta.append(f"'namespace', {col('namespace')}")
-    meta += [
-        f"'uid', {col('uid')}::text",
-        f"'resourceVersion', {col('resource_version')}::text",
-        f"'generation', {col('generation')}",
-        f"'creationTimestamp', {_time(col('creation_timestamp'))}",
-    ]
-    parts = [f"jsonb_build_object({', '.join(meta)})"]
+        meta.append(("namespace", col("namespace"), None))
     deleted = col("deletion_timestamp")
-    parts.append(
-        f"CASE WHEN {deleted} IS NULL THEN '{{}}'::jsonb "
-        f"ELSE jsonb_build_object('deletionTimestamp', {_time(deleted)}) END"
-    )
-    for wire, attr in META_DOCUMENTS:
-        value = col(attr)
-        parts.append(
-            f"CASE WHEN {_truthy(value)} THEN jsonb_build_object({sql_literal(wire)}, {value}) "
-            "ELSE '{}'::jsonb END"
-        )
-    metadata = " || ".join(parts)
-    manifest = [
-        "jsonb_build_object("
-        f"'apiVersion', {sql_literal(kind.api_version)}, 'kind', {sql_literal(kind.kind)}, "
-        f"'metadata', {metadata})"
+    meta += [
+        ("uid", f"{col('uid')}::text", None),
+        ("resourceVersion", f"{col('resource_version')}::text", None),
+        ("generation", col("generation"), None),
+        ("creationTimestamp", _time(col("creation_timestamp")), None),
+        ("deletionTimestamp", _time(deleted), f"{deleted} IS NULL"),
     ]
-    for wire, field in body:
+    for wire, attr in META_DOCUMENTS:
+        meta.append((wire, col(attr), f"NOT {_truthy(col(attr))}"))
+    body: list[Pair] = [
+        ("apiVersion", sql_literal(kind.api_version), None),
+        ("kind", sql_literal(kind.kind), None),
+        ("metadata", _object(meta), None),
+    ]
+    for wire, field in fields:
         value = f"{alias}.{quote(field.column)}"
-        present = f"{value} IS NOT NULL"
+        absent = f"{value} IS NULL"
         if isinstance(field, models.JSONField):
-            present += f" AND jsonb_typeof({value}) <> 'null'"
-        manifest.append(
-            f"CASE WHEN {present} THEN jsonb_build_object({sql_literal(wire)}, to_jsonb({value})) "
-            "ELSE '{}'::jsonb END"
-        )
-    return "(" + " || ".join(manifest) + ")"
+            absent += f" OR jsonb_typeof({value}) = 'null'"
+        body.append((wire, f"to_jsonb({value})", absent))
+    return _object(body)
+
+
+def _object(pairs: list[Pair]) -> str:
+    """A jsonb object of (key, value, when the key is left out) pairs."""
+    built = ", ".join(f"{sql_literal(key)}, {value}" for key, value, _ in pairs)
+    optional = [
+        f"CASE WHEN {absent} THEN {sql_literal(key)} END"
+        for key, _, absent in pairs
+        if absent is not None
+    ]
+    if not optional:
+        return f"jsonb_build_object({built})"
+    # ``jsonb - text[]`` deletes the keys named and passes over the NULLs
+    return f"(jsonb_build_object({built}) - ARRAY[{', '.join(optional)}]::text[])"

@@ -162,3 +162,46 @@ def test_batch_recorded_events_carry_their_manifests_as_watch_events(runs):
         recorded = watched.get(resource_version=event.resource_version)
         assert recorded.object == to_manifest(event_kind, event)
         assert recorded.previous_labels is None  # ADDED: no state before
+
+
+EVENT_BODY = st.fixed_dictionaries(
+    {
+        "count": st.none() | st.integers(-(2**31), 2**31 - 1),
+        "first_timestamp": st.none() | text,
+        "last_timestamp": st.none() | text,
+        "event_time": st.none() | text,
+        "source": st.none() | st.just(JSON_NULL) | st.dictionaries(keys, text, max_size=2),
+        "series": st.none() | st.just(JSON_NULL) | documents,
+        "related": st.none() | st.just(JSON_NULL) | st.dictionaries(keys, scalars, max_size=2),
+        "involved_object": st.dictionaries(keys, scalars, max_size=3) | falsy,
+        "reason": text,
+        "message": text,
+        "type": text,
+        "action": text,
+    }
+)
+
+
+@settings(
+    max_examples=60 if POSTGRES else 1,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    body=EVENT_BODY,
+    labels=st.dictionaries(keys, text, max_size=2) | falsy,
+    deleted=st.none() | times,
+)
+def test_an_event_with_any_of_its_fields_unset_renders_as_python_renders_it(body, labels, deleted):
+    """An Event's body is many optional fields: each is in the manifest only when not null."""
+    from portal.models import Event
+
+    kind = registry.for_model(Event)
+    if not POSTGRES:
+        assert manifest_expression(kind, "w") is None
+        return
+    event = Event.objects.filter(name="e").first() or Event.objects.create(
+        name="e", namespace="default"
+    )
+    Event.objects.filter(pk=event.pk).update(labels=labels, deletion_timestamp=deleted, **body)
+    assert _rendered(kind, event.pk) == to_manifest(kind, Event.objects.get(pk=event.pk))
