@@ -10,7 +10,13 @@ from django.db import transaction
 
 from portal.machinery.conditions import parse_time
 from scheduling import disruption, resources
-from scheduling.models import KUBERNETES_PROVIDER, PodPhase, Runtime, RuntimePod
+from scheduling.models import (
+    KUBERNETES_PROVIDER,
+    POD_PLACEMENT_FIELDS,
+    PodPhase,
+    Runtime,
+    RuntimePod,
+)
 
 NOT_READY_AFTER = timedelta(seconds=15)
 REMOVE_AFTER = timedelta(minutes=5)
@@ -61,7 +67,14 @@ def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool
             "capacity": _capacity(namespace, pod.runtime, pod.annotations),
         }
         became_ready = fields["ready"] and not pod.ready
-        RuntimePod.objects.filter(pk=pod.pk).update(**fields)
+        # a placement field written only when it changes: a heartbeat that changes none is
+        # no news to the scheduler (which reads heartbeat freshness on its own)
+        written = {
+            key: value
+            for key, value in fields.items()
+            if key not in POD_PLACEMENT_FIELDS or getattr(pod, key) != value
+        }
+        RuntimePod.objects.filter(pk=pod.pk).update(**written)
         for key, value in fields.items():
             setattr(pod, key, value)
     return pod, became_ready

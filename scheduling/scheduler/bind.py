@@ -1,20 +1,23 @@
 """Bind: compare-and-set, so no Run is bound twice and no pod goes over capacity.
 
 Each batch runs in one transaction that locks the target pod rows (in pk order, so two
-schedulers cannot deadlock) and re-reads what is already active on them (those its pass's
-ledger cannot vouch for, below). The Runs that still
+schedulers cannot deadlock) and re-reads what is already active on them (those the
+scheduler's ledger cannot vouch for, below). The Runs that still
 fit are then bound by ONE UPDATE (over a JSON array of rows: one parameter, cheap to send)
 that matches a Run only if it is still Pending at the resourceVersion the snapshot saw; a Run
 the UPDATE does not return lost a race. The UPDATE is the Run status writer's
-(``scheduling.run_status.write_many``).
+(``scheduling.run_status.write_many``). Which Runs are still Pending is read first only for
+Runs that share their pod with others of the batch (a Run that lost its race would otherwise
+take capacity from them); a Run alone on its pod is left to the UPDATE.
 
 Only a bind makes a pod busier (every other change to an active Run ends it or keeps it on its
 pod), and every bind transaction first takes the next ``BindEpoch`` value, holding that row
-until it commits. A pass keeps, in its ``PodLedger``, the usage its own batches left on each
-pod and the epoch of its last batch: a batch whose epoch is the next one knows no one else
-bound anywhere since, so it takes the usage of the pods it already saw from the ledger (Runs
-that ended since only make that too high, which errs on the safe side) and reads only new
-pods' Runs; any other epoch (another scheduler bound meanwhile) and every pod is read again.
+until it commits. A scheduler keeps, in its ``PodLedger``, the usage its own binds left on each
+pod and the epoch of its last bind, from one pass to the next: a batch whose epoch is the next
+one knows no one else bound anywhere since, so it takes the usage of the pods it already saw
+from the ledger and reads only new pods' Runs; any other epoch (another scheduler bound
+meanwhile) and every pod is read again. Runs that ended since make the ledger too high, never
+too low: when it says a batch does not fit a pod, what the pod runs is read instead.
 """
 
 from __future__ import annotations
@@ -47,9 +50,9 @@ class BindResult:
 
 @dataclass
 class PodLedger:
-    """What one pass's binds left on each pod: pod pk -> (pod uid, requests in use), as of
-    ``epoch``, the BindEpoch of the pass's last bind. Good for one pass: Runs that end
-    meanwhile make it too high, never too low."""
+    """What a scheduler's binds left on each pod: pod pk -> (pod uid, requests in use), as of
+    ``epoch``, the BindEpoch of its last bind. Runs that end meanwhile make it too high,
+    never too low."""
 
     epoch: int | None = None
     pods: dict[int, tuple[str, dict[str, int]]] = field(default_factory=dict)
@@ -127,15 +130,32 @@ def compare_and_set(accepted: list[tuple[PendingRun, PodState]], now: datetime) 
     )
 
 
-def _still_pending(runs: list[PendingRun]) -> set[int]:
+def _still_pending(by_pod: dict[int, list[PendingRun]]) -> set[int]:
     """The Runs still Pending at the resourceVersion the snapshot saw, so one that already lost
-    a race is not counted against capacity (the UPDATE re-checks: this only saves conflicts)."""
+    a race is not counted against capacity (the UPDATE re-checks: this only saves conflicts).
+    Only a Run sharing its pod with others of the batch can take capacity from them: a Run
+    alone on its pod is left to the UPDATE."""
+    shared = [run for runs in by_pod.values() if len(runs) > 1 for run in runs]
+    alone = {runs[0].pk for runs in by_pod.values() if len(runs) == 1}
+    if not shared:
+        return alone
     current = dict(
         Run.objects.filter(
-            pk__in=[run.pk for run in runs], phase=RunPhase.PENDING, deletion_timestamp__isnull=True
+            pk__in=[run.pk for run in shared],
+            phase=RunPhase.PENDING,
+            deletion_timestamp__isnull=True,
         ).values_list("pk", "resource_version")
     )
-    return {run.pk for run in runs if current.get(run.pk) == run.resource_version}
+    return alone | {run.pk for run in shared if current.get(run.pk) == run.resource_version}
+
+
+def _all_fit(used: dict[str, int], runs: list[PendingRun], capacity: dict[str, int]) -> bool:
+    """Whether every Run fits the pod together with the others (as ``_admit`` would take them)."""
+    total = dict(used)
+    for run in runs:
+        resources.add(total, run.requests)
+    requested = {name for run in runs for name in run.requests}
+    return all(name in capacity and total[name] <= capacity[name] for name in requested)
 
 
 def _admit(
@@ -181,11 +201,13 @@ def bind(
         known = {}
         for row in locked.values():
             usage = ledger.usage(row) if ledger is not None else None
-            if usage is not None:
+            # the ledger may count Runs that ended since: when it says they do not all fit,
+            # what the pod runs now is read instead
+            if usage is not None and _all_fit(usage, by_pod[row.pk], row.capacity):
                 known[row.uid] = usage
         unknown = [row for row in locked.values() if row.uid not in known]
         result.usage = {**(_active_usage(unknown) if unknown else {}), **known}
-        pending = _still_pending([run for run, _ in assignments])
+        pending = _still_pending(by_pod)
         accepted = [
             pair
             for pk, runs in by_pod.items()

@@ -105,8 +105,8 @@ class Pass:
         self.batch: list[tuple[PendingRun, PodState]] = []
         # Pending messages to write, in one statement when the pass ends
         self.pending_writes: list[tuple[PendingRun, dict[str, Any]]] = []
-        # what this pass's binds left on each pod (a later batch re-reads only what moved)
-        self.ledger = binding.PodLedger()
+        # what this scheduler's binds left on each pod (a bind re-reads only what moved)
+        self.ledger = framework.ledger if framework.ledger is not None else binding.PodLedger()
 
     def run(self) -> PassResult:
         started = time.perf_counter()
@@ -114,7 +114,11 @@ class Pass:
         # the cluster's version before what the decisions rest on is read (the usage cache
         # reads it first thing in the snapshot)
         version = history.current() if parking is not None and cache is None else 0
-        snapshot = take_snapshot(self.now, self.options.sql_selectors, cache)
+        snapshot = take_snapshot(
+            self.now, self.options.sql_selectors, cache, self.framework.pod_cache
+        )
+        if len(self.ledger.pods) > 2 * len(snapshot.pods_by_key):
+            self.ledger.pods.clear()  # mostly pods that went: bounded by the pods there are
         if parking is not None:
             parking.begin((cache.seen if cache is not None else version, snapshot.pod_signature))
         after: Cursor | None = None

@@ -166,6 +166,10 @@ class Framework:
         self.minimum = min_pods_to_score
         # pod usage kept across this framework's passes (see usage_cache); None: read each pass
         self.usage_cache: Any = None
+        # the pods kept across passes (see pod_cache; needs the usage cache); None: read each
+        self.pod_cache: Any = None
+        # what this scheduler's binds left on each pod (see bind.PodLedger); None: per pass
+        self.ledger: Any = None
         # Runs found unschedulable, skipped while nothing changed (see parking); None: off
         self.parking: Any = None
         # Filter runs once per (Run, pod): skip the plugins that do not implement it

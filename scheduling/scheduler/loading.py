@@ -18,10 +18,11 @@ from django.db.models.fields.json import KeyTransform
 from portal.machinery.label_query import selector_q
 from portal.machinery.labels import Selector
 from scheduling import resources
-from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
+from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime, RuntimePod
 from workspaces.models import PersistentWorkspace
 
 from .parking import Parking
+from .pod_cache import PodCache
 from .pod_rows import read_pods, signature
 from .snapshot import (
     PendingRun,
@@ -74,11 +75,29 @@ def take_snapshot(
     now: datetime,
     sql_selectors: int = SQL_SELECTORS_PER_PASS,
     cache: UsageCache | None = None,
+    pods: PodCache | None = None,
 ) -> Snapshot:
-    """The pods, what active Runs use on each (from ``cache`` when given: only what changed
-    since the last pass is read), and the Runtimes."""
-    pods = read_pods()
-    by_key = {(pod.namespace, pod.name): pod for pod in pods}
+    """The pods, what active Runs use on each and the Runtimes (read when a Run's Runtime has
+    no pods). With the scheduler's caches (``cache``: usage; ``pods``: the pods, which needs
+    ``cache``) only what changed since the last pass is read."""
+    if cache is not None and pods is not None:
+        cache.current()
+        index = pods.refresh(now, cache)
+        snapshot = Snapshot(
+            now,
+            [],
+            {},
+            source=DatabasePlacements(sql_selectors),
+            runtimes=_runtimes,
+            workspaces=DatabaseWorkspaces(),
+            index=index,
+            stale=pods.stale,
+        )
+        pods.touched = snapshot.touched
+        snapshot.pod_signature = pods.signature()
+        return snapshot
+    rows = read_pods(RuntimePod.objects.all())
+    by_key = {(pod.namespace, pod.name): pod for pod in rows}
     usage = (
         cache.current()
         if cache is not None
@@ -88,17 +107,20 @@ def take_snapshot(
         pod = by_key.get((namespace, pod_name))
         if pod is not None and pod.uid == pod_uid:
             resources.add(pod.used, used)
-    runtimes = set(Runtime.objects.values_list("namespace", "name"))
     snapshot = Snapshot(
         now,
-        pods,
+        rows,
         {},
         source=DatabasePlacements(sql_selectors),
-        runtimes=runtimes,
+        runtimes=_runtimes,
         workspaces=DatabaseWorkspaces(),
     )
-    snapshot.pod_signature = signature(pods, now)
+    snapshot.pod_signature = signature(rows, now)
     return snapshot
+
+
+def _runtimes() -> set[tuple[str, str]]:
+    return set(Runtime.objects.values_list("namespace", "name"))
 
 
 class DatabaseWorkspaces:

@@ -9,6 +9,7 @@ search plus one list move whenever its usage or readiness changes (Assume, relea
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,17 +43,22 @@ class PodOrder:
         ordered = sorted(pods, key=lambda pod: self._keys[pod.name])
         self.keys: list[Key] = [self._keys[pod.name] for pod in ordered]
         self.pods: list[PodState] = ordered
-        # the capacity all the pods advertise, every resource above zero (so their order by
-        # load is by used/capacity of each); None when they differ
-        shared = pods[0].capacity if pods else None
-        if shared is not None and (
-            min(shared.values(), default=0) <= 0 or any(pod.capacity != shared for pod in pods)
-        ):
-            shared = None
-        self.shared_capacity: dict[str, int] | None = shared
+        # how many pods advertise each capacity (see shared_capacity)
+        self._capacities: Counter[Capacity] = Counter(_capacity(pod) for pod in pods)
 
     def __len__(self) -> int:
         return len(self.pods)
+
+    @property
+    def shared_capacity(self) -> dict[str, int] | None:
+        """The capacity all the pods advertise, every resource above zero (so their order by
+        load is by used/capacity of each); None when they differ."""
+        if len(self._capacities) != 1:
+            return None
+        (capacity,) = self._capacities
+        if min((amount for _, amount in capacity), default=0) <= 0:
+            return None
+        return dict(capacity)
 
     def update(self, pod: PodState) -> None:
         """Move ``pod`` to where its current usage and readiness put it."""
@@ -61,13 +67,38 @@ class PodOrder:
         if old == new:
             return
         if old is not None:
-            index = bisect_left(self.keys, old)
-            del self.keys[index]
-            del self.pods[index]
-        index = bisect_left(self.keys, new)
-        self.keys.insert(index, new)
+            self._take(old)
+        self._put(pod, new)
+
+    def add(self, pod: PodState) -> None:
+        self._capacities[_capacity(pod)] += 1
+        self._put(pod, order_key(pod))
+
+    def remove(self, pod: PodState) -> None:
+        """Take ``pod`` out (its capacity as it was added)."""
+        old = _capacity(pod)
+        self._capacities[old] -= 1
+        if not self._capacities[old]:
+            del self._capacities[old]
+        self._take(self._keys.pop(pod.name))
+
+    def _take(self, key: Key) -> None:
+        index = bisect_left(self.keys, key)
+        del self.keys[index]
+        del self.pods[index]
+
+    def _put(self, pod: PodState, key: Key) -> None:
+        index = bisect_left(self.keys, key)
+        self.keys.insert(index, key)
         self.pods.insert(index, pod)
-        self._keys[pod.name] = new
+        self._keys[pod.name] = key
+
+
+Capacity = tuple[tuple[str, int], ...]
+
+
+def _capacity(pod: PodState) -> Capacity:
+    return tuple(sorted(pod.capacity.items()))
 
 
 __all__ = ["PodOrder", "load", "order_key"]

@@ -14,13 +14,12 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from django.db.models import CharField, TextField
+from django.db.models import CharField, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from scheduling.models import RuntimePod
 
-from .plugins.availability import HEARTBEAT_TIMEOUT
-from .snapshot import PodState
+from .snapshot import HEARTBEAT_TIMEOUT, PodState
 
 
 @lru_cache(maxsize=1024)
@@ -53,8 +52,9 @@ def signature(pods: list[PodState], now: datetime) -> tuple[Hashable, ...]:
     )
 
 
-def read_pods() -> list[PodState]:
-    rows = RuntimePod.objects.values_list(
+def read_pods(query: QuerySet[RuntimePod]) -> list[PodState]:
+    """The pods of ``query``, as a pass works on them."""
+    rows = query.values_list(
         "pk",
         "namespace",
         "runtime",

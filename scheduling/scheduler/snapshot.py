@@ -11,8 +11,9 @@ for the namespaces and selectors a pass needs (see ``loading``); a hand-built on
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from portal.machinery.labels import Selector
@@ -22,7 +23,9 @@ from .pod_order import PodOrder
 from .targets import PlacedRun, Targets
 
 __all__ = [
+    "HEARTBEAT_TIMEOUT",
     "PendingRun",
+    "PodIndex",
     "PlacedRun",
     "PlacedSource",
     "PodState",
@@ -30,6 +33,10 @@ __all__ = [
     "WorkspaceSource",
     "WorkspaceState",
 ]
+
+
+# a pod not heard from for longer is stale (the availability Filter); see ``Snapshot.stale``
+HEARTBEAT_TIMEOUT = timedelta(seconds=15)
 
 
 @dataclass
@@ -99,6 +106,41 @@ class PlacedSource(Protocol):
         """Pod name -> matching actual Runs, or None when reading the namespace is cheaper."""
 
 
+class PodIndex:
+    """Pods by (namespace, name), and each (namespace, runtime)'s pods least loaded first
+    (see pod_order); kept across passes by the pod cache, built anew for a hand-made
+    snapshot."""
+
+    def __init__(self, pods: list[PodState]) -> None:
+        self.by_key = {pod.key: pod for pod in pods}
+        grouped: dict[tuple[str, str], list[PodState]] = {}
+        for pod in pods:
+            grouped.setdefault((pod.namespace, pod.runtime), []).append(pod)
+        self.by_runtime = {key: PodOrder(group) for key, group in grouped.items()}
+
+    def reorder(self, pod: PodState) -> None:
+        """The pod's usage or readiness changed: move it to its place in the order."""
+        order = self.by_runtime.get((pod.namespace, pod.runtime))
+        if order is not None:
+            order.update(pod)
+
+    def add(self, pod: PodState) -> None:
+        self.by_key[pod.key] = pod
+        order = self.by_runtime.get((pod.namespace, pod.runtime))
+        if order is None:
+            self.by_runtime[pod.namespace, pod.runtime] = PodOrder([pod])
+        else:
+            order.add(pod)
+
+    def remove(self, pod: PodState) -> None:
+        del self.by_key[pod.key]
+        group = (pod.namespace, pod.runtime)
+        order = self.by_runtime[group]
+        order.remove(pod)
+        if not len(order):
+            del self.by_runtime[group]
+
+
 class Snapshot:
     def __init__(
         self,
@@ -106,10 +148,19 @@ class Snapshot:
         pods: list[PodState],
         placed: dict[str, list[PlacedRun]],
         source: PlacedSource | None = None,
-        runtimes: set[tuple[str, str]] | None = None,
+        runtimes: set[tuple[str, str]] | Callable[[], set[tuple[str, str]]] | None = None,
         workspaces: WorkspaceSource | dict[WorkspaceKey, WorkspaceState] | None = None,
+        index: PodIndex | None = None,
+        stale: frozenset[int] | None = None,
     ) -> None:
+        """``index``: the pods, kept by a pod cache (``pods`` is then not read); ``stale``:
+        the pks of the pods whose heartbeat is stale at ``now`` as the database says (None:
+        each pod's ``last_heartbeat`` says); ``runtimes``: the (namespace, name) of every
+        Runtime, or how to read them when first needed (None: each is taken to exist)."""
         self.now = now
+        self._stale = stale
+        # the pks of the pods this snapshot changed (Assume, release, exclusion, resync)
+        self.touched: set[int] = set()
         # what the pods offer, for parking (see ``parking``); None: not computed
         self.pod_signature: Any = None
         # Each referenced workspace is read once per pass (None: it does not exist).
@@ -119,12 +170,10 @@ class Snapshot:
         )
         # (namespace, name) of every Runtime; None: not known, every Runtime is taken to exist
         self.runtimes = runtimes
-        self.pods_by_key = {pod.key: pod for pod in pods}
-        grouped: dict[tuple[str, str], list[PodState]] = {}
-        for pod in pods:
-            grouped.setdefault((pod.namespace, pod.runtime), []).append(pod)
+        self.index = index if index is not None else PodIndex(pods)
+        self.pods_by_key = self.index.by_key
         # each (namespace, runtime)'s pods, least loaded first (see pod_order)
-        self.by_runtime = {key: PodOrder(group) for key, group in grouped.items()}
+        self.by_runtime = self.index.by_runtime
         self._source = source
         self._spaces = {namespace: Targets(runs) for namespace, runs in placed.items()}
         # Namespaces whose actual Runs the source has not been asked for yet -> uids of the
@@ -142,11 +191,16 @@ class Snapshot:
         order = self.by_runtime.get((run.namespace, run.runtime))
         return order.shared_capacity if order is not None else None
 
+    def stale(self, pod: PodState) -> bool:
+        """Whether the pod's runtimed has not been heard from within HEARTBEAT_TIMEOUT."""
+        if self._stale is not None:
+            return pod.pk in self._stale
+        return pod.last_heartbeat is None or self.now - pod.last_heartbeat > HEARTBEAT_TIMEOUT
+
     def reorder(self, pod: PodState) -> None:
         """The pod's usage or readiness changed: move it to its place in the order."""
-        order = self.by_runtime.get((pod.namespace, pod.runtime))
-        if order is not None:
-            order.update(pod)
+        self.touched.add(pod.pk)
+        self.index.reorder(pod)
 
     def set_used(self, pod: PodState, used: dict[str, int]) -> None:
         pod.used = dict(used)
@@ -169,6 +223,8 @@ class Snapshot:
         return self._workspaces.get(key)
 
     def runtime_exists(self, namespace: str, name: str) -> bool:
+        if callable(self.runtimes):
+            self.runtimes = self.runtimes()
         return self.runtimes is None or (namespace, name) in self.runtimes
 
     def targets(self, namespace: str, selector: Selector) -> Counter[str]:

@@ -61,6 +61,9 @@ class UsageCache:
         self.usage: dict[PodKey, dict[str, int]] = {}
         self.rebuilds = 0
         self.seen = 0
+        # the pods whose usage changed since ``take_changed`` (a rebuild changes them all:
+        # ``rebuilds`` counts those)
+        self.changed: set[PodKey] = set()
 
     def current(self) -> dict[PodKey, dict[str, int]]:
         """Pod -> the whole-number requests of the Runs active on it now (do not mutate)."""
@@ -105,6 +108,7 @@ class UsageCache:
         self.usage = {}
         for key, requests in self.runs.values():
             self._add(key, requests, 1)
+        self.changed = set()  # all of them: ``rebuilds`` says so
         self.cursor = cursor
         self.synced_at = time.monotonic()
         self.rebuilds += 1
@@ -161,7 +165,13 @@ class UsageCache:
         if old is not None:
             self._add(*old, -1)
 
+    def take_changed(self) -> set[PodKey]:
+        """The pods whose usage changed since the last call (see ``rebuilds`` too)."""
+        changed, self.changed = self.changed, set()
+        return changed
+
     def _add(self, key: PodKey, requests: Requests, sign: int) -> None:
+        self.changed.add(key)
         used = self.usage.setdefault(key, {})
         for name, amount in requests:
             used[name] = used.get(name, 0) + sign * amount

@@ -4,14 +4,12 @@ larger than the pod's whole capacity is told apart from a pod that is merely bus
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from scheduling.models import PodPhase
 
 from ..framework import Plugin, State, Verdict
-from ..snapshot import PendingRun, PodState, Snapshot
+from ..snapshot import HEARTBEAT_TIMEOUT, PendingRun, PodState, Snapshot
 
-HEARTBEAT_TIMEOUT = timedelta(seconds=15)
+__all__ = ["HEARTBEAT_TIMEOUT", "RuntimePodAvailability"]
 NOT_READY = "NotReady"
 STALE = "HeartbeatStale"
 MISSING_RESOURCE = "MissingResource"
@@ -40,7 +38,7 @@ class RuntimePodAvailability(Plugin):
     ) -> str | None:
         if pod.phase != PodPhase.RUNNING or not pod.ready:
             return NOT_READY
-        if pod.last_heartbeat is None or snapshot.now - pod.last_heartbeat > HEARTBEAT_TIMEOUT:
+        if snapshot.stale(pod):
             return STALE
         for resource, amount in run.requests.items():
             if resource not in pod.capacity:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from scheduling import run_status
@@ -67,7 +69,11 @@ def test_stale_changed_and_deleted_runs_are_run_conflicts(batch):
 def test_the_update_itself_compares_and_sets(batch, monkeypatch):
     """A Run changed after the pre-read is still not bound, and its request is given back."""
     runs, assignments, now = batch
-    monkeypatch.setattr(binding, "_still_pending", lambda batch: {run.pk for run in batch})
+    monkeypatch.setattr(
+        binding,
+        "_still_pending",
+        lambda by_pod: {run.pk for runs in by_pod.values() for run in runs},
+    )
     Run.objects.filter(pk=runs["r2"].pk).update(resource_version=99)
     Run.objects.filter(pk=runs["r3"].pk).update(phase="Running")
     Run.objects.filter(pk=runs["r4"].pk).update(deletion_timestamp=now)
@@ -86,6 +92,36 @@ def test_a_lost_run_does_not_take_capacity_from_the_next(batch):
     result = binding.bind([(first, small), (second, small)], now)
     assert conflicts(result) == {first.name: "run"}
     assert [run.name for run, _ in result.bound] == [second.name]
+
+
+def _pending_reads(queries) -> list[str]:
+    """The bind's read of which Runs are still Pending."""
+    return [
+        q["sql"]
+        for q in queries
+        if q["sql"].startswith('SELECT "scheduling_run"."id" AS "pk", "scheduling_run"."resource')
+    ]
+
+
+def test_a_run_alone_on_its_pod_is_left_to_the_update(batch):
+    """Only Runs sharing a pod with others of the batch are read before the bind: a lost race
+    of a Run alone on its pod takes capacity from no one, and the UPDATE finds it out."""
+    runs, assignments, now = batch
+    make_pod("bash-b", runs=1)
+    other = take_snapshot(now).pods_by_key["default", "bash-b"]
+    shared, (lost, _), (last, _) = assignments[:2], assignments[2], assignments[3]
+    Run.objects.filter(pk=lost.pk).update(resource_version=99)
+    with CaptureQueriesContext(connection) as queries:
+        result = binding.bind([*shared, (lost, other)], now)
+    (read,) = _pending_reads(queries)
+    assert f"IN ({shared[0][0].pk}, {shared[1][0].pk})" in read
+    assert conflicts(result) == {lost.name: "run"}
+    assert sorted(run.name for run, _ in result.bound) == sorted(run.name for run, _ in shared)
+    assert result.usage[other.uid] == {"runs": 0}  # the loser's request given back
+    with CaptureQueriesContext(connection) as queries:
+        result = binding.bind([(last, other)], now)
+    assert not _pending_reads(queries)
+    assert [run.name for run, _ in result.bound] == [last.name]
 
 
 def test_status_values_travel_as_parameters(batch):

@@ -11,7 +11,7 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from scheduling.models import BindEpoch, Run
+from scheduling.models import BindEpoch, Run, RunPhase
 from scheduling.scheduler import bind as binding
 from scheduling.scheduler.loading import pending_runs, take_snapshot
 from tests.helpers.records import fresh, make_pod, make_run, make_runtime
@@ -31,7 +31,7 @@ def _usage_reads(queries) -> int:
     return sum(
         1
         for q in queries
-        if q["sql"].startswith("SELECT") and "scheduling_run" in q["sql"] and "COUNT(" in q["sql"]
+        if q["sql"].startswith("SELECT") and '"scheduling_run"' in q["sql"] and "COUNT(" in q["sql"]
     )
 
 
@@ -62,10 +62,22 @@ def test_a_later_batch_on_the_same_pod_reads_no_usage(pod):
     assert sorted(run.name for run, _ in result.bound) == ["r2", "r3"]
     assert _usage_reads(queries) == 0
     assert result.usage == {pod.uid: {"runs": 3}}
-    # full now: the next batch is refused from the ledger alone
+    # full by the ledger: what the pod runs is read, and it is full
     result, queries = _bind(["r4"], pod, ledger)
     assert [(run.name, stage) for run, _, stage in result.conflicts] == [("r4", "capacity")]
-    assert _usage_reads(queries) == 0 and fresh(Run.objects.get(name="r4")).phase == "Pending"
+    assert _usage_reads(queries) == 1 and fresh(Run.objects.get(name="r4")).phase == "Pending"
+
+
+def test_a_ledger_counting_runs_that_ended_since_reads_the_pod_before_refusing(pod):
+    """The ledger is what the binds left: Runs that end later make it too high. When it says a
+    batch does not fit, the pod's Runs are read, and the room they left is used."""
+    ledger = binding.PodLedger()
+    _bind(["r1", "r2", "r3"], pod, ledger)
+    Run.objects.filter(name="r2").update(phase=RunPhase.SUCCEEDED)
+    result, queries = _bind(["r4"], pod, ledger)
+    assert [run.name for run, _ in result.bound] == ["r4"] and not result.conflicts
+    assert _usage_reads(queries) == 1
+    assert ledger.pods[pod.pk] == (pod.uid, {"runs": 3})
 
 
 def test_another_binder_between_batches_makes_the_pod_read_again(pod):
@@ -99,3 +111,16 @@ def test_without_a_ledger_every_batch_reads(pod):
     _, first = _bind(["r1"], pod, None)
     _, second = _bind(["r2"], pod, None)
     assert (_usage_reads(first), _usage_reads(second)) == (1, 1)
+
+
+def test_a_scheduler_keeps_its_ledger_from_one_pass_to_the_next(pod):
+    from scheduling.scheduler import default_framework, run_pass
+
+    framework = default_framework()
+    make_run("r1")
+    run_pass(framework, timezone.now())
+    make_run("r2")
+    with CaptureQueriesContext(connection) as queries:
+        assert run_pass(framework, timezone.now()).bound == 1
+    assert _usage_reads(queries) == 0
+    assert framework.ledger.pods[pod.pk] == (pod.uid, {"runs": 2})

@@ -36,7 +36,7 @@ def test_pods_read_as_text_equal_the_model_values():
             capacity={},
         ),
     ]
-    by_pk = {pod.pk: pod for pod in read_pods()}
+    by_pk = {pod.pk: pod for pod in read_pods(RuntimePod.objects.all())}
     for row in made:
         row.refresh_from_db()
         pod = by_pk[row.pk]
@@ -48,4 +48,7 @@ def test_pods_read_as_text_equal_the_model_values():
     # each pod its own capacity dict: a pass that edits one does not edit the others or the cache
     first = by_pk[made[0].pk]
     first.capacity["runs"] = 0
-    assert {p.pk: p.capacity for p in read_pods()}[made[0].pk] == {"runs": 4, "cpu": 2000}
+    assert {p.pk: p.capacity for p in read_pods(RuntimePod.objects.all())}[made[0].pk] == {
+        "runs": 4,
+        "cpu": 2000,
+    }
