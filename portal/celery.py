@@ -40,3 +40,11 @@ def _ensure_data_dir(**_) -> None:
     from portal.datadir import ensure_data_dir
 
     ensure_data_dir()
+
+
+@signals.worker_process_shutdown.connect
+def _flush_events(**_) -> None:
+    # Events the process's writer thread still holds are written before it goes
+    from portal.event_writer import writer
+
+    writer.flush(timeout=5.0)

@@ -12,6 +12,7 @@ import socket
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from jobclasses import task_names as jobclass_tasks
 from portal import task_names as portal_tasks
@@ -258,6 +259,14 @@ KRUNTIMES_EVENT_TTL_SECONDS = env.float("KRUNTIMES_EVENT_TTL_SECONDS", default=3
 KRUNTIMES_EVENT_BURST = env.int("KRUNTIMES_EVENT_BURST", default=25)
 KRUNTIMES_EVENT_REFILL_SECONDS = env.float("KRUNTIMES_EVENT_REFILL_SECONDS", default=300.0)
 KRUNTIMES_EVENT_INSTANCE = env.str("KRUNTIMES_EVENT_INSTANCE", default=socket.gethostname())
+# A batch writer's Events (the scheduler's, one per bound Run) are written on a thread of
+# their own ("thread"), or in the caller ("inline": SQLite has one writer at a time anyway).
+KRUNTIMES_EVENT_WRITER = env.str(
+    "KRUNTIMES_EVENT_WRITER",
+    default="thread" if "postgresql" in DATABASES["default"]["ENGINE"] else "inline",
+)
+if KRUNTIMES_EVENT_WRITER not in ("thread", "inline"):
+    raise ImproperlyConfigured("KRUNTIMES_EVENT_WRITER is thread or inline")
 # Admin change lists count exactly up to this many rows; above, PostgreSQL's planner estimate.
 KRUNTIMES_ADMIN_EXACT_COUNT_LIMIT = env.int("KRUNTIMES_ADMIN_EXACT_COUNT_LIMIT", default=10000)
 # The scheduler's Filter stops after this percentage of a Runtime's pods were found feasible

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from portal import events_recorder
+from portal import event_writer, events_recorder
 from portal.events_recorder import NORMAL, WARNING
 from portal.machinery.registry import registry
 from scheduling.models import Run, RunPhase
@@ -34,7 +34,8 @@ def _attempt(run: Any) -> int:
 
 
 def bound(pairs: list[tuple[Any, Any]]) -> int:
-    """The scheduler bound these (Run, pod) pairs: attempt 1 Scheduled, later ones Retrying."""
+    """The scheduler bound these (Run, pod) pairs: attempt 1 Scheduled, later ones Retrying
+    (handed to the event writer; how many)."""
     items = []
     for run, pod in pairs:
         attempt = _attempt(run)
@@ -44,7 +45,9 @@ def bound(pairs: list[tuple[Any, Any]]) -> int:
         else:
             message = f"attempt {attempt} assigned to {pod.name}"
             items.append((run, "Retrying", message, NORMAL))
-    return events_recorder.record_new(items, kind=_kind())
+    # written behind the pass, on the event writer's thread: the binds do not wait for them
+    event_writer.writer.submit(items, _kind(), events_recorder.COMPONENT)
+    return len(items)
 
 
 def attempt_ended(run: Run, reason: str, retried: bool, delay_seconds: float | None) -> None:

@@ -22,3 +22,6 @@ if os.environ.get("KRUNTIMES_TEST_DB_NAME"):
 # a full collection at each test's first scheduling pass would add minutes to the suite; the
 # freeze itself has its own test
 KRUNTIMES_SCHEDULER_GC_FREEZE = False
+# a test reads the Events its code recorded in its own transaction (the writer thread has its
+# own test, tests/portal/events/test_event_writer.py)
+KRUNTIMES_EVENT_WRITER = "inline"
