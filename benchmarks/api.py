@@ -19,6 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from portal.machinery.views import encode_continue
+from portal.settle import settle
 from scheduling.models import Run
 
 from . import bulk
@@ -99,6 +100,7 @@ def run_api_bench(objects: int, log: Log, repeats: int = 30, keep: bool = False)
     in_first = min(objects, PER_NAMESPACE)
     deep = encode_continue([first, f"run-{int(in_first * 0.9):05d}"])
     api, admin = _clients()
+    settle()  # as a web process does once it has loaded what it serves (portal.asgi)
     requests = {
         "namespace_page": (api, f"{API}/namespaces/{first}/runs?limit=500"),
         "deep_continue": (api, f"{API}/namespaces/{first}/runs?limit=500&continue={deep}"),

@@ -6,8 +6,10 @@ import os
 from django.core.asgi import get_asgi_application
 
 from portal.datadir import ensure_data_dir
+from portal.settle import settle
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 os.environ.setdefault("KRUNTIMES_ASGI", "1")  # the settings take database connections from a pool
 ensure_data_dir()
 application = get_asgi_application()
+settle()  # what the process loaded stays out of the collector's full passes
