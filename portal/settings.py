@@ -361,6 +361,8 @@ KRUNTIMES_SECRET_ENCRYPTION_KEYS = env.list("KRUNTIMES_SECRET_ENCRYPTION_KEYS", 
 # relist), how often each web process reads it, bookmark spacing, and the longest watch.
 KRUNTIMES_WATCH_HISTORY_SECONDS = env.float("KRUNTIMES_WATCH_HISTORY_SECONDS", default=900.0)
 KRUNTIMES_WATCH_HISTORY_MIN_EVENTS = env.int("KRUNTIMES_WATCH_HISTORY_MIN_EVENTS", default=1000)
+# watch events one compaction pass deletes at most (it runs again at once while more are due)
+KRUNTIMES_WATCH_COMPACT_BATCH = env.int("KRUNTIMES_WATCH_COMPACT_BATCH", default=2000)
 KRUNTIMES_WATCH_POLL_SECONDS = env.float("KRUNTIMES_WATCH_POLL_SECONDS", default=0.05)
 KRUNTIMES_WATCH_BOOKMARK_SECONDS = env.float("KRUNTIMES_WATCH_BOOKMARK_SECONDS", default=10.0)
 KRUNTIMES_WATCH_MAX_SECONDS = env.float("KRUNTIMES_WATCH_MAX_SECONDS", default=1800.0)

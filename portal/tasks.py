@@ -47,9 +47,16 @@ def release_foreground_owners() -> int:
 @shared_task(name=task_names.COMPACT_WATCH_HISTORY, ignore_result=True)
 def compact_watch_history() -> int:
     """The beat pass: drop watch history older than KRUNTIMES_WATCH_HISTORY_SECONDS (keeping
-    the newest KRUNTIMES_WATCH_HISTORY_MIN_EVENTS); older watches get 410 and relist."""
+    the newest KRUNTIMES_WATCH_HISTORY_MIN_EVENTS); older watches get 410 and relist. One
+    bounded batch, then re-enqueue itself while whole batches are due."""
     from portal.machinery import history
 
-    return history.compact(
-        settings.KRUNTIMES_WATCH_HISTORY_SECONDS, settings.KRUNTIMES_WATCH_HISTORY_MIN_EVENTS
+    batch = settings.KRUNTIMES_WATCH_COMPACT_BATCH
+    removed = history.compact(
+        settings.KRUNTIMES_WATCH_HISTORY_SECONDS,
+        settings.KRUNTIMES_WATCH_HISTORY_MIN_EVENTS,
+        limit=batch,
     )
+    if removed >= batch:
+        compact_watch_history.apply_async(queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+    return removed

@@ -155,9 +155,11 @@ def compare_and_set(obj: Any, fields: Mapping[str, Any], **guards: Any) -> bool:
     return True
 
 
-def compact(keep_seconds: float, keep_at_least: int = 0) -> int:
-    """Drop history older than ``keep_seconds`` (keeping the newest ``keep_at_least`` events);
-    a watch from a version before what remains is answered 410 Expired. Returns how many."""
+def compact(keep_seconds: float, keep_at_least: int = 0, limit: int | None = None) -> int:
+    """Drop history older than ``keep_seconds`` (keeping the newest ``keep_at_least`` events),
+    the oldest ``limit`` of it at most (a bounded delete: call again while it deletes that
+    many); a watch from a version before what remains is answered 410 Expired. Returns how
+    many."""
     from datetime import timedelta
 
     from django.utils import timezone
@@ -190,6 +192,15 @@ def compact(keep_seconds: float, keep_at_least: int = 0) -> int:
             )["top"]
             if newest_doomed is None:
                 return 0
+    if limit is not None:
+        oldest = (
+            events.filter(resource_version__lte=newest_doomed)
+            .order_by("resource_version")
+            .values_list("resource_version", flat=True)[limit - 1 : limit]
+            .first()
+        )
+        if oldest is not None:
+            newest_doomed = oldest
     with transaction.atomic():
         removed, _ = events.filter(resource_version__lte=newest_doomed).delete()
         _counter_model().objects.filter(pk=1, compacted_through__lt=newest_doomed).update(

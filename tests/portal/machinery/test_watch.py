@@ -290,6 +290,26 @@ def test_compaction_with_nothing_old_enough_is_one_indexed_query(django_assert_n
 
 
 @pytest.mark.django_db
+def test_compaction_deletes_a_bounded_batch_of_the_oldest_and_the_task_goes_on():
+    from django.test import override_settings
+
+    from portal import tasks
+
+    WatchEvent.objects.all().delete()
+    for name in "abcde":
+        create(name)
+    versions = list(WatchEvent.objects.order_by("resource_version").values_list("pk", flat=True))
+    WatchEvent.objects.update(created_at="2000-01-01T00:00:00Z")
+    assert history.compact(keep_seconds=60, limit=2) == 2
+    assert list(WatchEvent.objects.order_by("pk").values_list("pk", flat=True)) == versions[2:]
+    assert history.compacted_through() == versions[1]
+    with override_settings(KRUNTIMES_WATCH_COMPACT_BATCH=2, KRUNTIMES_WATCH_HISTORY_MIN_EVENTS=0):
+        tasks.compact_watch_history()  # a full batch: it runs again (eagerly here) until done
+    assert not WatchEvent.objects.exists()
+    assert history.compacted_through() == versions[-1]
+
+
+@pytest.mark.django_db
 def test_compaction_keeps_the_newest_events_asked_for():
     for name in "abc":
         create(name)
