@@ -186,7 +186,9 @@ def compact(keep_seconds: float, keep_at_least: int = 0, limit: int | None = Non
             .values_list("resource_version", flat=True)[keep_at_least - 1 : keep_at_least]
             .first()
         )
-        if floor is not None:
+        # only when the newest due event is among the kept ones: the Max walks the primary
+        # key down from the floor through every newer event not yet due
+        if floor is not None and newest_doomed >= floor:
             newest_doomed = doomed.filter(resource_version__lt=floor).aggregate(
                 top=models.Max("resource_version")
             )["top"]

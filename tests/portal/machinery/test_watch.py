@@ -310,6 +310,24 @@ def test_compaction_deletes_a_bounded_batch_of_the_oldest_and_the_task_goes_on()
 
 
 @pytest.mark.django_db
+def test_compaction_reads_no_maximum_when_the_kept_events_are_all_newer():
+    """The newest due event below the kept floor needs no search (a Max walks down through
+    every newer event not yet due)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    WatchEvent.objects.all().delete()
+    for name in "abcde":
+        create(name)
+    versions = list(WatchEvent.objects.order_by("resource_version").values_list("pk", flat=True))
+    WatchEvent.objects.filter(pk__in=versions[:2]).update(created_at="2000-01-01T00:00:00Z")
+    with CaptureQueriesContext(connection) as queries:
+        assert history.compact(keep_seconds=60, keep_at_least=2) == 2
+    assert not [q for q in queries if "MAX(" in q["sql"]]
+    assert list(WatchEvent.objects.order_by("pk").values_list("pk", flat=True)) == versions[2:]
+
+
+@pytest.mark.django_db
 def test_compaction_keeps_the_newest_events_asked_for():
     for name in "abc":
         create(name)
