@@ -44,6 +44,12 @@ class Plugin:
     ) -> str | None:
         return None
 
+    def pre_filter_pods(self, run: PendingRun, snapshot: Snapshot, state: State) -> set[str] | None:
+        """After PreFilter: the names of the only pods this plugin's Filter can pass for this
+        Run, or None for any (kube-scheduler's PreFilterResult). Filter then walks just
+        those; a pod left out must be one the Filter would reject."""
+        return None
+
     def filters(self, run: PendingRun, state: State) -> bool:
         """After PreFilter: whether this plugin's Filter can reject a pod for this Run (False:
         it is skipped for every pod, as kube-scheduler skips a Filter whose PreFilter said
@@ -197,7 +203,11 @@ class Framework:
             and scorers[0].walks_best_first(run, snapshot)
         ):
             enough = 1  # the first feasible pod is the best of any sample
-        feasible, rejections = self._filter(run, candidates, snapshot, state, filters, enough)
+        walk = self._narrowed(run, candidates, snapshot, state, filters)
+        feasible, rejections = self._filter(run, walk, snapshot, state, filters, enough)
+        if not feasible and walk is not candidates:
+            # no pod fits: walk them all, so the message counts each pod's first rejection
+            feasible, rejections = self._filter(run, candidates, snapshot, state, filters, enough)
         if not feasible:
             return Decision(
                 message=pending_message(len(candidates), rejections), rejections=rejections
@@ -205,6 +215,25 @@ class Framework:
         return Decision(
             pod=self._best(run, feasible, snapshot, state, scorers), rejections=rejections
         )
+
+    def _narrowed(
+        self,
+        run: PendingRun,
+        candidates: list[PodState],
+        snapshot: Snapshot,
+        state: State,
+        filters: list[Plugin],
+    ) -> list[PodState]:
+        """The candidates every Filter's PreFilterResult allows, in the walk's order (the
+        candidates themselves when none narrows them)."""
+        allowed: set[str] | None = None
+        for plugin in filters:
+            names = plugin.pre_filter_pods(run, snapshot, state)
+            if names is not None:
+                allowed = names if allowed is None else allowed & names
+        if allowed is None or len(allowed) >= len(candidates):
+            return candidates
+        return snapshot.candidates_named(run, allowed)
 
     def _filter(
         self,

@@ -60,6 +60,11 @@ class PodOrder:
             return None
         return dict(capacity)
 
+    def named(self, names: set[str]) -> list[PodState]:
+        """The pods of ``names`` here, in this order."""
+        keys = sorted(key for name in names if (key := self._keys.get(name)) is not None)
+        return [self.pods[bisect_left(self.keys, key)] for key in keys]
+
     def update(self, pod: PodState) -> None:
         """Move ``pod`` to where its current usage and readiness put it."""
         old = self._keys.get(pod.name)

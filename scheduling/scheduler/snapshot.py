@@ -185,6 +185,11 @@ class Snapshot:
         order = self.by_runtime.get((run.namespace, run.runtime))
         return order.pods if order is not None else []
 
+    def candidates_named(self, run: PendingRun, names: set[str]) -> list[PodState]:
+        """Those of the Run's candidates named, in the same order."""
+        order = self.by_runtime.get((run.namespace, run.runtime))
+        return order.named(names) if order is not None else []
+
     def shared_capacity(self, run: PendingRun) -> dict[str, int] | None:
         """The capacity every candidate of the Run advertises, each resource above zero;
         None when they differ (or there are none)."""

@@ -97,6 +97,19 @@ class RunAffinity(Plugin):
     def filters(self, run: PendingRun, state: State) -> bool:
         return bool(state["required"] or state["anti"])  # the Run has a required term
 
+    def pre_filter_pods(self, run: PendingRun, snapshot: Snapshot, state: State) -> set[str] | None:
+        """The pods with a target of every required term that has targets (a term with none
+        lets no pod pass, unless the Run seeds it)."""
+        allowed: set[str] | None = None
+        for seeds_itself, targets in state["required"]:
+            if not targets:
+                if seeds_itself:
+                    continue
+                return set()
+            names = {name for name, count in targets.items() if count > 0}
+            allowed = names if allowed is None else allowed & names
+        return allowed
+
     def filter(
         self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State
     ) -> str | None:

@@ -55,6 +55,10 @@ class WorkspaceFencing(Plugin):
     def filters(self, run: PendingRun, state: State) -> bool:
         return _STATE_KEY in state  # the Run uses a workspace
 
+    def pre_filter_pods(self, run: PendingRun, snapshot: Snapshot, state: State) -> set[str] | None:
+        ws = state.get(_STATE_KEY)
+        return None if ws is None else {ws.bound_pod}  # and its uid, which Filter checks
+
     def filter(
         self, run: PendingRun, pod: PodState, snapshot: Snapshot, state: State
     ) -> str | None:
