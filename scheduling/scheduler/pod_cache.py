@@ -20,6 +20,7 @@ pass for one new Run costs what changed, not the number of pods.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Hashable, Iterable
 from datetime import datetime
@@ -134,17 +135,7 @@ class PodCache:
 def _copy(row: PodState) -> PodState:
     """The PodState a pass works on, apart from the row as read (a pass changes its usage and
     may exclude it)."""
-    return PodState(
-        namespace=row.namespace,
-        runtime=row.runtime,
-        name=row.name,
-        uid=row.uid,
-        pk=row.pk,
-        ready=row.ready,
-        phase=row.phase,
-        last_heartbeat=row.last_heartbeat,
-        capacity=dict(row.capacity),
-    )
+    return dataclasses.replace(row, capacity=dict(row.capacity), used={})
 
 
 __all__ = ["PodCache", "silent"]
