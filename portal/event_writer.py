@@ -10,8 +10,8 @@ buckets, the bounds and the failure handling are the same), on its own database 
   batches; a full queue makes ``submit`` wait (up to ``SUBMIT_TIMEOUT`` seconds: a writer
   that cannot keep up slows its producer instead of losing what it was given), and only then
   are the Events dropped and counted (``kruntimes_events_dropped_total``).
-- Events stay best-effort: what is queued when the process dies is lost (the binds are not:
-  they committed before). ``flush`` waits for what was submitted so far; it runs when a Celery
+- Events stay best-effort: what is queued when the process dies is lost, ``capacity`` batches
+  at most (the binds are not: they committed before). ``flush`` waits for what was submitted so far; it runs when a Celery
   worker process or the interpreter exits.
 - ``KRUNTIMES_EVENT_WRITER=inline`` writes in the caller instead (the test suite, and SQLite,
   which allows one writer at a time anyway).
@@ -48,7 +48,7 @@ Item = Batch | threading.Event | _Stop
 
 
 class EventWriter:
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 8) -> None:
         self.capacity = capacity
         self._lock = threading.Lock()
         self._pid: int | None = None

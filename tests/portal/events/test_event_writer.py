@@ -38,7 +38,7 @@ def new_writer():
     closes)."""
     made = []
 
-    def make(capacity: int = 64) -> EventWriter:
+    def make(capacity: int = 8) -> EventWriter:
         made.append(EventWriter(capacity))
         return made[-1]
 
