@@ -466,8 +466,6 @@ def delete(
 ) -> tuple[Any, bool]:
     """Kubernetes deletion. Returns (object, gone): gone is False while finalizers remain."""
     _refuse_read_only(kind)
-    from portal.models import OwnerLink
-
     context = authorize(context, kind, "delete", namespace, name)
     if propagation not in ("Background", "Foreground", "Orphan"):
         raise errors.bad_request(
@@ -485,9 +483,31 @@ def delete(
             kind.group,
             name,
         )
+    preconditions = preconditions or {}
+    # as with a patch: without preconditions to hold to, a write that lands between the read
+    # and this delete's own makes it read again (the API server's retry on conflict)
+    for attempt in range(1, PATCH_ATTEMPTS + 1):
+        try:
+            return _delete_once(kind, namespace, name, propagation, preconditions, context)
+        except errors.StatusError as exc:
+            if preconditions or exc.reason != "Conflict" or attempt == PATCH_ATTEMPTS:
+                raise
+            time.sleep(PATCH_BACKOFF_SECONDS * attempt)
+    raise AssertionError("unreachable")
+
+
+def _delete_once(
+    kind: ResourceKind,
+    namespace: str | None,
+    name: str,
+    propagation: str,
+    preconditions: Mapping[str, Any],
+    context: WriteContext,
+) -> tuple[Any, bool]:
+    from portal.models import OwnerLink
+
     with transaction.atomic():
         obj = get_object(kind, namespace, name)
-        preconditions = preconditions or {}
         if preconditions.get("uid") and preconditions["uid"] != str(obj.uid):
             raise errors.conflict(
                 kind.plural,

@@ -84,6 +84,50 @@ def test_delete_precondition_on_resource_version(admin_api):
     assert names(admin_api) == ["a"]
 
 
+def _written_meanwhile(monkeypatch, admin_api, times: int = 1):
+    """Another writer changes the widget after each of the first ``times`` reads a delete
+    makes (a controller's status write landing between the delete's read and its write)."""
+    real, calls = store.get_object, []
+
+    def read_then_written(kind, namespace, name, *args, **kwargs):
+        found = real(kind, namespace, name, *args, **kwargs)
+        if kind.plural == "widgets" and len(calls) < times:
+            calls.append(name)
+            type(found).objects.filter(pk=found.pk).update(
+                resource_version=found.resource_version + 1000
+            )
+        return found
+
+    monkeypatch.setattr(store, "get_object", read_then_written)
+    return calls
+
+
+def test_a_delete_without_preconditions_applies_to_whatever_is_current(admin_api, monkeypatch):
+    """As the API server's delete: a write between its read and its own is no conflict unless
+    the client named a version; it reads again and deletes what is there."""
+    admin_api.post(
+        widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
+    )
+    calls = _written_meanwhile(monkeypatch, admin_api, times=2)
+    held = admin_api.delete(f"{widgets()}/a")
+    assert held.status_code == 200, held.json()
+    assert held.json()["metadata"]["deletionTimestamp"]
+    assert calls == ["a", "a"]  # it read again after each lost race
+
+
+def test_a_delete_naming_a_version_is_a_conflict_when_another_write_won(admin_api, monkeypatch):
+    created = admin_api.post(
+        widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
+    ).json()
+    _written_meanwhile(monkeypatch, admin_api)
+    version = created["metadata"]["resourceVersion"]
+    response = admin_api.delete(
+        f"{widgets()}/a", {"preconditions": {"resourceVersion": version}}, format="json"
+    )
+    assert_status(response, 409, "Conflict")
+    assert "deletionTimestamp" not in admin_api.get(f"{widgets()}/a").json()["metadata"]
+
+
 @pytest.fixture
 def owner(admin_api) -> dict:
     manifest = {
