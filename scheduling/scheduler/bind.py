@@ -24,18 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
 
 from django.db import transaction
-from django.db.models import CharField, TextField
-from django.db.models.functions import Cast
 
 from portal.machinery import counter_row
 from scheduling import resources, run_status
 from scheduling.models import BindEpoch, PodPhase, Run, RunPhase, RuntimePod
 
-from . import pod_rows
-from .pod_rows import uid_text
+from .pod_rows import read_pods
 from .snapshot import PendingRun, PodState
 from .usage import active_usage
 
@@ -57,7 +53,7 @@ class PodLedger:
     epoch: int | None = None
     pods: dict[int, tuple[str, dict[str, int]]] = field(default_factory=dict)
 
-    def usage(self, row: LockedPod) -> dict[str, int] | None:
+    def usage(self, row: PodState) -> dict[str, int] | None:
         """The pod's usage as this pass left it; None when it must be read."""
         seen = self.pods.get(row.pk)
         if seen is None or seen[0] != row.uid:
@@ -65,36 +61,11 @@ class PodLedger:
         return dict(seen[1])
 
 
-class LockedPod(NamedTuple):
-    """A pod row as a bind locked it (read as text, as a pass reads pods: see pod_rows)."""
-
-    pk: int
-    uid: str
-    name: str
-    ready: bool
-    phase: str
-    capacity: dict[str, int]
-
-
-def _lock_pods(pks: list[int]) -> dict[int, LockedPod]:
-    """Lock the pod rows, in pk order (two binders never wait on each other in a cycle)."""
-    rows = (
-        RuntimePod.objects.select_for_update()
-        .filter(pk__in=sorted(pks))
-        .order_by("pk")
-        .values_list(
-            "pk",
-            Cast("uid", CharField()),
-            "name",
-            "ready",
-            "phase",
-            Cast("capacity", TextField()),
-        )
-    )
-    return {
-        pk: LockedPod(pk, uid_text(uid), name, bool(ready), phase, dict(pod_rows.capacity(text)))
-        for pk, uid, name, ready, phase, text in rows
-    }
+def _lock_pods(pks: list[int]) -> dict[int, PodState]:
+    """Lock the pod rows, in pk order (two binders never wait on each other in a cycle), and
+    read them as a pass reads pods."""
+    locked = RuntimePod.objects.select_for_update().filter(pk__in=sorted(pks)).order_by("pk")
+    return {pod.pk: pod for pod in read_pods(locked)}
 
 
 def _next_epoch() -> int:
@@ -109,7 +80,7 @@ def _fits(used: dict[str, int], requests: dict[str, int], capacity: dict[str, in
     )
 
 
-def _active_usage(pods: list[LockedPod]) -> dict[str, dict[str, int]]:
+def _active_usage(pods: list[PodState]) -> dict[str, dict[str, int]]:
     # assigned_pod is the indexed column; the uid makes the match exact (names are reused)
     runs = Run.objects.filter(
         assigned_pod__in={pod.name for pod in pods},
@@ -151,17 +122,16 @@ def _still_pending(by_pod: dict[int, list[PendingRun]]) -> set[int]:
 
 def _all_fit(used: dict[str, int], runs: list[PendingRun], capacity: dict[str, int]) -> bool:
     """Whether every Run fits the pod together with the others (as ``_admit`` would take them)."""
-    total = dict(used)
+    together: dict[str, int] = {}
     for run in runs:
-        resources.add(total, run.requests)
-    requested = {name for run in runs for name in run.requests}
-    return all(name in capacity and total[name] <= capacity[name] for name in requested)
+        resources.add(together, run.requests)
+    return _fits(used, together, capacity)
 
 
 def _admit(
     runs: list[PendingRun],
     pod: PodState,
-    row: LockedPod | None,
+    row: PodState | None,
     pending: set[int],
     result: BindResult,
 ) -> list[tuple[PendingRun, PodState]]:
