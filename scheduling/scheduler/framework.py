@@ -249,18 +249,6 @@ class Framework:
         feasible every pod was walked, so a Pending message counts them all."""
         feasible: list[PodState] = []
         rejections: Rejections = Counter()
-        if len(filters) == 1:  # the usual Run: only availability has anything to check
-            (plugin,) = filters
-            check = plugin.filter
-            for pod in candidates:
-                if len(feasible) >= enough:
-                    break
-                reason = check(run, pod, snapshot, state)
-                if reason is None:
-                    feasible.append(pod)
-                else:
-                    rejections[plugin.name, reason] += 1
-            return feasible, rejections
         for pod in candidates:
             if len(feasible) >= enough:
                 break
