@@ -11,8 +11,8 @@ buckets, the bounds and the failure handling are the same), on its own database 
   that cannot keep up slows its producer instead of losing what it was given), and only then
   are the Events dropped and counted (``kruntimes_events_dropped_total``).
 - Events stay best-effort: what is queued when the process dies is lost, ``capacity`` batches
-  at most (the binds are not: they committed before). ``flush`` waits for what was submitted so far; it runs when a Celery
-  worker process or the interpreter exits.
+  at most (the binds are not: they committed before). ``flush`` waits for what was submitted
+  so far; it runs when a Celery worker process or the interpreter exits.
 - ``KRUNTIMES_EVENT_WRITER=inline`` writes in the caller instead (the test suite, and SQLite,
   which allows one writer at a time anyway).
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
@@ -27,6 +28,7 @@ from .pod_rows import read_pods, signature
 from .snapshot import (
     PendingRun,
     PlacedRun,
+    PodState,
     Snapshot,
     WorkspaceKey,
     WorkspaceState,
@@ -83,16 +85,7 @@ def take_snapshot(
     if cache is not None and pods is not None:
         cache.current()
         index = pods.refresh(now, cache)
-        snapshot = Snapshot(
-            now,
-            [],
-            {},
-            source=DatabasePlacements(sql_selectors),
-            runtimes=_runtimes,
-            workspaces=DatabaseWorkspaces(),
-            index=index,
-            stale=pods.stale,
-        )
+        snapshot = _from_database(now, sql_selectors, [], index=index, stale=pods.stale)
         pods.touched = snapshot.touched
         snapshot.pod_signature = pods.signature()
         return snapshot
@@ -107,16 +100,24 @@ def take_snapshot(
         pod = by_key.get((namespace, pod_name))
         if pod is not None and pod.uid == pod_uid:
             resources.add(pod.used, used)
-    snapshot = Snapshot(
+    snapshot = _from_database(now, sql_selectors, rows)
+    snapshot.pod_signature = signature(rows, now)
+    return snapshot
+
+
+def _from_database(
+    now: datetime, sql_selectors: int, pods: list[PodState], **index: Any
+) -> Snapshot:
+    """A snapshot whose placed Runs, workspaces and Runtimes are read when a Run needs them."""
+    return Snapshot(
         now,
-        rows,
+        pods,
         {},
         source=DatabasePlacements(sql_selectors),
         runtimes=_runtimes,
         workspaces=DatabaseWorkspaces(),
+        **index,
     )
-    snapshot.pod_signature = signature(rows, now)
-    return snapshot
 
 
 def _runtimes() -> set[tuple[str, str]]:
