@@ -406,11 +406,20 @@ def _forbid_new_finalizers_when_terminating(
         )
 
 
-# An unconditional patch re-applies after a concurrent write, as kube-apiserver's
+# An unconditional patch or delete re-applies after a concurrent write, as kube-apiserver's
 # GuaranteedUpdate does: a Run's status is written several times a second while it starts, and
 # five tries in a row lost to it in CI. A conflict waits a little longer each time.
-PATCH_ATTEMPTS = 20
-PATCH_BACKOFF_SECONDS = 0.005
+WRITE_ATTEMPTS = 20
+WRITE_BACKOFF_SECONDS = 0.005
+
+
+def _try_again(exc: errors.StatusError, attempt: int, held: bool) -> None:
+    """After a write's ``attempt`` failed with ``exc``: wait to try again when it lost a race
+    (409) and the client did not hold it to a version or uid (``held``); otherwise, or after
+    WRITE_ATTEMPTS, ``exc`` stands."""
+    if held or exc.reason != "Conflict" or attempt == WRITE_ATTEMPTS:
+        raise exc
+    time.sleep(WRITE_BACKOFF_SECONDS * attempt)
 
 
 def patch(
@@ -435,7 +444,7 @@ def patch(
     patches.check_shape(patch_type, patch_body)
     given_meta = patch_body.get("metadata") if isinstance(patch_body, dict) else None
     names_version = isinstance(given_meta, dict) and "resourceVersion" in given_meta
-    for attempt in range(1, PATCH_ATTEMPTS + 1):
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
         current = get_object(kind, namespace, name)
         seen = str(current.resource_version)
         merged = patches.apply_patch(patch_type, to_manifest(kind, current), patch_body)
@@ -449,9 +458,7 @@ def patch(
         try:
             return _replace(kind, namespace, name, merged, subresource, context)
         except errors.StatusError as exc:
-            if conditional or exc.reason != "Conflict" or attempt == PATCH_ATTEMPTS:
-                raise
-            time.sleep(PATCH_BACKOFF_SECONDS * attempt)
+            _try_again(exc, attempt, held=conditional)
     raise AssertionError("unreachable")
 
 
@@ -486,13 +493,11 @@ def delete(
     preconditions = preconditions or {}
     # as with a patch: without preconditions to hold to, a write that lands between the read
     # and this delete's own makes it read again (the API server's retry on conflict)
-    for attempt in range(1, PATCH_ATTEMPTS + 1):
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
         try:
             return _delete_once(kind, namespace, name, propagation, preconditions, context)
         except errors.StatusError as exc:
-            if preconditions or exc.reason != "Conflict" or attempt == PATCH_ATTEMPTS:
-                raise
-            time.sleep(PATCH_BACKOFF_SECONDS * attempt)
+            _try_again(exc, attempt, held=bool(preconditions))
     raise AssertionError("unreachable")
 
 
