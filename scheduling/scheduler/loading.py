@@ -101,7 +101,7 @@ def take_snapshot(
         if pod is not None and pod.uid == pod_uid:
             resources.add(pod.used, used)
     snapshot = _from_database(now, sql_selectors, rows)
-    snapshot.pod_signature = signature(rows, now)
+    snapshot.pod_signature = signature(rows, snapshot.stale)
     return snapshot
 
 

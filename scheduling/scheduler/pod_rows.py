@@ -9,7 +9,7 @@ heartbeat once per distinct value, so a pass pays for the rows and little else.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -19,7 +19,7 @@ from django.db.models.functions import Cast
 
 from scheduling.models import RuntimePod
 
-from .snapshot import HEARTBEAT_TIMEOUT, PodState
+from .snapshot import PodState
 
 
 @lru_cache(maxsize=1024)
@@ -36,9 +36,10 @@ def _time(text: str | None) -> datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def signature(pods: list[PodState], now: datetime) -> tuple[Hashable, ...]:
+def signature(pods: list[PodState], stale: Callable[[PodState], bool]) -> tuple[Hashable, ...]:
     """What the pods offer, less the heartbeat times (which change every few seconds) but
-    with whether each heartbeat is fresh: equal signatures place the same Runs."""
+    with whether each heartbeat is stale (``Snapshot.stale``): equal signatures place the
+    same Runs."""
     return tuple(
         (
             pod.pk,
@@ -46,7 +47,7 @@ def signature(pods: list[PodState], now: datetime) -> tuple[Hashable, ...]:
             pod.ready,
             pod.phase,
             tuple(sorted(pod.capacity.items())),
-            pod.last_heartbeat is not None and now - pod.last_heartbeat <= HEARTBEAT_TIMEOUT,
+            stale(pod),
         )
         for pod in pods
     )

@@ -182,19 +182,22 @@ class Snapshot:
 
     def candidates(self, run: PendingRun) -> list[PodState]:
         """The Run's Runtime's pods in this namespace, least loaded first."""
-        order = self.by_runtime.get((run.namespace, run.runtime))
+        order = self._order(run)
         return order.pods if order is not None else []
 
     def candidates_named(self, run: PendingRun, names: set[str]) -> list[PodState]:
         """Those of the Run's candidates named, in the same order."""
-        order = self.by_runtime.get((run.namespace, run.runtime))
+        order = self._order(run)
         return order.named(names) if order is not None else []
 
     def shared_capacity(self, run: PendingRun) -> dict[str, int] | None:
         """The capacity every candidate of the Run advertises, each resource above zero;
         None when they differ (or there are none)."""
-        order = self.by_runtime.get((run.namespace, run.runtime))
+        order = self._order(run)
         return order.shared_capacity if order is not None else None
+
+    def _order(self, run: PendingRun) -> PodOrder | None:
+        return self.by_runtime.get((run.namespace, run.runtime))
 
     def stale(self, pod: PodState) -> bool:
         """Whether the pod's runtimed has not been heard from within HEARTBEAT_TIMEOUT."""
