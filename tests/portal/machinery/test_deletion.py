@@ -84,7 +84,7 @@ def test_delete_precondition_on_resource_version(admin_api):
     assert names(admin_api) == ["a"]
 
 
-def _written_meanwhile(monkeypatch, admin_api, times: int = 1):
+def _written_meanwhile(monkeypatch, times: int = 1):
     """Another writer changes the widget after each of the first ``times`` reads a delete
     makes (a controller's status write landing between the delete's read and its write)."""
     real, calls = store.get_object, []
@@ -108,7 +108,7 @@ def test_a_delete_without_preconditions_applies_to_whatever_is_current(admin_api
     admin_api.post(
         widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
     )
-    calls = _written_meanwhile(monkeypatch, admin_api, times=2)
+    calls = _written_meanwhile(monkeypatch, times=2)
     held = admin_api.delete(f"{widgets()}/a")
     assert held.status_code == 200, held.json()
     assert held.json()["metadata"]["deletionTimestamp"]
@@ -119,7 +119,7 @@ def test_a_delete_naming_a_version_is_a_conflict_when_another_write_won(admin_ap
     created = admin_api.post(
         widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
     ).json()
-    _written_meanwhile(monkeypatch, admin_api)
+    _written_meanwhile(monkeypatch)
     version = created["metadata"]["resourceVersion"]
     response = admin_api.delete(
         f"{widgets()}/a", {"preconditions": {"resourceVersion": version}}, format="json"

@@ -23,6 +23,7 @@ from scheduling.scheduler.pod_cache import PodCache
 from scheduling.scheduler.usage_cache import UsageCache
 from tests.helpers.examples import examples
 from tests.helpers.records import fresh, make_pod, make_run, make_runtime
+from tests.helpers.snapshots import run as pending
 
 pytestmark = pytest.mark.django_db
 
@@ -190,17 +191,11 @@ def test_a_pass_excluding_a_pod_leaves_it_to_the_next_pass_as_its_row_says(frame
     snapshot = take_snapshot(timezone.now(), cache=framework.usage_cache, pods=framework.pod_cache)
     state = snapshot.pods_by_key["default", "bash-a"]
     snapshot.exclude(state)  # a bind found it stale
-    snapshot.assume(make_run_state("x"), state)
+    snapshot.assume(pending("x"), state)
     make_run("r0")
     assert schedule(framework).bound == 1
     assert framework.pod_cache.index.by_key["default", "bash-a"].used == {"runs": 1}
     assert pod.pk in framework.pod_cache.rows
-
-
-def make_run_state(name: str):
-    from tests.helpers.snapshots import run
-
-    return run(name)
 
 
 def test_usage_that_other_writers_free_is_seen_by_the_next_pass(framework):
@@ -315,7 +310,7 @@ def test_the_cached_pods_are_the_pods_a_fresh_read_gives(script):
         assert _order(cached) == _order(expected)
         # what a pass does to the pods it works on is undone by the next
         for state in list(cached.pods_by_key.values())[:1]:
-            cached.assume(make_run_state("assumed"), state)
+            cached.assume(pending("assumed"), state)
             cached.exclude(state)
 
 
