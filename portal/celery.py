@@ -11,6 +11,8 @@ from runtimed.protocol import CONTROL_QUEUE
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
+DB_REUSE_MAX = 10_000
+
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
@@ -29,6 +31,11 @@ app.conf.update(
     # Publishing from a request must not hang on a dead broker: fail fast, beat heals.
     broker_connection_timeout=2,
     task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2},
+    # Celery's Django fixup closes every database connection before and after each task
+    # unless told to reuse them: a new PostgreSQL connection was ~8 ms of a ~45 ms report.
+    # It now closes them only every this many tasks; between, Django's own rule applies
+    # (``_close_old_connections`` below: CONN_MAX_AGE and the health check).
+    CELERY_DB_REUSE_MAX=DB_REUSE_MAX,
 )
 app.autodiscover_tasks()
 
@@ -40,6 +47,19 @@ def _ensure_data_dir(**_) -> None:
     from portal.datadir import ensure_data_dir
 
     ensure_data_dir()
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _close_old_connections(sender=None, **_) -> None:
+    # what Django does around each request: drop a connection that is broken, left in a
+    # failed transaction or older than CONN_MAX_AGE; keep the rest (an eager task runs
+    # inside its caller's transaction, which is not this hook's to end)
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
 
 
 @signals.worker_process_shutdown.connect
