@@ -13,6 +13,8 @@ buckets, the bounds and the failure handling are the same), on its own database 
 - Events stay best-effort: what is queued when the process dies is lost, ``capacity`` batches
   at most (the binds are not: they committed before). ``flush`` waits for what was submitted
   so far; it runs when a Celery worker process or the interpreter exits.
+- ``submit_on_commit`` hands a batch over once the caller's transaction commits: the Events
+  of a Run's phases, recorded where a report lands, are written behind the report.
 - ``KRUNTIMES_EVENT_WRITER=inline`` writes in the caller instead (the test suite, and SQLite,
   which allows one writer at a time anyway).
 """
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, transaction
 
 from portal.machinery.registry import ResourceKind
 
@@ -80,6 +82,17 @@ class EventWriter:
                 self.capacity,
             )
             return False
+
+    def submit_on_commit(
+        self, items: list[tuple[Any, str, str, str]], kind: ResourceKind | None, component: str
+    ) -> None:
+        """``submit`` once the caller's transaction commits (an Event of a write that rolled
+        back would tell of something that never happened); inline, written in the caller's
+        transaction (in a savepoint: a failure leaves the caller's work intact)."""
+        if settings.KRUNTIMES_EVENT_WRITER == "inline":
+            self.submit(items, kind, component)
+        else:
+            transaction.on_commit(lambda: self.submit(items, kind, component), robust=True)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every batch submitted so far is written; False on timeout."""

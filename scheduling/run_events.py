@@ -10,6 +10,7 @@ text or a Secret.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from portal import event_writer, events_recorder
@@ -69,30 +70,43 @@ def attempt_ended(run: Run, reason: str, retried: bool, delay_seconds: float | N
         )
 
 
-def on_run_phase_changed(sender: Any = None, run: Any = None, phase: str = "", **_: Any) -> None:
-    """``run_phase_changed``: the Events of the phases a Run reaches."""
-    if run is None:
-        return
+def phase_event(run: Any, phase: str) -> tuple[str, str, str] | None:
+    """(reason, message, type) of the Event of a Run reaching ``phase``; None for none."""
     status = run.status or {}
     attempt = _attempt(run)
-    reason = status.get("reason") or phase
     if phase == RunPhase.RUNNING:
         pod = status.get("assignedPod") or ""
-        events_recorder.record(run, "Started", f"attempt {attempt} started on {pod}", kind=_kind())
-    elif phase == RunPhase.READY:
-        events_recorder.record(run, "Ready", f"attempt {attempt} is serving", kind=_kind())
-    elif phase == RunPhase.SUCCEEDED:
-        events_recorder.record(run, "Succeeded", f"attempt {attempt} succeeded", kind=_kind())
-    elif phase in (RunPhase.FAILED, RunPhase.TIMEOUT):
-        events_recorder.record(
-            run,
-            "Failed",
-            f"attempt {attempt} ended {phase} ({reason})",
-            type=WARNING,
-            kind=_kind(),
+        return "Started", f"attempt {attempt} started on {pod}", NORMAL
+    if phase == RunPhase.READY:
+        return "Ready", f"attempt {attempt} is serving", NORMAL
+    if phase == RunPhase.SUCCEEDED:
+        return "Succeeded", f"attempt {attempt} succeeded", NORMAL
+    if phase in (RunPhase.FAILED, RunPhase.TIMEOUT):
+        reason = status.get("reason") or phase
+        return "Failed", f"attempt {attempt} ended {phase} ({reason})", WARNING
+    if phase == RunPhase.CANCELLED:
+        return "Cancelled", f"attempt {attempt} cancelled", NORMAL
+    return None
+
+
+def on_run_phase_changed(sender: Any = None, run: Any = None, phase: str = "", **_: Any) -> None:
+    """``run_phase_changed``: the Events of the phases a Run reaches, written behind the
+    status write on the event writer's thread (a report does not wait for its Event)."""
+    if run is None:
+        return
+    event = phase_event(run, phase)
+    if event is not None:
+        reason, message, type_ = event
+        # the Run as it is now: the writer's thread reads it later, and the caller goes on
+        seen = SimpleNamespace(
+            namespace=run.namespace,
+            name=run.name,
+            uid=run.uid,
+            resource_version=run.resource_version,
         )
-    elif phase == RunPhase.CANCELLED:
-        events_recorder.record(run, "Cancelled", f"attempt {attempt} cancelled", kind=_kind())
+        event_writer.writer.submit_on_commit(
+            [(seen, reason, message, type_)], _kind(), events_recorder.COMPONENT
+        )
 
 
 def artifact_cleanup_failed(run: Run) -> None:

@@ -157,3 +157,30 @@ def test_a_stopped_writer_ends_its_thread_after_writing_what_it_holds(new_writer
     assert Event.objects.get().involved_name == "r1"
     writer._thread.join(10)
     assert not writer._thread.is_alive()
+
+
+@THREAD
+def test_events_handed_over_on_commit_are_written_once_the_transaction_commits(new_writer):
+    from django.db import transaction
+
+    writer = new_writer()
+    run = make_run("committed")
+    with transaction.atomic():
+        writer.submit_on_commit(items([run], "Started"), RUN, events_recorder.COMPONENT)
+        assert writer.written == 0  # nothing handed over before the commit
+    assert writer.flush(timeout=10)
+    assert list(Event.objects.values_list("involved_name", "reason")) == [("committed", "Started")]
+
+
+@THREAD
+def test_events_of_a_transaction_that_rolled_back_are_never_written(new_writer):
+    from django.db import transaction
+
+    writer = new_writer()
+    run = make_run("rolled-back")
+    with transaction.atomic():
+        writer.submit_on_commit(items([run], "Started"), RUN, events_recorder.COMPONENT)
+        transaction.set_rollback(True)
+    writer.submit(items([run], "Marker"), RUN, events_recorder.COMPONENT)
+    assert writer.flush(timeout=10)
+    assert list(Event.objects.values_list("reason", flat=True)) == ["Marker"]
