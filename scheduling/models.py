@@ -219,6 +219,20 @@ class Run(NamespacedObject):
             ),
         ]
 
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        run = super().from_db(db, field_names, values)
+        # the phase this row had when read: a write through the store compares against it
+        # (``phase_changed``), as run_status.write compares against the status it read
+        run._phase_read = run.__dict__.get("phase")
+        return run
+
+    @property
+    def phase_changed(self) -> bool:
+        """Whether ``phase`` differs from what was read (a new Run: never)."""
+        read = getattr(self, "_phase_read", None)
+        return read is not None and read != self.phase
+
     @staticmethod
     def status_columns(status: dict) -> dict:
         """The indexed columns a status determines (controllers update both together)."""

@@ -11,6 +11,7 @@ from django.utils import timezone
 from portal.machinery.events import send_on_commit
 from scheduling import metrics, task_names
 from scheduling.models import ACTIVE_PHASES
+from scheduling.signals import run_phase_changed
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,12 @@ def request_scheduling(source: str, eta: datetime | None = None) -> None:
 
 
 def on_run_change(run, event: str) -> None:
-    """Run kind hook: new or cancelled pending Runs, bound ones to stop, deleted ones."""
+    """Run kind hook: new or cancelled pending Runs, bound ones to stop, deleted ones, and a
+    phase moved by a write through the store (a /status write: the same Events and wake-ups
+    as the status writer's)."""
+    if event == "MODIFIED" and run.phase_changed:
+        run._phase_read = run.phase  # announced once
+        run_phase_changed.send(sender=None, run=run, phase=run.phase)
     if event == "ADDED" or (event == "MODIFIED" and run.phase == "Pending"):
         request_scheduling("run")
     if event == "MODIFIED" and run.is_stopping and run.phase in ACTIVE_PHASES:

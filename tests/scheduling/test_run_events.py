@@ -124,3 +124,47 @@ def test_no_event_carries_an_env_or_secret_value_of_the_spec(admin_api):
     listed = admin_api.get("/api/v1/namespaces/default/events").content.decode()
     assert SECRET_VALUE not in listed
     assert "hunter2" not in listed
+
+
+def test_a_status_write_through_the_api_records_the_phase_it_reaches(admin_api):
+    # one change path: a /status write by a controller or an operator is a phase change like
+    # a report's, with the same Event
+    from tests.helpers.runs import merge_patch, runs_url
+
+    run, _ = schedule()
+    response = merge_patch(admin_api, f"{runs_url()}/r1/status", {"status": {"phase": "Failed"}})
+    assert response.status_code == 200, response.json()
+    assert reasons(run) == ["Scheduled", "Failed"]
+
+
+def test_a_status_write_that_keeps_the_phase_records_nothing(admin_api):
+    from tests.helpers.runs import merge_patch, runs_url
+
+    run, _ = schedule()
+    response = merge_patch(
+        admin_api, f"{runs_url()}/r1/status", {"status": {"message": "still scheduled"}}
+    )
+    assert response.status_code == 200, response.json()
+    assert reasons(run) == ["Scheduled"]
+
+
+def test_every_writer_announces_a_phase_change_once(admin_api):
+    # the workflow controller wakes on run_phase_changed: a /status write moves a child Run's
+    # phase as a report does, and neither announces it twice
+    from scheduling.signals import run_phase_changed
+    from tests.helpers.runs import merge_patch, runs_url
+
+    heard: list[str] = []
+
+    def listen(sender=None, run=None, phase="", **_):
+        heard.append(phase)
+
+    run_phase_changed.connect(listen, dispatch_uid="test-listen")
+    try:
+        run, pod = schedule()
+        lifecycle.apply_report(report(run, pod, "Running"), timezone.now())
+        merge_patch(admin_api, f"{runs_url()}/r1/status", {"status": {"message": "m"}})
+        merge_patch(admin_api, f"{runs_url()}/r1/status", {"status": {"phase": "Cancelled"}})
+    finally:
+        run_phase_changed.disconnect(dispatch_uid="test-listen")
+    assert heard == ["Running", "Cancelled"]
