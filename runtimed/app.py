@@ -11,7 +11,8 @@ from . import drain, fstransport
 from . import heartbeat as heartbeats
 from .config import PodConfig
 from .execute import Clock, utc_now
-from .outbox import OUTBOX_DIR, Outbox
+from .outbox import Outbox
+from .protocol import OUTBOX_DIR
 from .reporting import Reporter
 from .tasks import ActiveRuns, RunService, register
 

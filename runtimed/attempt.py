@@ -27,6 +27,7 @@ from .execute import FAILED, SUCCEEDED, Clock, Result, Step, StepControl
 from .inputs import StagingError, stage_input
 from .outputs import OutputsError, parse_outputs
 from .payload import RunPayload, RunRef
+from .protocol import Reason
 from .refs import ArtifactRef
 from .reporting import rfc3339
 from .staging import GIT_TIMEOUT_SECONDS, PrepareError, stage
@@ -160,9 +161,11 @@ class Attempt:
             )
             cwd = execute.working_directory(self.base, spec.working_dir)
         except PrepareError as exc:
-            raise Failure("PrepareSource", exc.message) from None
+            raise Failure(Reason.PREPARE_SOURCE, exc.message) from None
         except OSError as exc:
-            raise Failure("PrepareSource", f"cannot prepare the attempt directory: {exc}") from None
+            raise Failure(
+                Reason.PREPARE_SOURCE, f"cannot prepare the attempt directory: {exc}"
+            ) from None
         for index, item in enumerate(spec.artifact_inputs):
             self._stage_input(index, item.ref, item.path, cwd)
         return cwd, staged.script
@@ -174,9 +177,9 @@ class Attempt:
             with store.open(ref) as stream:
                 stage_input(stream, ref, cwd, path, spool_dir=self.files.scratch)
         except StagingError as exc:
-            raise Failure("PrepareSource", f"{where}: {exc.message}") from None
+            raise Failure(Reason.PREPARE_SOURCE, f"{where}: {exc.message}") from None
         except StoreError as exc:
-            raise Failure("PrepareSource", f"{where}: {exc}") from None
+            raise Failure(Reason.PREPARE_SOURCE, f"{where}: {exc}") from None
 
     def _artifact_store(self, purpose: str) -> ArtifactStore:
         if self._store is None:
@@ -232,7 +235,7 @@ class Attempt:
                 max_count=MAX_ARTIFACTS,
             )
         except ArtifactError as exc:
-            raise Failure("ArtifactInvalid", exc.message) from None
+            raise Failure(Reason.ARTIFACT_INVALID, exc.message) from None
 
     def _upload(self, packed: list[Packed]) -> list[ArtifactRef]:
         if not packed:
@@ -243,7 +246,7 @@ class Attempt:
         except StoreError as exc:
             names = ", ".join(p.name for p in packed)
             raise Failure(
-                "ArtifactInvalid", f"the step left artifacts ({names}) but {exc}"
+                Reason.ARTIFACT_INVALID, f"the step left artifacts ({names}) but {exc}"
             ) from None
         refs: list[ArtifactRef] = []
         try:
@@ -252,7 +255,7 @@ class Attempt:
         except (StoreError, OSError) as exc:
             self._delete_uploaded(store, scope, refs)
             raise Failure(
-                "RuntimeError", f"uploading artifact {item.name!r} failed: {exc}"
+                Reason.RUNTIME_ERROR, f"uploading artifact {item.name!r} failed: {exc}"
             ) from None
         return refs
 

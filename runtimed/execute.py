@@ -22,11 +22,17 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from . import procgroup, proctree
+from .protocol import Phase, Reason
 from .staging import PrepareError
 
 log = logging.getLogger("runtimed.execute")
 
-SUCCEEDED, FAILED, TIMEOUT, CANCELLED = "Succeeded", "Failed", "Timeout", "Cancelled"
+SUCCEEDED, FAILED, TIMEOUT, CANCELLED = (
+    Phase.SUCCEEDED,
+    Phase.FAILED,
+    Phase.TIMEOUT,
+    Phase.CANCELLED,
+)
 KILL_GRACE_SECONDS = 5.0
 READER_JOIN_SECONDS = 5.0
 CHUNK = 65536
@@ -191,7 +197,7 @@ def stopped_result(control: StepControl, start: datetime, end: datetime) -> Resu
     if control.terminating:
         return Result(
             FAILED,
-            "PodTerminating",
+            Reason.POD_TERMINATING,
             "the Runtime Pod shut down before the step finished; its processes were killed",
             None,
             start,
@@ -228,7 +234,7 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
             )
         except OSError as exc:
             return Result(
-                FAILED, "RuntimeError", f"cannot start the step: {exc}", None, start, clock()
+                FAILED, Reason.RUNTIME_ERROR, f"cannot start the step: {exc}", None, start, clock()
             )
         tree = proctree.StepTree(step_id, process.pid)
         tree.watch()
@@ -277,7 +283,7 @@ def outcome(
     if timed_out:
         return Result(
             TIMEOUT,
-            "Timeout",
+            Reason.TIMEOUT,
             f"the step did not finish within {timeout:g}s and was killed",
             None,
             start,
@@ -290,7 +296,7 @@ def outcome(
         code = 128 - returncode
         return Result(
             FAILED,
-            "RuntimeExecute",
+            Reason.RUNTIME_EXECUTE,
             f"the step exited with exit code {code} (killed by {name})",
             code,
             start,
@@ -298,7 +304,7 @@ def outcome(
         )
     return Result(
         FAILED,
-        "RuntimeExecute",
+        Reason.RUNTIME_EXECUTE,
         f"the step exited with exit code {returncode}",
         returncode,
         start,

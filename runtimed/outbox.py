@@ -17,21 +17,13 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
-from .protocol import Report
+from .protocol import Report, ReportKey, report_key
 
 log = logging.getLogger("runtimed.outbox")
 
-OUTBOX_DIR = ".kruntimes/outbox"  # under the pod's workspace: the reports still owed
 PER_HEARTBEAT = 32  # reports one heartbeat carries, oldest first
 LIMIT = 4096  # unconfirmed reports kept; past it the oldest are dropped (and logged)
-Key = tuple[str, int]
-
-
-def report_key(report: Report) -> Key | None:
-    uid, attempt = report.get("uid"), report.get("attempt")
-    if not isinstance(uid, str) or isinstance(attempt, bool) or not isinstance(attempt, int):
-        return None
-    return uid, attempt
+Key = ReportKey
 
 
 class Outbox:

@@ -14,6 +14,8 @@ import re
 import stat
 from pathlib import Path
 
+from .protocol import Reason
+
 MAX_OUTPUT_KEYS = 64
 MAX_KEY_BYTES = 128
 MAX_VALUE_BYTES = 8192
@@ -21,8 +23,8 @@ MAX_TOTAL_BYTES = 65536
 # Generous: room for a full valid map plus comments and blanks; never read more than this.
 MAX_FILE_BYTES = 1 << 20
 
-OUTPUTS_INVALID = "OutputsInvalid"
-OUTPUTS_TOO_LARGE = "OutputsTooLarge"
+OUTPUTS_INVALID = Reason.OUTPUTS_INVALID
+OUTPUTS_TOO_LARGE = Reason.OUTPUTS_TOO_LARGE
 
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
 

@@ -18,7 +18,8 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-PERSISTENT_DIR = "persistent"  # under the pod's workspace
+from .protocol import PERSISTENT_DIR
+
 MAX_NAME_LENGTH = 253
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*")
@@ -88,17 +89,6 @@ def delete(workspace: Path, name: str) -> None:
         shutil.rmtree(name, dir_fd=fd)
     finally:
         os.close(fd)
-
-
-def run_roots(workspace: Path) -> list[Path]:
-    """Every directory whose ``.kruntimes/runs`` may hold Run directories: the pod workspace,
-    then each persistent workspace (a symlink among them is skipped)."""
-    base = root(workspace)
-    try:
-        entries = sorted(entry for entry in base.iterdir() if not entry.is_symlink())
-    except OSError:  # no persistent workspaces (yet), or unreadable
-        entries = []
-    return [workspace, *(entry for entry in entries if entry.is_dir())]
 
 
 def _check_root(workspace: Path, *, create: bool) -> bool:

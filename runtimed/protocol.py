@@ -13,9 +13,14 @@ delete request: ``runtimed.cleanup``); building the messages runtimed sends is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypedDict
 
-from .refs import ArtifactRef
+# the artifact reference type and its rules, which both sides check
+from .refs import ArtifactRef as ArtifactRef
+from .refs import Problem as Problem
+from .refs import artifact_name_problem as artifact_name_problem
+from .refs import location_path_problem as location_path_problem
 
 # A report as read back from disk or a heartbeat: not validated, so any mapping.
 Report = Mapping[str, Any]
@@ -38,6 +43,134 @@ WORKSPACE_DELETED_TASK = "workspaces.workspace_deleted"
 
 def pod_queue(pod_name: str) -> str:
     return f"{POD_QUEUE_PREFIX}{pod_name}"
+
+
+# ---------------------------------------------------------------- the words of a report
+
+
+class Phase:
+    """The phases a report names (a Run's other phases, Pending and Scheduled, are the
+    control plane's own)."""
+
+    RUNNING = "Running"
+    READY = "Ready"  # a function-mode Run that serves
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TIMEOUT = "Timeout"
+    CANCELLED = "Cancelled"
+
+    FINAL = (SUCCEEDED, FAILED, TIMEOUT, CANCELLED)
+
+
+class Reason:
+    """Why an attempt ended: the reasons runtimed reports, then those the control plane
+    concludes itself; the condition reason of ``Running``/``Completed`` and of the Run."""
+
+    # reported by runtimed
+    PREPARE_SOURCE = "PrepareSource"  # the spec cannot be prepared on the pod
+    RUNTIME_EXECUTE = "RuntimeExecute"  # the step exited non-zero
+    TIMEOUT = "Timeout"  # the step outlived timeoutSeconds and was killed
+    RUNTIME_ERROR = "RuntimeError"  # runtimed itself failed (a start, an upload)
+    OUTPUTS_INVALID = "OutputsInvalid"
+    OUTPUTS_TOO_LARGE = "OutputsTooLarge"
+    ARTIFACT_INVALID = "ArtifactInvalid"
+    POD_TERMINATING = "PodTerminating"  # also concluded when a pod is stopped on purpose
+    CANCELLED = "Cancelled"
+    # concluded by the control plane
+    POD_GONE = "PodGone"
+    POD_UNHEALTHY = "PodUnhealthy"
+    EXECUTION_LOST = "ExecutionLost"
+    FRACTIONAL_RESOURCE_REQUEST = "FractionalResourceRequest"
+
+    ALL = frozenset(
+        {
+            PREPARE_SOURCE,
+            RUNTIME_EXECUTE,
+            TIMEOUT,
+            RUNTIME_ERROR,
+            OUTPUTS_INVALID,
+            OUTPUTS_TOO_LARGE,
+            ARTIFACT_INVALID,
+            POD_TERMINATING,
+            CANCELLED,
+            POD_GONE,
+            POD_UNHEALTHY,
+            EXECUTION_LOST,
+            FRACTIONAL_RESOURCE_REQUEST,
+        }
+    )
+
+    # the retry classes (spec.retryPolicy): an attempt lost with its pod or runtimed...
+    LOST = (POD_GONE, POD_TERMINATING, POD_UNHEALTHY, EXECUTION_LOST)
+    # ...is retried without retryableReasons, as is runtimed's own failure
+    RETRIED_BY_DEFAULT = frozenset({*LOST, RUNTIME_ERROR})
+    # running the same step again cannot fix these: never retried, whatever is listed
+    NEVER_RETRIED = frozenset(
+        {
+            CANCELLED,
+            OUTPUTS_INVALID,
+            OUTPUTS_TOO_LARGE,
+            ARTIFACT_INVALID,
+            PREPARE_SOURCE,
+            FRACTIONAL_RESOURCE_REQUEST,
+        }
+    )
+
+
+# What a status message may carry: one line, at most this many characters (``status_message``).
+MESSAGE_LIMIT = 4096
+_ELLIPSIS = "…"
+
+
+def one_line(message: str) -> str:
+    """A status message on one line: its non-blank lines, trimmed, joined by ``; ``.
+
+    Multi-line text (git's stderr, an exception that quotes a file) must not turn a Run's
+    message into a wall of text; tracebacks go to runtimed's own log, never here.
+    """
+    return "; ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
+def truncate(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    if len(message) <= limit:
+        return message
+    return message[: limit - len(_ELLIPSIS)] + _ELLIPSIS
+
+
+def status_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """What a Run's status may carry: one line, at most ``limit`` characters."""
+    return truncate(one_line(message), limit)
+
+
+# ---------------------------------------------------------------- what a pod leaves on disk
+# A gone local pod's recorded final reports are read from its workspace (the local provider's
+# recovery); runtimed writes them there.
+
+RUNS_DIR = Path(".kruntimes") / "runs"  # <root>/.kruntimes/runs/<run uid>/attempt-<n>.*
+OUTBOX_DIR = ".kruntimes/outbox"  # under the pod's workspace: the reports still owed
+PERSISTENT_DIR = "persistent"  # under the pod's workspace: one directory per workspace
+
+
+def run_roots(workspace: Path) -> list[Path]:
+    """Every directory whose ``.kruntimes/runs`` may hold Run directories: the pod workspace,
+    then each persistent workspace (a symlink among them is skipped)."""
+    base = workspace / PERSISTENT_DIR
+    try:
+        entries = sorted(entry for entry in base.iterdir() if not entry.is_symlink())
+    except OSError:  # no persistent workspaces (yet), or unreadable
+        entries = []
+    return [workspace, *(entry for entry in entries if entry.is_dir())]
+
+
+ReportKey = tuple[str, int]
+
+
+def report_key(report: Report) -> ReportKey | None:
+    """(uid, attempt) of a final report: what a confirmation names; None if malformed."""
+    uid, attempt = report.get("uid"), report.get("attempt")
+    if not isinstance(uid, str) or isinstance(attempt, bool) or not isinstance(attempt, int):
+        return None
+    return uid, attempt
 
 
 # ---------------------------------------------------------------- control plane -> runtimed

@@ -13,13 +13,17 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, overload
 
-from .protocol import CONTROL_QUEUE, HEARTBEAT_TASK, REPORT_RUN_TASK, ReportExtras, RunReport
+from .protocol import (
+    CONTROL_QUEUE,
+    HEARTBEAT_TASK,
+    REPORT_RUN_TASK,
+    ReportExtras,
+    RunReport,
+    status_message,
+)
 from .refs import ArtifactRef
 
 log = logging.getLogger("runtimed.reporting")
-
-MESSAGE_LIMIT = 4096
-_ELLIPSIS = "…"
 
 
 @overload
@@ -35,26 +39,6 @@ def rfc3339(moment: datetime | None) -> str | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def truncate(message: str, limit: int = MESSAGE_LIMIT) -> str:
-    if len(message) <= limit:
-        return message
-    return message[: limit - len(_ELLIPSIS)] + _ELLIPSIS
-
-
-def one_line(message: str) -> str:
-    """A status message on one line: its non-blank lines, trimmed, joined by ``; ``.
-
-    Multi-line text (git's stderr, an exception that quotes a file) must not turn a Run's
-    message into a wall of text; tracebacks go to runtimed's own log, never here.
-    """
-    return "; ".join(line.strip() for line in str(message).splitlines() if line.strip())
-
-
-def status_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
-    """What a Run's status may carry: one line, at most ``limit`` characters."""
-    return truncate(one_line(message), limit)
 
 
 class Reporter:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .payload import Source
+from .protocol import RUNS_DIR
 
-RUNS_DIR = Path(".kruntimes") / "runs"
 SCRIPT_NAME = "script.sh"
 CHECKOUT_NAME = "src"
 GIT_TIMEOUT_SECONDS = 300.0

@@ -41,7 +41,7 @@ from .execute import (
     utc_now,
 )
 from .logship import LogShipper
-from .outbox import Key, Outbox, report_key
+from .outbox import Key, Outbox
 from .payload import PayloadError, RunRef, parse, parse_run_ref, workspace_name
 from .protocol import (
     CANCEL_RUN_TASK,
@@ -50,8 +50,11 @@ from .protocol import (
     EXECUTE_RUN_TASK,
     ActiveRun,
     LogChunk,
+    Phase,
+    Reason,
     Report,
     RunReport,
+    report_key,
 )
 from .refs import ArtifactRef
 from .reporting import Reporter, run_report
@@ -60,7 +63,7 @@ from .stores import build_store
 
 log = logging.getLogger("runtimed.tasks")
 
-RUNNING = "Running"
+RUNNING = Phase.RUNNING
 
 
 def _object(value: object) -> Mapping[str, Any]:
@@ -270,11 +273,13 @@ class RunService:
             return ref, self._run_dir(ref, payload)
         except PayloadError as exc:  # a workspace name runtimed must not use
             log.warning("Run %s attempt %s cannot start: %s", ref.uid, ref.attempt, exc)
-            return self._fail_unclaimed(ref, "PrepareSource", f"the Run cannot be executed: {exc}")
+            return self._fail_unclaimed(
+                ref, Reason.PREPARE_SOURCE, f"the Run cannot be executed: {exc}"
+            )
         except (OSError, PrepareError, persistent.WorkspaceError) as exc:  # a broken disk
             log.error("Run %s attempt %s cannot start: %s", ref.uid, ref.attempt, exc)
             return self._fail_unclaimed(
-                ref, "RuntimeError", f"runtimed cannot start the Run: {exc}"
+                ref, Reason.RUNTIME_ERROR, f"runtimed cannot start the Run: {exc}"
             )
 
     def _run_dir(self, ref: RunRef, payload: Mapping[str, Any]) -> Path:
@@ -363,7 +368,7 @@ class RunService:
                 outcome = Outcome(
                     Result(
                         FAILED,
-                        "PrepareSource",
+                        Reason.PREPARE_SOURCE,
                         f"the Run cannot be executed: {exc}",
                         None,
                         start,
@@ -376,7 +381,7 @@ class RunService:
                 outcome = Outcome(
                     Result(
                         FAILED,
-                        "RuntimeError",
+                        Reason.RUNTIME_ERROR,
                         f"runtimed failed: {type(exc).__name__}: {exc}",
                         None,
                         start,

@@ -17,7 +17,6 @@ from django.db.models import Q
 
 from portal.machinery.validation import parse_duration
 from runtimed import protocol
-from runtimed.outbox import report_key
 from scheduling.models import ACTIVE_PHASES, STOPPING, Run, RunPhase, Runtime
 
 log = logging.getLogger(__name__)
@@ -143,7 +142,7 @@ def confirm_reports(heartbeat: dict, reports: object, app=None) -> int:
         return 0
     keys = {}
     for report in reports:
-        key = report_key(report) if isinstance(report, dict) else None
+        key = protocol.report_key(report) if isinstance(report, dict) else None
         if key is not None:
             keys[key] = report.get("podUID")
     uids = []

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, time_or_none
+from runtimed.protocol import Phase, Reason
 from scheduling import disruption, metrics, retry, run_events, run_status, triggers
 from scheduling.disruption import Silence
 from scheduling.models import ACTIVE_PHASES, PodPhase, Run, RunPhase, RuntimePod
@@ -24,7 +25,7 @@ TERMINAL_REPORTS = {RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPh
 POD_SILENT_GONE_AFTER = timedelta(seconds=20)
 EXECUTION_GRACE = timedelta(seconds=10)
 UNSTARTED_GRACE = timedelta(seconds=60)
-LOST_REASONS = ("PodGone", "PodTerminating", "PodUnhealthy", "ExecutionLost")
+LOST_REASONS = Reason.LOST
 
 
 def end_attempt(
@@ -67,7 +68,9 @@ def write_end(run: Run, phase: str, reason: str, message: str, now: datetime, **
     )
     metrics.ATTEMPTS_ENDED.labels(
         phase,
-        metrics.attempt_reason(reason or ("Succeeded" if phase == RunPhase.SUCCEEDED else phase)),
+        metrics.attempt_reason(
+            reason or (Phase.SUCCEEDED if phase == RunPhase.SUCCEEDED else phase)
+        ),
         "true" if retried else "false",
     ).inc()
     if retried:
@@ -112,7 +115,10 @@ def _reported_reason(report: dict) -> tuple[str, str]:
         and CONDITION_REASON_RE.fullmatch(reason)
     ):
         return reason, message
-    return "RuntimeError", f"runtimed reported an invalid reason {str(reason)[:64]!r}: {message}"
+    return (
+        Reason.RUNTIME_ERROR,
+        f"runtimed reported an invalid reason {str(reason)[:64]!r}: {message}",
+    )
 
 
 def _with_store(status: dict, report: dict) -> dict:
@@ -282,17 +288,20 @@ def _lost_reason(run: Run, pod: RuntimePod | None, silence: Silence) -> tuple[st
     """Why an active Run can no longer finish on its pod, or None while it still can (or
     while its pod's silence may be the control plane's own fault: ``disruption``)."""
     if pod is None or str(pod.uid) != run.assigned_pod_uid:
-        return "PodGone", "the Runtime Pod this Run was bound to is gone"
+        return Reason.POD_GONE, "the Runtime Pod this Run was bound to is gone"
     silent = silence.is_silent(pod.last_heartbeat)
     lost = not silent and _lost_execution(run, pod)
     if silent and not silence.counts_against(pod.namespace):
         return None  # most pods went quiet at once: wait for them to be heard from again
     if pod.phase == PodPhase.TERMINATING and (silent or lost):
-        return "PodTerminating", "the Runtime Pod this Run was bound to is shutting down"
+        return Reason.POD_TERMINATING, "the Runtime Pod this Run was bound to is shutting down"
     if silent:
-        return "PodUnhealthy", "the Runtime Pod this Run was bound to stopped sending heartbeats"
+        return (
+            Reason.POD_UNHEALTHY,
+            "the Runtime Pod this Run was bound to stopped sending heartbeats",
+        )
     if lost:
-        return "ExecutionLost", "runtimed on the Runtime Pod is no longer executing this Run"
+        return Reason.EXECUTION_LOST, "runtimed on the Runtime Pod is no longer executing this Run"
     return None
 
 

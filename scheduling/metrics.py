@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from runtimed.protocol import Phase, Reason
+
 PASS_SECONDS = Histogram(
     "kruntimes_scheduler_pass_duration_seconds",
     "Duration of one scheduling pass.",
@@ -38,25 +40,7 @@ WAKEUPS = Counter(
 # --- Runs after Bind ------------------------------------------------------------------------
 
 # The reasons an attempt can end with; anything else (a newer runtimed) counts as "Other".
-ATTEMPT_REASONS = frozenset(
-    {
-        "Succeeded",
-        "Timeout",
-        "PrepareSource",
-        "RuntimeExecute",
-        "RuntimeError",
-        "ExecutionLost",
-        "Cancelled",
-        "PodGone",
-        "PodTerminating",
-        "PodUnhealthy",
-        "OutputsInvalid",
-        "OutputsTooLarge",
-        "ArtifactInvalid",
-        "FractionalResourceRequest",
-        "Other",
-    }
-)
+ATTEMPT_REASONS = frozenset({*Reason.ALL, Phase.SUCCEEDED, "Other"})
 ATTEMPTS_ENDED = Counter(
     "kruntimes_run_attempts_ended_total",
     "Run attempts that ended, by how.",

@@ -14,17 +14,18 @@ from django.utils import timezone
 
 from portal.machinery.conditions import time_or_none
 from portal.machinery.objects import NamespacedObject, unique_name_constraint
+from runtimed.protocol import Phase
 
 
 class RunPhase(models.TextChoices):
     PENDING = "Pending"
     SCHEDULED = "Scheduled"
-    RUNNING = "Running"
-    READY = "Ready"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    TIMEOUT = "Timeout"
-    CANCELLED = "Cancelled"
+    RUNNING = Phase.RUNNING
+    READY = Phase.READY
+    SUCCEEDED = Phase.SUCCEEDED
+    FAILED = Phase.FAILED
+    TIMEOUT = Phase.TIMEOUT
+    CANCELLED = Phase.CANCELLED
 
 
 class PodPhase(models.TextChoices):

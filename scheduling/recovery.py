@@ -15,9 +15,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from runtimed.outbox import OUTBOX_DIR
-from runtimed.persistent import run_roots
-from runtimed.staging import RUNS_DIR
+from runtimed.protocol import OUTBOX_DIR, RUNS_DIR, run_roots
 from scheduling import lifecycle, metrics
 
 log = logging.getLogger(__name__)

@@ -14,22 +14,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from portal.machinery.validation import parse_duration
+from runtimed.protocol import Reason
 
 DEFAULT_BACKOFF_SECONDS = 10.0
 MAX_BACKOFF_SECONDS = 60.0
-DEFAULT_RETRYABLE_REASONS = frozenset(
-    {"PodGone", "PodTerminating", "PodUnhealthy", "ExecutionLost", "RuntimeError"}
-)
-NEVER_RETRIED = frozenset(
-    {
-        "Cancelled",
-        "OutputsInvalid",
-        "OutputsTooLarge",
-        "ArtifactInvalid",
-        "PrepareSource",
-        "FractionalResourceRequest",
-    }
-)
+# the retry classes, named where runtimed's reasons are
+DEFAULT_RETRYABLE_REASONS = Reason.RETRIED_BY_DEFAULT
+NEVER_RETRIED = Reason.NEVER_RETRIED
 
 
 def max_attempts(spec: dict) -> int:

@@ -16,13 +16,14 @@ from typing import Any
 from portal import event_writer, events_recorder
 from portal.events_recorder import NORMAL, WARNING
 from portal.machinery.registry import registry
+from runtimed.protocol import Reason
 from scheduling.models import Run, RunPhase
 
 LOST_TEXT = {
-    "PodGone": "the Runtime Pod it was bound to is gone",
-    "PodTerminating": "the Runtime Pod it was bound to is shutting down",
-    "PodUnhealthy": "the Runtime Pod it was bound to stopped sending heartbeats",
-    "ExecutionLost": "runtimed on its Runtime Pod no longer executes it",
+    Reason.POD_GONE: "the Runtime Pod it was bound to is gone",
+    Reason.POD_TERMINATING: "the Runtime Pod it was bound to is shutting down",
+    Reason.POD_UNHEALTHY: "the Runtime Pod it was bound to stopped sending heartbeats",
+    Reason.EXECUTION_LOST: "runtimed on its Runtime Pod no longer executes it",
 }
 
 
@@ -56,7 +57,7 @@ def attempt_ended(run: Run, reason: str, retried: bool, delay_seconds: float | N
     BackOff when another attempt follows after ``delay_seconds``."""
     attempt = _attempt(run) - (1 if retried else 0)
     if reason in LOST_TEXT:
-        event = "PodGone" if reason == "PodGone" else "Lost"
+        event = Reason.POD_GONE if reason == Reason.POD_GONE else "Lost"
         events_recorder.record(
             run, event, f"attempt {attempt} lost ({reason}): {LOST_TEXT[reason]}", type=WARNING
         )

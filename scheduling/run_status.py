@@ -22,7 +22,7 @@ from django.db import connection, transaction
 
 from portal.machinery import history
 from portal.machinery.conditions import format_time, with_conditions
-from runtimed.reporting import status_message
+from runtimed.protocol import status_message
 from scheduling.models import Run, RunPhase
 from scheduling.signals import run_phase_changed
 

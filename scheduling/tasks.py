@@ -53,7 +53,7 @@ def report_run(report: dict) -> bool:
     changed = lifecycle.apply_report(report, timezone.now())
     if (
         changed
-        and report.get("phase") != "Running"
+        and report.get("phase") != protocol.Phase.RUNNING
         and lifecycle.runs_wait_for_capacity(timezone.now())
     ):
         triggers.request_scheduling("run")  # capacity was freed

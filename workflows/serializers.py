@@ -19,7 +19,7 @@ from portal.machinery import errors
 from portal.machinery.errors import FieldError
 from portal.machinery.serializers import NON_FIELD, StrictSerializer, field_error
 from portal.machinery.validation import dns1123_subdomain_errors, label_value_errors
-from runtimed.refs import artifact_name_problem
+from runtimed.protocol import artifact_name_problem
 from scheduling.serializers import ArtifactRefSerializer, ConditionsField
 from scheduling.serializers.fields import (
     BoundedListField,

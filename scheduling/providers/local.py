@@ -21,8 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from portal.processes import Child, Supervisor
-from runtimed import persistent, proctree
-from runtimed.staging import RUNS_DIR
+from runtimed import proctree, protocol
 from scheduling import lifecycle, recovery, resources
 from scheduling.models import PodPhase, Runtime, RuntimePod
 from scheduling.providers import pod_secrets, rows
@@ -122,8 +121,10 @@ def kill_leftover_steps(pod: PodIdentity, workspace: Path | None = None) -> int:
     (runtimed names each running step's group in ``attempt-<n>.pgid``, in the Run's directory
     under the pod's workspace or under one of its persistent workspaces)."""
     killed = proctree.kill_pod_leftovers(pod.name)  # also what left its process group
-    roots = persistent.run_roots(workspace or pod.workspace)
-    for pgid_file in (f for root in roots for f in (root / RUNS_DIR).glob("*/attempt-*.pgid")):
+    roots = protocol.run_roots(workspace or pod.workspace)
+    for pgid_file in (
+        f for root in roots for f in (root / protocol.RUNS_DIR).glob("*/attempt-*.pgid")
+    ):
         try:
             os.killpg(int(pgid_file.read_text()), signal.SIGKILL)
             killed += 1
@@ -214,7 +215,7 @@ class LocalProvider:
                 row.namespace,
                 row.name,
                 str(row.uid),
-                "PodGone",
+                protocol.Reason.POD_GONE,
                 "the Runtime Pod this Run was bound to is gone (the portal was restarted)",
                 timezone.now(),
             )

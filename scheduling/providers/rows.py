@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from portal.machinery.events import send_on_commit
+from runtimed.protocol import Reason
 from scheduling import lifecycle, task_names
 from scheduling.models import PodPhase, RuntimePod
 from scheduling.signals import runtime_pods_changed
@@ -21,13 +22,18 @@ def end_pod(namespace: str, name: str, uid: str, now: datetime) -> int:
             namespace,
             name,
             uid,
-            "PodTerminating",
+            Reason.POD_TERMINATING,
             "the Runtime Pod was stopped while this Run executed",
             now,
         )
     else:
         ended = lifecycle.fail_runs_on_pod(
-            namespace, name, uid, "PodGone", "the Runtime Pod this Run was bound to is gone", now
+            namespace,
+            name,
+            uid,
+            Reason.POD_GONE,
+            "the Runtime Pod this Run was bound to is gone",
+            now,
         )
     RuntimePod.objects.filter(namespace=namespace, name=name, uid=uid).delete()
     send_on_commit(task_names.RECONCILE)

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from portal.machinery import history
+from runtimed.protocol import Reason
 from scheduling import metrics, run_events, run_status
 from scheduling.models import RunPhase
 
@@ -88,7 +89,7 @@ def _cancel(run: PendingRun, now: datetime) -> None:
         run_status.finished(
             run.status,
             RunPhase.CANCELLED,
-            "Cancelled",
+            Reason.CANCELLED,
             "cancelled before it was scheduled",
             now,
             run.generation,

@@ -16,7 +16,7 @@ from portal.machinery.openapi.fields import INT_OR_STRING, conditions_schema
 from portal.machinery.quantities import QUANTITY_MAX, checked_amount, parse_quantity
 from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
 from portal.machinery.validation import invalid_value, qualified_name_errors
-from runtimed.refs import Problem, artifact_name_problem, location_path_problem
+from runtimed.protocol import Problem, artifact_name_problem, location_path_problem
 
 from .fields import (
     StrictBooleanField,

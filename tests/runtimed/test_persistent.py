@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runtimed import persistent
+from runtimed import protocol
 from runtimed.tasks import RunService
 from tests.helpers.payloads import make_payload
 
@@ -167,7 +167,7 @@ def test_run_roots_lists_the_pod_workspace_then_each_persistent_one(config, tmp_
         (shared(config, name)).mkdir(parents=True)
     (config.workspace / "persistent" / "file").write_text("")
     (config.workspace / "persistent" / "link").symlink_to(tmp_path)
-    assert persistent.run_roots(config.workspace) == [
+    assert protocol.run_roots(config.workspace) == [
         config.workspace,
         shared(config, "a"),
         shared(config, "b"),
@@ -175,4 +175,4 @@ def test_run_roots_lists_the_pod_workspace_then_each_persistent_one(config, tmp_
 
 
 def test_run_roots_without_persistent_workspaces_is_the_pod_workspace(config):
-    assert persistent.run_roots(config.workspace) == [config.workspace]
+    assert protocol.run_roots(config.workspace) == [config.workspace]

@@ -191,3 +191,51 @@ def test_runtimed_confirms_a_deleted_workspace_with_the_protocol_keys(tmp_path):
     assert name == protocol.WORKSPACE_DELETED_TASK
     assert set(kwargs) == {"payload"}
     assert set(kwargs["payload"]) == keys(protocol.WorkspaceDeleted)
+
+
+# ------------------------------------------------------------------------ the words of a report
+REASONS_NOT_PHASES = sorted(
+    protocol.Reason.ALL - {protocol.Reason.TIMEOUT, protocol.Reason.CANCELLED}
+)
+
+
+def test_no_source_file_but_the_protocol_spells_a_reason_of_an_attempt():
+    # both sides name a reason through protocol.Reason, so a reason runtimed reports and the
+    # one the control plane retries or counts cannot drift apart (a Job's reasons are its own)
+    quoted = re.compile("|".join(re.escape(f'"{reason}"') for reason in REASONS_NOT_PHASES))
+    offenders = []
+    for package in ("portal", "scheduling", "runtimed", "workspaces", "workflows"):
+        for path in (ROOT / package).rglob("*.py"):
+            if path == ROOT / "runtimed" / "protocol.py":
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if quoted.search(line):
+                    offenders.append(f"{path.relative_to(ROOT)}:{number}")
+    assert offenders == []
+
+
+def test_a_runs_phases_include_every_phase_a_report_names():
+    from scheduling.models import RunPhase
+
+    reported = {v for k, v in vars(protocol.Phase).items() if k.isupper() and isinstance(v, str)}
+    assert reported <= set(RunPhase.values)
+
+
+def test_the_retry_classes_are_the_protocols():
+    from scheduling import retry
+
+    lost = protocol.Reason.LOST
+    assert all(retry.is_retryable({}, reason) for reason in lost)
+    assert retry.is_retryable({}, protocol.Reason.RUNTIME_ERROR)
+    assert not retry.is_retryable({}, protocol.Reason.RUNTIME_EXECUTE)  # the step's own failure
+    listed = {"retryPolicy": {"retryableReasons": sorted(protocol.Reason.ALL)}}
+    never = {r for r in protocol.Reason.ALL if not retry.is_retryable(listed, r)}
+    assert never == protocol.Reason.NEVER_RETRIED
+
+
+def test_every_reason_is_a_metric_label_of_its_own():
+    from scheduling import metrics
+
+    assert {metrics.attempt_reason(reason) for reason in protocol.Reason.ALL} == set(
+        protocol.Reason.ALL
+    )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from runtimed.config import PodConfig
-from runtimed.outbox import OUTBOX_DIR, Outbox
+from runtimed.outbox import Outbox
+from runtimed.protocol import OUTBOX_DIR
 from runtimed.tasks import ActiveRuns, RunService
 from scheduling import recovery
 from tests.helpers.payloads import FakeReporter, TickingClock, make_payload

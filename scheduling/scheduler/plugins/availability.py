@@ -4,6 +4,7 @@ larger than the pod's whole capacity is told apart from a pod that is merely bus
 
 from __future__ import annotations
 
+from runtimed.protocol import Reason
 from scheduling.models import PodPhase
 
 from ..framework import Plugin, State, Verdict
@@ -15,7 +16,7 @@ STALE = "HeartbeatStale"
 MISSING_RESOURCE = "MissingResource"
 AT_CAPACITY = "AtCapacity"
 EXCEEDS_CAPACITY = "ExceedsCapacity"
-FRACTIONAL = "FractionalResourceRequest"
+FRACTIONAL = Reason.FRACTIONAL_RESOURCE_REQUEST
 
 
 class RuntimePodAvailability(Plugin):
