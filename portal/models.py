@@ -22,6 +22,7 @@ __all__ = [
     "RoleBinding",
     "Secret",
     "WatchEvent",
+    "WorkItem",
 ]
 
 
@@ -173,6 +174,27 @@ class WatchEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.resource_version} {self.type} {self.kind_key} {self.namespace}/{self.name}"
+
+
+class WorkItem(models.Model):
+    """A key one controller has to reconcile (``portal.machinery.workqueue``): one row per
+    (queue, key) however many wake-ups arrived, held by one worker at a time."""
+
+    queue = models.CharField(max_length=64)
+    key = models.CharField(max_length=512)
+    due_at = models.DateTimeField()  # not processed before (a failed key's backoff)
+    # a wake-up arrived while a worker held the key: it is processed once more after
+    dirty = models.BooleanField(default=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)  # a worker holds it until
+    failures = models.PositiveIntegerField(default=0)  # in a row: the backoff's exponent
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("queue", "key"), name="workitem_unique_key")]
+        indexes = [models.Index(fields=("queue", "due_at"), name="workitem_due")]
+
+    def __str__(self) -> str:
+        return f"{self.queue}: {self.key}"
 
 
 class Event(NamespacedObject):

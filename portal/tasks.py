@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.conf import settings
 
 from portal import task_names
-from portal.machinery import gc
+from portal.machinery import gc, workqueue
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name=task_names.GARBAGE_COLLECT, ignore_result=True)
@@ -60,3 +64,24 @@ def compact_watch_history() -> int:
     if removed >= batch:
         compact_watch_history.apply_async(queue=settings.CELERY_TASK_DEFAULT_QUEUE)
     return removed
+
+
+@shared_task(name=task_names.PROCESS_QUEUE, ignore_result=True)
+def process_queue(queue: str) -> int:
+    """Reconcile the due keys of a controller's work queue (``portal.machinery.workqueue``);
+    again at once while a batch was full, and when the soonest failed key's backoff ends."""
+    drained = workqueue.process(queue)
+    if drained.reconciled or drained.failed:
+        log.info(
+            "work queue %s: reconciled %d, failed %d",
+            queue,
+            len(drained.reconciled),
+            len(drained.failed),
+        )
+    if drained.more:
+        process_queue.apply_async(args=(queue,), queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+    if drained.retry_in is not None:
+        process_queue.apply_async(
+            args=(queue,), countdown=drained.retry_in, queue=settings.CELERY_TASK_DEFAULT_QUEUE
+        )
+    return len(drained.reconciled)
