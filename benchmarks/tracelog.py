@@ -86,6 +86,37 @@ def describe(process: str, stats: dict[str, TaskStats], window_seconds: float) -
     return lines
 
 
+RECONCILED = re.compile(
+    r"^\[?(?P<at>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d{3}).*?"
+    r"work queue (?P<queue>[\w.-]+): reconciled (?P<n>\d+), failed (?P<failed>\d+)"
+)
+
+
+def reconciles(lines: Iterable[str], start: datetime, end: datetime) -> dict[str, int]:
+    """Keys each work queue reconciled in [start, end] (``portal.tasks.process_queue`` logs
+    them), failed ones included: what the controllers did, however many tasks woke them."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        match = RECONCILED.search(line)
+        if match is not None and start <= parse_time(match["at"]) <= end:
+            queue = match["queue"]
+            counts[queue] = counts.get(queue, 0) + int(match["n"]) + int(match["failed"])
+    return counts
+
+
+def log_reconciles(logs: dict[str, Path], start: datetime, end: datetime) -> dict[str, int]:
+    """``reconciles`` over every child's log."""
+    total: dict[str, int] = {}
+    for path in logs.values():
+        try:
+            text = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for queue, n in reconciles(text, start, end).items():
+            total[queue] = total.get(queue, 0) + n
+    return total
+
+
 def breakdown(logs: dict[str, Path], start: datetime, end: datetime) -> list[str]:
     """The stderr lines describing each child's tasks in the window."""
     window = (end - start).total_seconds()

@@ -406,8 +406,12 @@ def run_workflows_bench(
         for line in step_breakdown(samples):
             log(line)
         log("tasks run while measuring (from the children's logs):")
-        for line in tracelog.breakdown(stack.logs(), window, datetime.now()):
+        ended = datetime.now()
+        for line in tracelog.breakdown(stack.logs(), window, ended):
             log(line)
+        reconciled = tracelog.log_reconciles(stack.logs(), window, ended)
+        for queue, n in sorted(reconciled.items()):
+            log(f"  work queue {queue}: {n} keys reconciled")
         stack.check_alive()
     finally:
         abort.set()
@@ -425,4 +429,5 @@ def run_workflows_bench(
         broker=common.broker_name(),
         database=connection.vendor,
         pods=replicas,
+        reconciles_per_wfr=round(reconciled.get("workflows", 0) / max(1, options.count), 1),
     )

@@ -556,14 +556,5 @@ def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
         # children were made but the status write lost a race: look again soon
         from .triggers import request_reconcile
 
-        request_reconcile(wfr.namespace, wfr.name)
+        request_reconcile(str(wfr.uid))
     return changed
-
-
-def reconcile_active(now: datetime, batch: int = 500) -> int:
-    """The beat pass: every WorkflowRun not finished yet."""
-    active = WorkflowRun.objects.filter(
-        deletion_timestamp__isnull=True,
-        phase__in=(WorkflowRunPhase.PENDING, WorkflowRunPhase.RUNNING),
-    ).order_by("pk")[:batch]
-    return sum(reconcile(wfr, now) for wfr in active)

@@ -49,5 +49,5 @@ def write(wfr: WorkflowRun, status: dict) -> bool:
     if parent and wfr.phase != before and wfr.is_finished:
         from .triggers import request_reconcile
 
-        request_reconcile(uid=parent)
+        request_reconcile(parent)
     return True

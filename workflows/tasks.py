@@ -5,19 +5,28 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
+from portal.machinery import workqueue
+
 from . import controller, task_names
-from .models import WorkflowRun
+from .models import WorkflowRun, WorkflowRunPhase
+from .triggers import QUEUE
+
+
+def reconcile_key(uid: str) -> bool:
+    """The work queue's handler: one pass over the WorkflowRun of that UID, if it still is."""
+    wfr = WorkflowRun.objects.filter(uid=uid).first()
+    return wfr is not None and controller.reconcile(wfr, timezone.now())
 
 
 @shared_task(name=task_names.RECONCILE, ignore_result=True)
-def reconcile(namespace: str | None = None, name: str | None = None, uid: str | None = None):
-    """One WorkflowRun (by namespace/name or uid), or every active one (the beat pass)."""
-    now = timezone.now()
-    if name is None and uid is None:
-        return controller.reconcile_active(now)
-    runs = (
-        WorkflowRun.objects.filter(uid=uid)
-        if uid
-        else WorkflowRun.objects.filter(namespace=namespace, name=name)
+def reconcile(batch: int = 5000) -> int:
+    """The beat pass (the resync): every unfinished WorkflowRun goes on the work queue."""
+    active = (
+        WorkflowRun.objects.filter(
+            deletion_timestamp__isnull=True,
+            phase__in=(WorkflowRunPhase.PENDING, WorkflowRunPhase.RUNNING),
+        )
+        .order_by("pk")
+        .values_list("uid", flat=True)[:batch]
     )
-    return sum(controller.reconcile(wfr, now) for wfr in runs)
+    return workqueue.add_many(QUEUE, [str(uid) for uid in active])

@@ -226,3 +226,15 @@ def test_the_log_breakdown_counts_the_tasks_of_the_window():
     described = tracelog.describe("control-worker", stats, 60.0)
     assert "busy 0.04 s of 60.00 s" in described[0]
     assert any("1 FAILED" in line for line in described)
+
+
+def test_the_log_counts_the_keys_each_work_queue_reconciled_in_the_window():
+    lines = [
+        "2026-01-01 10:00:00,000 INFO portal.tasks: work queue workflows: reconciled 2, failed 0",
+        "[2026-01-01 10:00:01,000: INFO/ForkPoolWorker-1] work queue workflows: reconciled 1, "
+        "failed 1",
+        "2026-01-01 10:00:02,000 INFO portal.tasks: work queue workspaces: reconciled 3, failed 0",
+        "2026-01-01 11:00:00,000 INFO portal.tasks: work queue workflows: reconciled 9, failed 0",
+    ]
+    counts = tracelog.reconciles(lines, datetime(2026, 1, 1, 10), datetime(2026, 1, 1, 10, 1))
+    assert counts == {"workflows": 4, "workspaces": 3}

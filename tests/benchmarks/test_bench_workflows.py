@@ -76,6 +76,8 @@ def test_bench_workflows_prints_one_json_line_of_positive_numbers(tmp_path):
     assert (result["count"], result["concurrency"], result["pods"]) == (2, 2, 2)
     assert (result["broker"], result["database"]) == ("filesystem", connection.vendor)
     assert result["steps_per_wfr"] == 4 and result["errors"] == 0
+    # every WorkflowRun was reconciled through the work queue, and at least once per step
+    assert result["reconciles_per_wfr"] >= 4, result
     for key in LATENCIES:
         assert isinstance(result[key], int | float) and result[key] > 0, (key, result)
     assert result["wfr_p50_ms"] <= result["wfr_p99_ms"]
