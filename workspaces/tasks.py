@@ -5,20 +5,24 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
+from portal.machinery import workqueue
 from runtimed import protocol
 
-from . import binding, cleanup, task_names
+from . import binding, cleanup, task_names, triggers
+from .triggers import QUEUE
+
+
+def reconcile_namespace(namespace: str) -> dict:
+    """The work queue's handler: binding, then use tracking and cleanup, for one namespace."""
+    now = timezone.now()
+    bound = binding.reconcile_namespace(namespace, now)
+    return {"binding": bound, **cleanup.reconcile(now, namespace)}
 
 
 @shared_task(name=task_names.RECONCILE, ignore_result=True)
-def reconcile(namespace: str | None = None) -> dict:
-    """Binding, then use tracking and cleanup, for one namespace (None: every namespace)."""
-    now = timezone.now()
-    if namespace is None:
-        bound = binding.reconcile_all(now)
-    else:
-        bound = binding.reconcile_namespace(namespace, now)
-    return {"binding": bound, **cleanup.reconcile(now, namespace)}
+def reconcile() -> int:
+    """The beat pass (the resync): every namespace with workspaces goes on the work queue."""
+    return workqueue.add_many(QUEUE, triggers.namespaces())
 
 
 @shared_task(name=protocol.WORKSPACE_DELETED_TASK, ignore_result=True)

@@ -1,15 +1,28 @@
-"""Wake the workspace controller after a commit: a workspace written, a Runtime Pod changed, a
-Run that uses a workspace started or ended. The beat pass heals whatever an event missed."""
+"""Wake the workspace controller: each event adds the namespace to its work queue
+(``portal.machinery.workqueue``: the controller reconciles a namespace's workspaces against
+one read of its pods, so wake-ups of a waiting namespace merge into one pass). A workspace
+written, a Runtime Pod changed, a Run that uses a workspace started or ended; beat's pass adds
+every namespace with workspaces (the resync)."""
 
 from __future__ import annotations
 
-from portal.machinery.events import send_on_commit
+from portal.machinery import workqueue
 
-from . import task_names
+QUEUE = "workspaces"
 
 
 def request_reconcile(namespace: str | None = None) -> None:
-    send_on_commit(task_names.RECONCILE, namespace)
+    """Reconcile the workspaces of ``namespace`` (None: of every namespace that has any)."""
+    if namespace is not None:
+        workqueue.add(QUEUE, namespace)
+    else:
+        workqueue.add_many(QUEUE, namespaces())
+
+
+def namespaces() -> list[str]:
+    from .models import PersistentWorkspace
+
+    return list(PersistentWorkspace.objects.values_list("namespace", flat=True).distinct())
 
 
 def on_workspace_change(ws, event: str) -> None:

@@ -1,0 +1,53 @@
+"""What wakes the workspace controller: each event puts the namespace on its work queue (one
+key however often it is woken); beat's pass puts every namespace with workspaces there; the
+handler binds the namespace's workspaces."""
+
+from __future__ import annotations
+
+import pytest
+
+from portal.models import WorkItem
+from tests.helpers.records import make_pod, make_runtime
+from tests.helpers.workspaces import make_namespace, make_workspace
+from workspaces import tasks, triggers
+from workspaces.models import PersistentWorkspace
+
+pytestmark = pytest.mark.django_db
+
+
+def queued() -> list[str]:
+    return sorted(WorkItem.objects.filter(queue=triggers.QUEUE).values_list("key", flat=True))
+
+
+def test_a_workspace_written_queues_its_namespace_once():
+    make_runtime()
+    make_workspace("a")
+    make_workspace("b")
+    assert queued() == ["default"]
+
+
+def test_pods_changed_anywhere_queues_every_namespace_with_workspaces():
+    make_namespace("other")
+    make_runtime()
+    make_runtime(namespace="other")
+    make_workspace("a")
+    make_workspace("b", namespace="other")
+    WorkItem.objects.all().delete()
+    triggers.on_pods_changed(namespace=None)
+    assert queued() == ["default", "other"]
+
+
+def test_the_resync_queues_every_namespace_with_workspaces():
+    make_runtime()
+    make_workspace("a")
+    WorkItem.objects.all().delete()
+    assert tasks.reconcile() == 1
+    assert queued() == ["default"]
+
+
+def test_the_handler_binds_the_workspaces_of_its_namespace():
+    make_runtime()
+    make_pod("bash-a")
+    make_workspace("a")
+    tasks.reconcile_namespace("default")
+    assert PersistentWorkspace.objects.get(name="a").bound_pod == "bash-a"
