@@ -141,14 +141,22 @@ def load_children(wfr: WorkflowRun) -> Children:
 
 
 class Reconciler:
-    """One pass over one WorkflowRun."""
+    """The computation of one pass over one WorkflowRun: its status from the children
+    observed, and the writes (``planned``) that status needs. It writes nothing itself."""
 
-    def __init__(self, wfr: WorkflowRun, now: datetime, children: Children) -> None:
+    def __init__(
+        self,
+        wfr: WorkflowRun,
+        now: datetime,
+        children: Children,
+        refused: dict[tuple[str, str], str] | None = None,
+    ) -> None:
         self.wfr, self.now, self.children = wfr, now, children
         self.spec = wfr.spec or {}
         self.jobs: dict[str, dict] = {}
         self.cancel = wfr.cancel_requested
-        self.created = 0
+        self.refused = refused or {}  # (kind, name) -> why its create was refused
+        self.planned: list[Write] = []  # what this pass's state needs written, in order
 
     # --- the whole run ------------------------------------------------------------------
 
@@ -513,46 +521,85 @@ class Reconciler:
             inputs.append({"ref": ref, "path": item.get("path", artifact)})
         return inputs
 
-    # --- writes --------------------------------------------------------------------------
+    # --- the writes a pass plans (``act`` makes them) -----------------------------------
 
     last_error = ""
 
     def create(self, kind_name: str, manifest: dict) -> bool:
-        """Create a child (a 409 means an earlier pass made it: fine); False on refusal."""
-        kind = _kind(kind_name)
-        body = {"apiVersion": API_VERSION, "kind": kind_name, **manifest}
-        try:
-            store.create(kind, body, namespace=self.wfr.namespace, context=context())
-        except StatusError as exc:
-            if exc.code == 409:
-                return True
-            self.last_error = exc.message
-            log.warning(
-                "WorkflowRun %s: %s %s refused: %s",
-                self.wfr.name,
-                kind_name,
-                manifest["metadata"]["name"],
-                exc.message,
-            )
+        """Plan a child's creation; False when it was refused (in an earlier ``act`` of this
+        pass: ``last_error`` says why)."""
+        name = manifest["metadata"]["name"]
+        refused = self.refused.get((kind_name, name))
+        if refused is not None:
+            self.last_error = refused
             return False
-        self.created += 1
+        self.planned.append(Write("create", kind_name, name, manifest))
         return True
 
     def patch(self, kind_name: str, name: str, body: dict) -> None:
+        self.planned.append(Write("patch", kind_name, name, body))
+
+
+@dataclass(frozen=True)
+class Write:
+    """A write a pass decided on: create a child, or patch one."""
+
+    verb: str  # "create" | "patch"
+    kind: str
+    name: str
+    body: dict = field(compare=False)
+
+
+def act(wfr: WorkflowRun, writes: list[Write], done: set[Write]) -> tuple[int, dict]:
+    """Make the planned writes in order, skipping those ``done`` already; stops at the first
+    create refused. Returns (children created, {(kind, name): why} of the refusal)."""
+    created = 0
+    for write in writes:
+        if write in done:
+            continue
+        done.add(write)
+        kind = _kind(write.kind)
+        if write.verb == "patch":
+            try:
+                store.patch(kind, wfr.namespace, write.name, write.body, context=context())
+            except StatusError as exc:  # the next pass tries again
+                log.info("WorkflowRun %s: cancelling %s deferred: %s", wfr.name, write.name, exc)
+            continue
+        body = {"apiVersion": API_VERSION, "kind": write.kind, **write.body}
         try:
-            store.patch(_kind(kind_name), self.wfr.namespace, name, body, context=context())
-        except StatusError as exc:  # the next pass tries again
-            log.info("WorkflowRun %s: cancelling %s deferred: %s", self.wfr.name, name, exc)
+            store.create(kind, body, namespace=wfr.namespace, context=context())
+        except StatusError as exc:
+            if exc.code == 409:  # an earlier pass made it: fine
+                continue
+            log.warning(
+                "WorkflowRun %s: %s %s refused: %s", wfr.name, write.kind, write.name, exc.message
+            )
+            return created, {(write.kind, write.name): exc.message}
+        created += 1
+    return created, {}
 
 
 def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
-    """One pass; returns whether the status changed."""
+    """One pass: observe (the WorkflowRun and the children it owns), compute the status and
+    the writes it needs (pure), act (make them), then write the status. A create refused is
+    a fact the next computation knows (its step or job fails with the reason); the pass
+    computes again until its writes are made. Returns whether the status changed."""
     if wfr.is_finished or wfr.deletion_timestamp is not None:
         return False
-    reconciler = Reconciler(wfr, now, load_children(wfr))
-    status = reconciler.status()
+    children = load_children(wfr)
+    refused: dict[tuple[str, str], str] = {}
+    done: set[Write] = set()
+    created = 0
+    while True:
+        reconciler = Reconciler(wfr, now, children, refused)
+        status = reconciler.status()
+        made, refusal = act(wfr, reconciler.planned, done)
+        created += made
+        if not refusal:
+            break
+        refused.update(refusal)
     changed = run_status.write(wfr, status)
-    if reconciler.created and not changed:
+    if created and not changed:
         # children were made but the status write lost a race: look again soon
         from .triggers import request_reconcile
 

@@ -484,3 +484,39 @@ def test_the_status_the_controller_writes_is_valid_on_the_api():
     assert wfr.phase == "Failed"
     _, causes = validate_with(kind("WorkflowRun").body["status"], wfr.status, "status")
     assert causes == []
+
+
+def test_computing_a_pass_writes_nothing_and_plans_the_children_in_order():
+    wfr = start({"a": job(step("s"), step("t"))})
+    runs_before = Run.objects.count()
+    reconciler = controller.Reconciler(
+        WorkflowRun.objects.get(pk=wfr.pk), timezone.now(), controller.load_children(wfr)
+    )
+    status = reconciler.status()
+    assert Run.objects.count() == runs_before
+    assert not PersistentWorkspace.objects.filter(name=child_name("wfr", "a")).exists()
+    planned = [(w.verb, w.kind, w.name) for w in reconciler.planned]
+    assert planned == [
+        ("create", "PersistentWorkspace", child_name("wfr", "a")),
+        ("create", "Run", child_name("wfr", "a", "s")),
+    ]
+    assert status["jobs"]["a"]["steps"][0]["phase"] == "Pending"
+
+
+def test_a_child_the_api_refuses_fails_its_step_in_the_same_pass(monkeypatch):
+    from portal.machinery import errors
+
+    wfr = start({"a": job(step("s"))})
+    real_create = store.create
+
+    def refuse_runs(kind, body, **kwargs):
+        if body["kind"] == "Run":
+            raise errors.forbidden_status("refused for the test")
+        return real_create(kind, body, **kwargs)
+
+    monkeypatch.setattr(store, "create", refuse_runs)
+    wfr = tick(wfr)
+    assert jobs_of(wfr) == {"a": "Failed"}
+    assert "refused for the test" in wfr.status["jobs"]["a"]["message"]
+    # the workspace planned before it was made, once
+    assert PersistentWorkspace.objects.filter(name=child_name("wfr", "a")).count() == 1
