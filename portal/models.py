@@ -85,12 +85,22 @@ class OwnerLink(models.Model):
         return f"{self.dependent_kind} {self.dependent_name} -> {self.owner_uid}"
 
     @classmethod
-    def record(cls, kind, obj) -> None:
+    def record(cls, kind, obj, *, created: bool = False) -> None:
+        """Keep the links of ``obj`` equal to its ownerReferences; ``created``: it is new, so
+        it has no links yet (a create with no owners costs no query)."""
         owners = {ref["uid"] for ref in obj.owner_references or [] if ref.get("uid")}
-        cls.objects.filter(dependent_uid=obj.uid).exclude(owner_uid__in=owners).delete()
-        known = set(
-            map(str, cls.objects.filter(dependent_uid=obj.uid).values_list("owner_uid", flat=True))
-        )
+        if created:
+            known: set[str] = set()
+        else:
+            cls.objects.filter(dependent_uid=obj.uid).exclude(owner_uid__in=owners).delete()
+            known = set(
+                map(
+                    str,
+                    cls.objects.filter(dependent_uid=obj.uid).values_list("owner_uid", flat=True),
+                )
+            )
+        if not owners - known:
+            return
         cls.objects.bulk_create(
             [
                 cls(

@@ -198,7 +198,7 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
     if event == "DELETED":
         OwnerLink.forget(obj.uid)
     else:
-        OwnerLink.record(kind, obj)
+        OwnerLink.record(kind, obj, created=event == "ADDED")
     deleting_first = (
         event != "DELETED"
         and FOREGROUND in (obj.finalizers or [])

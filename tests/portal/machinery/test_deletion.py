@@ -260,3 +260,24 @@ def test_default_namespace_exists_and_names_are_labels(admin_api):
     assert admin_api.get("/api/v1/namespaces/default").json()["status"]["phase"] == "Active"
     response = admin_api.post("/api/v1/namespaces", {"metadata": {"name": "a.b"}}, format="json")
     assert_status(response, 422, "Invalid")
+
+
+def test_owner_links_follow_owner_references_from_create_to_update(django_assert_num_queries):
+    from portal.models import OwnerLink
+    from tests.helpers.records import make_run
+
+    owner = make_run("owner")
+    ref = {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "Run",
+        "name": "owner",
+        "uid": str(owner.uid),
+    }
+    plain = make_run("plain")
+    with django_assert_num_queries(0):  # a new object without owners has no links to keep
+        OwnerLink.record(registry.for_model(type(plain)), plain, created=True)
+    dependent = make_run("dependent", owner_references=[ref])
+    assert OwnerLink.has_dependents(owner.uid)
+    dependent.owner_references = []
+    OwnerLink.record(registry.for_model(type(dependent)), dependent)
+    assert not OwnerLink.has_dependents(owner.uid)
