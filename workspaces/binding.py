@@ -119,12 +119,3 @@ def reconcile_namespace(namespace: str, now: datetime) -> int:
             ws, desired(ws, mine, bool(mine) or ws.runtime in runtimes, now)
         )
     return writes
-
-
-def reconcile_all(now: datetime) -> int:
-    namespaces = (
-        PersistentWorkspace.objects.exclude(phase=WorkspacePhase.LOST)
-        .values_list("namespace", flat=True)
-        .distinct()
-    )
-    return sum(reconcile_namespace(namespace, now) for namespace in namespaces)

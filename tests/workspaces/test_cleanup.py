@@ -17,7 +17,7 @@ from scheduling.models import Run, RunPhase
 from tests.helpers.operator import OPERATOR
 from tests.helpers.records import RecordingApp, make_pod, make_run, make_runtime
 from tests.helpers.workspaces import WORKSPACES, fresh_workspace, make_workspace
-from workspaces import binding, cleanup
+from workspaces import binding, cleanup, triggers
 from workspaces.models import WORKSPACE_CLEANUP, PersistentWorkspace, WorkspacePhase
 from workspaces.status import condition
 
@@ -57,7 +57,8 @@ def finish(run, ended):
 def reconcile(now=None, app=None):
     app = app or RecordingApp()
     now = now or timezone.now()
-    binding.reconcile_all(now)
+    for namespace in triggers.namespaces():  # what beat's resync has reconciled
+        binding.reconcile_namespace(namespace, now)
     return cleanup.reconcile(now, app=app), app
 
 
