@@ -13,6 +13,10 @@ it never loses it):
   go when its claim expires (``LEASE``).
 - **Retried with backoff.** A key whose reconcile raised waits ``backoff(failures)`` (50 ms
   doubling to 60 s, per key) and is tried again; a success resets it.
+- **Requeued after.** A handler that returns ``Requeue(after)`` has its key reconciled again
+  in ``after`` seconds (what it waits for is due then: a retry's backoff, a poll), as
+  controller-runtime's ``Result{RequeueAfter}``; the key stays in the table meanwhile, so the
+  wait survives a restart.
 - **Drained by one task name.** ``add`` sends ``portal.tasks.process_queue`` for the queue
   after the commit; the task claims and reconciles due keys until none is left (``BATCH`` at
   most, then it sends itself again). Beat resyncs: each controller's periodic pass adds every
@@ -44,7 +48,15 @@ LEASE = timedelta(minutes=5)
 BATCH = 100
 CANDIDATES = 8  # due keys read per claim attempt (another worker may take some first)
 
-Handler = Callable[[str], object]
+
+@dataclass(frozen=True)
+class Requeue:
+    """A handler's answer: reconcile this key again in ``after`` seconds."""
+
+    after: float
+
+
+Handler = Callable[[str], object]  # returns a Requeue to have its key again later
 _handlers: dict[str, Handler] = {}
 
 
@@ -124,8 +136,11 @@ class Drained:
 
     reconciled: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
-    retry_in: float | None = None  # the soonest backoff of a failed key
+    retry_in: float | None = None  # the soonest backoff of a failed key or requeue
     more: bool = False  # stopped at the batch limit with keys maybe left
+
+    def soonest(self, delay: float) -> None:
+        self.retry_in = delay if self.retry_in is None else min(self.retry_in, delay)
 
 
 def _free(now: datetime) -> Q:
@@ -148,14 +163,22 @@ def claim(queue: str, now: datetime) -> tuple[int, str] | None:
     return None
 
 
-def done(pk: int) -> bool:
+def done(pk: int, now: datetime | None = None, requeue: Requeue | None = None) -> bool:
     """The key was reconciled: forget it, unless it was added again meanwhile (then let it
-    go, due at once). True when it was forgotten."""
+    go, due at once) or its handler asked for it again (then due ``requeue.after`` on, or at
+    once if it was added meanwhile). True when it was forgotten."""
     from portal.models import WorkItem
 
-    if WorkItem.objects.filter(pk=pk, dirty=False).delete()[0]:
+    if requeue is None and WorkItem.objects.filter(pk=pk, dirty=False).delete()[0]:
         return True
-    WorkItem.objects.filter(pk=pk).update(claimed_until=None, failures=0)
+    if requeue is not None:
+        now = now or timezone.now()
+        WorkItem.objects.filter(pk=pk, dirty=False).update(
+            claimed_until=None, failures=0, due_at=now + timedelta(seconds=requeue.after)
+        )
+    WorkItem.objects.filter(pk=pk, claimed_until__isnull=False).update(
+        claimed_until=None, failures=0
+    )
     return False
 
 
@@ -187,16 +210,19 @@ def process(
             return drained
         pk, key = claimed
         try:
-            handle(key)
+            outcome = handle(key)
         except Exception:  # noqa: BLE001 - any failure of one key: retried, the rest go on
             delay = failed(pk, clock())
             log.warning(
                 "%s: reconciling %s failed; again in %.2f s", queue, key, delay, exc_info=True
             )
             drained.failed.append(key)
-            drained.retry_in = delay if drained.retry_in is None else min(drained.retry_in, delay)
+            drained.soonest(delay)
         else:
-            done(pk)
+            requeue = outcome if isinstance(outcome, Requeue) else None
+            done(pk, clock(), requeue)
             drained.reconciled.append(key)
+            if requeue is not None:
+                drained.soonest(requeue.after)
     drained.more = True
     return drained

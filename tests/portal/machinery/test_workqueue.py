@@ -200,3 +200,19 @@ def test_workers_racing_on_one_queue_reconcile_each_key_once_and_never_together(
     assert overlaps == []
     assert sorted(seen) == sorted(f"k{i}" for i in range(40))
     assert not WorkItem.objects.exists()
+
+
+def test_the_requeue_keeps_the_key_due_then_and_a_wake_up_brings_it_forward(
+    django_capture_on_commit_callbacks,
+):
+    # the queue's side: a handler's Requeue leaves its key due later, not forgotten
+    now = timezone.now()
+    with django_capture_on_commit_callbacks(execute=False):
+        workqueue.add("q", "k", now=now)
+        drained = workqueue.process("q", lambda key: workqueue.Requeue(after=30), clock=lambda: now)
+    assert drained.reconciled == ["k"] and drained.retry_in == 30
+    item = WorkItem.objects.get(queue="q", key="k")
+    assert item.claimed_until is None and item.due_at == now + timedelta(seconds=30)
+    with django_capture_on_commit_callbacks(execute=False):
+        workqueue.add("q", "k", now=now)
+    assert WorkItem.objects.get(queue="q", key="k").due_at == now
