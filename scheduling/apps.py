@@ -5,11 +5,10 @@ class SchedulingConfig(AppConfig):
     name = "scheduling"
 
     def ready(self) -> None:
-        from scheduling import tasks  # noqa: F401 - registers the tasks triggers send by name
+        from portal.machinery import workqueue
+        from scheduling import tasks  # registers the tasks triggers send by name
         from scheduling.kinds import register_scheduling_kinds
+        from scheduling.triggers import QUEUE
 
         register_scheduling_kinds()
-        from scheduling.run_events import on_run_phase_changed
-        from scheduling.signals import run_phase_changed
-
-        run_phase_changed.connect(on_run_phase_changed, dispatch_uid="scheduling.run_events")
+        workqueue.register(QUEUE, tasks.schedule_pending)

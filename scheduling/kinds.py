@@ -25,6 +25,7 @@ def _status(obj: Any, field: str) -> str:
 def register_scheduling_kinds() -> None:
     from .cleanup import ARTIFACT_CLEANUP
     from .models import Run, Runtime
+    from .run_events import on_run_change as record_phase_event
     from .serializers import (
         RunSpecSerializer,
         RunStatusSerializer,
@@ -64,7 +65,7 @@ def register_scheduling_kinds() -> None:
             validators=RUN_VALIDATORS,
             default_finalizers=(ARTIFACT_CLEANUP,),
             subresources={"log": ("get",), "artifacts": ("get",)},
-            on_change=(on_run_change,),
+            on_change=(on_run_change, record_phase_event),
             columns=(
                 Column("PHASE", lambda o: o.phase, description="status.phase"),
                 Column("RUNTIME", lambda o: o.runtime, description="spec.runtime"),

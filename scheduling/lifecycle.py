@@ -75,8 +75,6 @@ def write_end(run: Run, phase: str, reason: str, message: str, now: datetime, **
     ).inc()
     if retried:
         triggers.request_scheduling("retry", eta=columns["not_before"])
-    elif run.deletion_timestamp is not None:  # it was deleted while it ran: clean up now
-        triggers.request_cleanup()
     return True
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import models, transaction
 from django.utils import timezone
@@ -220,13 +221,12 @@ class Run(NamespacedObject):
             ),
         ]
 
-    @classmethod
-    def from_db(cls, db, field_names, values):
-        run = super().from_db(db, field_names, values)
-        # the phase this row had when read: a write through the store compares against it
-        # (``phase_changed``), as run_status.write compares against the status it read
-        run._phase_read = run.__dict__.get("phase")
-        return run
+    def changes_announced(self) -> None:
+        super().changes_announced()
+        self._phase_read = self.__dict__.get("phase")
+
+    def desired_state(self) -> tuple[Any, ...]:
+        return (*super().desired_state(), self.__dict__.get("cancel_requested"))
 
     @property
     def phase_changed(self) -> bool:
@@ -328,22 +328,6 @@ class BindEpoch(models.Model):
 
     def __str__(self) -> str:
         return f"bind epoch {self.value}"
-
-
-class SchedulerLease(models.Model):
-    """The scheduler's leader lock and wake-up flag: one row per scheduling loop.
-
-    A pass runs only while its holder owns an unexpired lease; a wake-up that finds the lease
-    taken bumps ``requested_at`` so the holder runs one more pass before letting go.
-    """
-
-    name = models.CharField(max_length=63, unique=True)
-    holder = models.CharField(max_length=255, blank=True, default="")
-    expires_at = models.DateTimeField(null=True, blank=True)
-    requested_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} held by {self.holder or 'nobody'}"
 
 
 class ControlPlaneMark(models.Model):

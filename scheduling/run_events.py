@@ -90,12 +90,13 @@ def phase_event(run: Any, phase: str) -> tuple[str, str, str] | None:
     return None
 
 
-def on_run_phase_changed(sender: Any = None, run: Any = None, phase: str = "", **_: Any) -> None:
-    """``run_phase_changed``: the Events of the phases a Run reaches, written behind the
-    status write on the event writer's thread (a report does not wait for its Event)."""
-    if run is None:
+def on_run_change(run: Any, event_type: str) -> None:
+    """A watcher of the Run kind: the Events of the phases a Run reaches, whoever wrote the
+    phase, written behind the write on the event writer's thread (a report does not wait for
+    its Event)."""
+    if event_type != "MODIFIED" or not run.phase_changed:
         return
-    event = phase_event(run, phase)
+    event = phase_event(run, run.phase)
     if event is not None:
         reason, message, type_ = event
         # the Run as it is now: the writer's thread reads it later, and the caller goes on

@@ -24,7 +24,6 @@ from portal.machinery import history
 from portal.machinery.conditions import format_time, with_conditions
 from runtimed.protocol import status_message
 from scheduling.models import Run, RunPhase
-from scheduling.signals import run_phase_changed
 
 MESSAGE_LIMIT = 4096
 ASSIGNED = "Assigned"  # the Scheduled condition's reason once the Run is bound
@@ -175,13 +174,14 @@ def write(run: Versioned, status: dict, guard: Guard = ANY, **columns: Any) -> b
             if not query.update(status=status, resource_version=version, **values):
                 transaction.set_rollback(True)
                 return False
-            history.record_many(_run_kind(), Run.objects.filter(pk=run.pk))
+            written = list(Run.objects.filter(pk=run.pk))
+            for row in written:
+                row._phase_read = before  # what the watchers compare against
+            history.record_many(_run_kind(), written)
         run.status, run.resource_version = status, version
         for column, value in values.items():
             if hasattr(run, column):
                 setattr(run, column, value)
-    if values["phase"] != before:
-        run_phase_changed.send(sender=None, run=run, phase=values["phase"])
     return True
 
 

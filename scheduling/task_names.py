@@ -2,6 +2,5 @@
 receives are in ``runtimed.protocol``): the decorators, the beat schedule and every sender use
 these, so ``triggers`` and ``lifecycle`` send tasks by name instead of importing ``tasks``."""
 
-SCHEDULE = "scheduling.schedule"
 RECONCILE = "scheduling.reconcile"
 COLLECT_RUNS = "scheduling.collect_runs"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from celery import shared_task
 from django.conf import settings
+from django.db.models import Min
 from django.utils import timezone
 
+from portal.machinery import workqueue
 from runtimed import protocol
 from scheduling import (
     cleanup,
@@ -21,8 +24,7 @@ from scheduling import (
     triggers,
 )
 from scheduling.models import Run, RunPhase
-from scheduling.scheduler import Framework, default_framework
-from scheduling.scheduler.loop import schedule_while_requested
+from scheduling.scheduler import Framework, default_framework, run_pass
 from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
@@ -37,12 +39,26 @@ def worker_framework() -> Framework:
     return _framework
 
 
-@shared_task(name=task_names.SCHEDULE, ignore_result=True)
-def schedule(source: str = "event") -> int:
-    """Run scheduling passes while wake-ups keep arriving (``scheduler.loop``)."""
+def schedule_pending(key: str = triggers.KEY) -> workqueue.Requeue | None:
+    """The scheduler's work queue handler: one pass over the Pending Runs (the queue runs
+    another when a wake-up came meanwhile), their dispatch to the pods they were bound to,
+    and a pass again when the soonest retry backoff ends (or at once after a lost bind)."""
     if not Run.objects.filter(phase=RunPhase.PENDING).exists():
-        return 0  # nothing to place: a wake-up after a Run ended costs one query, not a pass
-    return schedule_while_requested(worker_framework(), dispatch.dispatch)
+        return None  # nothing to place: a wake-up after a Run ended costs one query, not a pass
+    result = run_pass(worker_framework(), timezone.now())
+    dispatch.dispatch(result.bound_runs, timezone.now())
+    if result.conflicts:
+        return workqueue.Requeue(after=0.0)
+    return _next_retry(timezone.now())
+
+
+def _next_retry(now: datetime) -> workqueue.Requeue | None:
+    soonest = Run.objects.filter(phase=RunPhase.PENDING, not_before__gt=now).aggregate(
+        at=Min("not_before")
+    )["at"]
+    if soonest is None:
+        return None
+    return workqueue.Requeue(after=(soonest - now).total_seconds())
 
 
 @shared_task(name=protocol.REPORT_RUN_TASK, ignore_result=True)

@@ -1,4 +1,8 @@
-"""Wake the scheduler after a commit that may make a pending Run placeable."""
+"""Wake the scheduler: its work queue (``portal.machinery.workqueue``, queue ``scheduler``)
+holds one key, the pending queue as a whole, as kube-scheduler has one scheduling queue: any
+number of wake-ups while a pass waits or runs merge into one more pass, and one worker runs
+passes at a time. The Run and Runtime kinds' watchers add it; so do a pod becoming ready,
+capacity freed, a workspace released, and beat (the resync)."""
 
 from __future__ import annotations
 
@@ -8,40 +12,46 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from portal.machinery import workqueue
 from portal.machinery.events import send_on_commit
 from scheduling import metrics, task_names
 from scheduling.models import ACTIVE_PHASES
-from scheduling.signals import run_phase_changed
 
 log = logging.getLogger(__name__)
 
+QUEUE = "scheduler"
+KEY = "pending"  # the one key: every Pending Run, placed in priority order by one pass
 SOURCES = ("run", "pod", "runtime", "workspace", "beat", "retry")
 
 
 def request_scheduling(source: str, eta: datetime | None = None) -> None:
-    """Wake the scheduler after the commit, or at ``eta`` (a retry's backoff end)."""
+    """A scheduling pass after the commit, or at ``eta`` (a retry's backoff end)."""
     if source not in SOURCES:
         raise ValueError(f"unknown wake-up source {source!r}")
     metrics.WAKEUPS.labels(source).inc()
-    if eta is None:
-        send_on_commit(task_names.SCHEDULE, source)
-    else:
-        send_on_commit(task_names.SCHEDULE, source, eta=eta)
+    after = 0.0 if eta is None else max(0.0, (eta - timezone.now()).total_seconds())
+    workqueue.add(QUEUE, KEY, after=after)
 
 
 def on_run_change(run, event: str) -> None:
-    """Run kind hook: new or cancelled pending Runs, bound ones to stop, deleted ones, and a
-    phase moved by a write through the store (a /status write: the same Events and wake-ups
-    as the status writer's)."""
-    if event == "MODIFIED" and run.phase_changed:
-        run._phase_read = run.phase  # announced once
-        run_phase_changed.send(sender=None, run=run, phase=run.phase)
-    if event == "ADDED" or (event == "MODIFIED" and run.phase == "Pending"):
+    """The scheduler watches Runs: new ones, Pending ones whose spec, labels, cancel or
+    deletion moved (not its own status writes), bound ones to stop, deleted ones (when
+    deleted, and when a deleted one ends)."""
+    if event == "ADDED" or (event == "MODIFIED" and run.phase == "Pending" and run.desired_changed):
         request_scheduling("run")
-    if event == "MODIFIED" and run.is_stopping and run.phase in ACTIVE_PHASES:
+    if (
+        event == "MODIFIED"
+        and run.is_stopping
+        and run.phase in ACTIVE_PHASES
+        and run.desired_changed  # a cancel or a delete just asked for
+    ):
         transaction.on_commit(lambda: _send_cancel(run.pk))
-    if event == "MODIFIED" and run.deletion_timestamp is not None:
-        request_cleanup()
+    if (
+        event == "MODIFIED"
+        and run.deletion_timestamp is not None
+        and (run.desired_changed or (run.phase_changed and run.is_terminal))
+    ):
+        request_cleanup()  # deleted, or a deleted Run ended: its artifacts go now
 
 
 def on_runtime_change(runtime, event: str) -> None:

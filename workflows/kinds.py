@@ -22,6 +22,8 @@ def _ready(obj) -> str:
 
 
 def register_workflow_kinds() -> None:
+    from scheduling.models import Run
+
     from .models import Action, Workflow, WorkflowRun
     from .serializers import (
         ActionSpecSerializer,
@@ -31,7 +33,7 @@ def register_workflow_kinds() -> None:
         WorkflowSpecSerializer,
     )
     from .starting import freeze_workflow
-    from .triggers import on_workflow_run_change
+    from .triggers import on_run_change, on_workflow_run_change
     from .validators import WORKFLOW_RUN_VALIDATORS
 
     registry.register(
@@ -47,6 +49,7 @@ def register_workflow_kinds() -> None:
             columns=(Column("READY", _ready),),
         )
     )
+    registry.watch(Run, on_run_change)  # a child Run's phase wakes its WorkflowRun
     registry.register(
         ResourceKind(
             group=GROUP,

@@ -21,8 +21,11 @@ def on_workflow_run_change(wfr, event: str) -> None:
         request_reconcile(str(wfr.uid))
 
 
-def on_run_phase_changed(sender=None, run=None, phase: str = "", **_) -> None:
-    """A child Run (labelled with its WorkflowRun's UID) started or ended."""
-    owner = (getattr(run, "labels", None) or {}).get(UID_LABEL)
+def on_run_change(run, event: str) -> None:
+    """A watcher of the Run kind: a child Run (labelled with its WorkflowRun's UID) started or
+    ended, whoever wrote its phase."""
+    if event != "MODIFIED" or not run.phase_changed:
+        return
+    owner = (run.labels or {}).get(UID_LABEL)
     if owner:
         request_reconcile(owner)

@@ -14,9 +14,8 @@ def register_run_hooks() -> None:
     from .review import check_run_workspace
     from .triggers import on_run_change
 
+    registry.watch(Run, on_run_change)
     kind = registry.for_model(Run)
-    if on_run_change not in kind.on_change:
-        kind.on_change = (*kind.on_change, on_run_change)
     if check_run_workspace not in kind.admission:
         kind.admission = (*kind.admission, check_run_workspace)
     register_workflow_controller()

@@ -35,6 +35,7 @@ def on_pods_changed(sender=None, namespace: str | None = None, **_) -> None:
 
 
 def on_run_change(run, event: str) -> None:
-    """A Run that references a workspace: its use (lastUsedTime) may have changed."""
-    if (run.spec or {}).get("workspace"):
+    """A watcher of the Run kind: a Run that references a workspace was created, deleted, or
+    moved phase (started or ended): the workspace's use (lastUsedTime) may have changed."""
+    if (run.spec or {}).get("workspace") and (event != "MODIFIED" or run.phase_changed):
         request_reconcile(run.namespace)

@@ -10,6 +10,11 @@ change, in order, once. No change is missed (the event commits with the write) o
 
 The writers: ``portal.machinery.store`` (every API, admin and CLI write) and the kinds' status
 writers, through ``compare_and_set`` (one object) and ``allocate`` + ``record`` (batches).
+
+Recording a change is also what wakes the controllers: ``record`` and ``record_many`` hand each
+change to its kind's watchers (``announce``), in the same transaction. The one exception is
+``record_sql`` (a batch recorded by the statement that wrote it, for the scheduler's bind):
+its caller announces what its watchers need.
 """
 
 from __future__ import annotations
@@ -83,16 +88,34 @@ def event_row(kind: ResourceKind, obj: Any, event_type: str) -> Any:
 
 
 def record(kind: ResourceKind, obj: Any, event_type: str) -> None:
-    """Record one change (``obj`` holds its new resourceVersion and state)."""
+    """Record one change (``obj`` holds its new resourceVersion and state) and announce it."""
     event_row(kind, obj, event_type).save(force_insert=True)
     remember_labels(obj)
+    announce(kind, (obj,), event_type)
 
 
 def record_many(kind: ResourceKind, objs: Iterable[Any], event_type: str = MODIFIED) -> None:
+    objs = list(objs)
     rows = sorted(
         (event_row(kind, obj, event_type) for obj in objs), key=lambda e: e.resource_version
     )
     bulk_insert.insert(_event_model(), rows)
+    announce(kind, objs, event_type)
+
+
+def announce(kind: ResourceKind, objs: Iterable[Any], event_type: str) -> None:
+    """The kind's watchers (``ResourceKind.on_change``: the controllers that watch it, added
+    by whichever app builds on the kind) see each recorded change, in the writing transaction:
+    every writer records through here, so every watcher sees every change, whoever wrote it.
+    A watcher only marks work (a work queue key, an Event to write after the commit).
+    Afterwards each object forgets what it was read as (``changes_announced``), so a change
+    is announced once."""
+    for obj in objs:
+        for hook in kind.on_change:
+            hook(obj, event_type)
+        settle = getattr(obj, "changes_announced", None)
+        if settle is not None:
+            settle()
 
 
 def record_sql(kind: ResourceKind, source: str, event_type: str = MODIFIED) -> str | None:

@@ -8,7 +8,7 @@ A row is a Kubernetes object: metadata columns, plus one JSON column per top-lev
 from __future__ import annotations
 
 import uuid
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.db import models
 from django.utils import timezone
@@ -41,6 +41,37 @@ class ObjectMeta(models.Model):
     @property
     def is_terminating(self) -> bool:
         return self.deletion_timestamp is not None
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Any, values: Any) -> Any:
+        obj = super().from_db(db, field_names, values)
+        obj.changes_announced()
+        return obj
+
+    def changes_announced(self) -> None:
+        """Remember what this object is now (as read, or as its last change was announced to
+        its kind's watchers: ``history.announce``), so a watcher tells what moved since."""
+        self._desired_read = self.desired_state()
+
+    def desired_state(self) -> tuple[Any, ...]:
+        """What a writer other than the status writer sets: the spec (its generation), the
+        labels, annotations and finalizers, a deletion."""
+        fields = self.__dict__
+        return (
+            fields.get("generation"),
+            dict(fields.get("labels") or {}),
+            dict(fields.get("annotations") or {}),
+            list(fields.get("finalizers") or []),
+            fields.get("deletion_timestamp"),
+        )
+
+    @property
+    def desired_changed(self) -> bool:
+        """Whether anything but the status moved since the object was read (a new object:
+        always). A status write never moves it: a controller watching its own kind tells its
+        own status writes from what it is asked to do by this."""
+        read = getattr(self, "_desired_read", None)
+        return read is None or read != self.desired_state()
 
 
 class ClusterObject(ObjectMeta):

@@ -63,7 +63,9 @@ class ResourceKind:
     subresources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Finalizers every new object gets (what a mutating webhook would add in Kubernetes).
     default_finalizers: tuple[str, ...] = ()
-    # Hooks run inside the write transaction after the object is saved (e.g. requeue work).
+    # The kind's watchers: (object, event type) -> None, called for every change recorded
+    # (``history.announce``: a store write, a status write, a batch), inside the writing
+    # transaction; each marks work (a work queue key). Other apps add theirs with ``watch``.
     on_change: tuple[Callable[[Any, str], None], ...] = ()
     # Mutating admission on create: hooks filling body fields (e.g. a WorkflowRun's jobs from
     # its Workflow) after authorization and before validation; causes they return are a 422.
@@ -177,6 +179,15 @@ class Registry:
             if kind.api_version == api_version and kind.kind == kind_name:
                 return kind
         return None
+
+    def watch(self, model: type[Any], hook: Callable[[Any, str], None]) -> None:
+        """Have ``hook`` see every change of ``model``'s kind (an app watching a kind it
+        builds on, as a controller watches another's objects); once however often asked."""
+        kind = self.for_model(model)
+        if kind is None:
+            raise LookupError(f"{model.__name__} is not a registered kind")
+        if hook not in kind.on_change:
+            kind.on_change = (*kind.on_change, hook)
 
     def for_model(self, model: type[Any]) -> ResourceKind | None:
         for kind in self.kinds:

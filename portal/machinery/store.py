@@ -208,8 +208,6 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
         send_on_commit(task_names.COLLECT_DEPENDENTS, str(obj.uid))
     if event == "DELETED" and obj.owner_references:
         send_on_commit(task_names.RELEASE_FOREGROUND_OWNERS)
-    for hook in kind.on_change:
-        hook(obj, event)
 
 
 def create(

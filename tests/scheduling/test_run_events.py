@@ -149,22 +149,26 @@ def test_a_status_write_that_keeps_the_phase_records_nothing(admin_api):
 
 
 def test_every_writer_announces_a_phase_change_once(admin_api):
-    # the workflow controller wakes on run_phase_changed: a /status write moves a child Run's
-    # phase as a report does, and neither announces it twice
-    from scheduling.signals import run_phase_changed
+    # the watchers of the Run kind (the workflow controller's, the Events') see a phase move
+    # whoever writes it: a report as a /status write, and neither twice
+    from portal.machinery.registry import registry
+    from scheduling.models import Run
     from tests.helpers.runs import merge_patch, runs_url
 
     heard: list[str] = []
 
-    def listen(sender=None, run=None, phase="", **_):
-        heard.append(phase)
+    def listen(run, event):
+        if event == "MODIFIED" and run.phase_changed:
+            heard.append(run.phase)
 
-    run_phase_changed.connect(listen, dispatch_uid="test-listen")
+    kind = registry.for_model(Run)
+    watchers = kind.on_change
+    registry.watch(Run, listen)
     try:
         run, pod = schedule()
         lifecycle.apply_report(report(run, pod, "Running"), timezone.now())
         merge_patch(admin_api, f"{runs_url()}/r1/status", {"status": {"message": "m"}})
         merge_patch(admin_api, f"{runs_url()}/r1/status", {"status": {"phase": "Cancelled"}})
     finally:
-        run_phase_changed.disconnect(dispatch_uid="test-listen")
+        kind.on_change = watchers
     assert heard == ["Running", "Cancelled"]
