@@ -37,7 +37,6 @@ from . import status as job_status
 from .adapters import BackendError, ExecutionRequest, NotReadyToStart, Observation
 from .models import EXECUTION_CLEANUP, Job, JobClass, JobPhase
 from .resources import effective_resources
-from .triggers import request_job_reconcile
 
 log = logging.getLogger(__name__)
 
@@ -426,8 +425,9 @@ def _write(job: Job, new: dict) -> bool:
     return won
 
 
-def reconcile(job: Job, now: datetime, *, poll: bool = False) -> bool:
-    """Move one Job as far as it can go now; True if anything was written."""
+def reconcile(job: Job, now: datetime) -> bool:
+    """Move one Job as far as it can go now; True if anything was written. A scheduled or
+    running Job is observed again after ``KRUNTIMES_JOB_POLL_SECONDS`` (``needs_poll``)."""
     if job.deletion_timestamp is not None:
         return finalize(job)
     if job.is_finished:
@@ -444,15 +444,19 @@ def reconcile(job: Job, now: datetime, *, poll: bool = False) -> bool:
     if not confirmed:
         new, _ = schedule(job, status, now)
         won = _write(job, new)
-        wrote = wrote or won
-        if won and job_status.is_true(new, "Scheduled"):
-            request_job_reconcile(job.namespace, job.name, poll=True)
-        return wrote
+        return wrote or won
     new = observe(job, status, now)
     won = _write(job, new)
-    if poll and not job.is_finished:
-        request_job_reconcile(job.namespace, job.name, poll=True)
     return wrote or won
+
+
+def needs_poll(job: Job) -> bool:
+    """Whether the Job's execution runs on and is observed by polling its backend."""
+    return (
+        job.deletion_timestamp is None
+        and not job.is_finished
+        and job_status.is_true(job.status or {}, "Scheduled")
+    )
 
 
 def log_of(job: Job, limit_bytes: int | None = None) -> str:

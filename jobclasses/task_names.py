@@ -1,7 +1,5 @@
-"""The names of the jobclasses app's Celery tasks: senders use these instead of importing
+"""The names of the jobclasses app's Celery tasks (its controllers run on work queues: see
+``triggers``): senders use these instead of importing
 ``tasks``."""
 
-RECONCILE_CLASSES = "jobclasses.reconcile_classes"
-RECONCILE_JOB = "jobclasses.reconcile_job"
-RECONCILE_JOBS = "jobclasses.reconcile_jobs"
 RECONCILE = "jobclasses.reconcile"

@@ -1,49 +1,45 @@
-"""Celery entry points of the jobclasses app: thin wrappers around the controllers."""
+"""Entry points of the jobclasses app: the work queue handlers (one Job, one class) and beat's
+resync, which adds every key the controllers own."""
 
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
-from . import class_controller, job_controller, task_names
-from .models import Job, JobPhase
+from portal.machinery import workqueue
+
+from . import class_controller, job_controller, task_names, triggers
+from .models import Job, JobClass, JobPhase
 
 
-@shared_task(name=task_names.RECONCILE_CLASSES, ignore_result=True)
-def reconcile_classes(name: str | None = None) -> int:
-    """Accepted/Ready of every JobClass (or one), and the protective finalizers."""
-    return class_controller.reconcile_all(timezone.now(), name)
+def reconcile_class_key(key: str) -> int:
+    """One JobClass's Accepted/Ready and finalizers ("": every class, and the parameters being
+    deleted)."""
+    return class_controller.reconcile_all(timezone.now(), key or None)
 
 
-@shared_task(name=task_names.RECONCILE_JOB, ignore_result=True)
-def reconcile_job(namespace: str, name: str, poll: bool = False) -> int:
-    now = timezone.now()
-    return sum(
-        job_controller.reconcile(job, now, poll=poll)
-        for job in Job.objects.filter(namespace=namespace, name=name)
-    )
-
-
-@shared_task(name=task_names.RECONCILE_JOBS, ignore_result=True)
-def reconcile_jobs(namespace: str | None = None, job_class: str | None = None) -> int:
-    """The beat pass (no arguments): every Job not finished or being deleted. With a namespace
-    or a class: the Jobs there that wait to be accepted or scheduled."""
-    now = timezone.now()
-    jobs = Job.objects.exclude(phase__in=(JobPhase.SUCCEEDED, JobPhase.FAILED))
-    if namespace is None and job_class is None:
-        jobs = Job.objects.exclude(
-            phase__in=(JobPhase.SUCCEEDED, JobPhase.FAILED), deletion_timestamp__isnull=True
-        )
-    else:
-        jobs = jobs.filter(phase=JobPhase.PENDING)
-        if namespace is not None:
-            jobs = jobs.filter(namespace=namespace)
-        if job_class is not None:
-            jobs = jobs.filter(job_class__in=(job_class, ""))
-    return sum(job_controller.reconcile(job, now) for job in jobs.iterator())
+def reconcile_job_key(key: str) -> workqueue.Requeue | None:
+    """One Job, moved as far as it can go; a scheduled or running one is observed again after
+    ``KRUNTIMES_JOB_POLL_SECONDS``."""
+    namespace, _, name = key.partition("/")
+    job = Job.objects.filter(namespace=namespace, name=name).first()
+    if job is None:
+        return None
+    job_controller.reconcile(job, timezone.now())
+    if job_controller.needs_poll(job):
+        return workqueue.Requeue(after=float(settings.KRUNTIMES_JOB_POLL_SECONDS))
+    return None
 
 
 @shared_task(name=task_names.RECONCILE, ignore_result=True)
 def reconcile() -> int:
-    """Beat: classes first (a Job's acceptance reads their conditions), then Jobs."""
-    return reconcile_classes() + reconcile_jobs()
+    """Beat: the resync. Every class, and every Job not finished or being deleted, is added
+    to its work queue (what a crash or an outage lost is reconciled now)."""
+    classes = [triggers.ALL_CLASSES, *JobClass.objects.values_list("name", flat=True)]
+    jobs = Job.objects.exclude(
+        phase__in=(JobPhase.SUCCEEDED, JobPhase.FAILED), deletion_timestamp__isnull=True
+    ).values_list("namespace", "name")
+    return workqueue.add_many(triggers.CLASSES, classes) + workqueue.add_many(
+        triggers.JOBS, (triggers.job_key(ns, name) for ns, name in jobs)
+    )

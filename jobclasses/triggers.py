@@ -1,38 +1,41 @@
-"""Wake the jobclasses controllers after a commit. The beat pass heals whatever an event
-missed (and observes running executions between the polls)."""
+"""Wake the jobclasses controllers: each event adds keys to their work queues
+(``portal.machinery.workqueue``): a Job's ``namespace/name`` to ``jobs``, a JobClass's name to
+``jobclasses`` ("" for every class and the parameters being deleted). Wake-ups of a waiting key
+merge into one reconcile, one worker reconciles a key at a time, and a running Job is
+requeued to be observed again every ``KRUNTIMES_JOB_POLL_SECONDS``. Beat resyncs."""
 
 from __future__ import annotations
 
-from django.conf import settings
+from portal.machinery import workqueue
 
-from portal.machinery.events import send_on_commit
+JOBS = "jobs"
+CLASSES = "jobclasses"
+ALL_CLASSES = ""  # every class, and every parameters object being deleted
 
-from . import task_names
+
+def job_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
 
 
 def request_class_reconcile(name: str | None = None) -> None:
-    send_on_commit(task_names.RECONCILE_CLASSES, name)
+    workqueue.add(CLASSES, ALL_CLASSES if name is None else name)
 
 
-def request_job_reconcile(namespace: str, name: str, *, poll: bool = False) -> None:
-    """One Job; ``poll``: the follow-up observation of a running execution, a few seconds on."""
-    if poll:
-        if settings.CELERY_TASK_ALWAYS_EAGER:
-            return  # an eager poll would run at once, forever: beat (or the test) observes
-        send_on_commit(
-            task_names.RECONCILE_JOB,
-            namespace,
-            name,
-            True,
-            countdown=settings.KRUNTIMES_JOB_POLL_SECONDS,
-        )
-    else:
-        send_on_commit(task_names.RECONCILE_JOB, namespace, name)
+def request_job_reconcile(namespace: str, name: str) -> None:
+    workqueue.add(JOBS, job_key(namespace, name))
 
 
 def request_waiting_jobs(namespace: str | None = None, job_class: str | None = None) -> None:
     """Jobs not yet running that may now move: in a namespace, or waiting on a class."""
-    send_on_commit(task_names.RECONCILE_JOBS, namespace, job_class)
+    from .models import Job, JobPhase
+
+    jobs = Job.objects.filter(phase=JobPhase.PENDING)
+    if namespace is not None:
+        jobs = jobs.filter(namespace=namespace)
+    if job_class is not None:
+        jobs = jobs.filter(job_class__in=(job_class, ""))
+    keys = [job_key(ns, name) for ns, name in jobs.values_list("namespace", "name")]
+    workqueue.add_many(JOBS, keys)
 
 
 def on_job_class_change(job_class, event: str) -> None:
@@ -46,7 +49,8 @@ def on_parameters_change(parameters, event: str) -> None:
 
 
 def on_job_change(job, event: str) -> None:
-    if event in ("ADDED", "MODIFIED"):
+    """New, changed, deleted: the controller's own status writes do not wake it again."""
+    if event == "ADDED" or (event == "MODIFIED" and job.desired_changed):
         request_job_reconcile(job.namespace, job.name)
     if event == "DELETED" and job.job_class:
         request_class_reconcile(job.job_class)
