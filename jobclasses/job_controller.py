@@ -356,6 +356,10 @@ def observe(job: Job, status: dict, now: datetime) -> dict:
         seen = adapter.observe(ref)
     except BackendError as exc:
         return _unknown(job, status, now, OBSERVE_FAILED, f"cannot observe the execution: {exc}")
+    if seen.detached:
+        resumed = _resume(job, status, adapter, ref)
+        if resumed is not None:
+            return _unknown(job, status, now, OBSERVE_FAILED, resumed)
     if seen.phase == "Unknown" or not seen.exists:
         return _unknown(
             job,
@@ -382,6 +386,27 @@ def observe(job: Job, status: dict, now: datetime) -> dict:
         new = _conditions(job, new, now, ResultUnknown=("False", "Observed", "observed again"))
     new["phase"] = JobPhase.RUNNING if seen.phase == "Running" else JobPhase.SCHEDULED
     return new
+
+
+def _resume(job: Job, status: dict, adapter: Any, ref: dict) -> str | None:
+    """The execution's record is in the backend but nothing drives it (a control worker
+    lost its drivers): drive it again from the Job's spec, which never changes; None if
+    resumed, else why not (retried by the next pass)."""
+    request = ExecutionRequest(
+        namespace=job.namespace,
+        name=job.name,
+        uid=str(job.uid),
+        spec=job.spec or {},
+        parameters={},  # the batch Job exists: nothing is created from them
+        parameters_name="",
+        env={},  # the pod has its env already
+        effective_resources=status.get("effectiveResources") or {},
+    )
+    try:
+        adapter.resume(ref, request)
+    except (BackendError, OSError, ValueError) as exc:
+        return f"cannot resume the execution: {exc}"
+    return None
 
 
 # --- deletion -----------------------------------------------------------------------------

@@ -336,6 +336,14 @@ KRUNTIMES_KUBE_REQUEST_TIMEOUT_SECONDS = env.float(
 )
 KRUNTIMES_KUBE_WATCH_SECONDS = env.int("KRUNTIMES_KUBE_WATCH_SECONDS", default=30)
 KRUNTIMES_PROVIDER_SYNC_SECONDS = env.float("KRUNTIMES_PROVIDER_SYNC_SECONDS", default=5.0)
+# the cluster provider acts only while holding this Lease (one leader among the replicas)
+KRUNTIMES_PROVIDER_LEASE_NAME = env.str(
+    "KRUNTIMES_PROVIDER_LEASE_NAME", default="kruntimes-cluster-provider"
+)
+KRUNTIMES_PROVIDER_LEASE_NAMESPACE = env.str(
+    "KRUNTIMES_PROVIDER_LEASE_NAMESPACE", default=os.environ.get("POD_NAMESPACE", "default")
+)
+KRUNTIMES_PROVIDER_LEASE_SECONDS = env.int("KRUNTIMES_PROVIDER_LEASE_SECONDS", default=15)
 # How often a running Job's execution is observed (the beat pass heals a lost poll).
 KRUNTIMES_JOB_POLL_SECONDS = env.float("KRUNTIMES_JOB_POLL_SECONDS", default=2.0)
 # Every call of the OpenSandbox adapter to its backend (each HTTP request, the health probe,

@@ -36,6 +36,8 @@ class Observation:
     completion_time: str | None = None
     # False: the execution never existed under this reference (ensure has not run yet)
     exists: bool = True
+    # True: the execution lives in the backend but nothing drives it; ``resume`` goes on
+    detached: bool = False
 
     @classmethod
     def of(cls, seen: Any, *, exists: bool = True) -> Observation:
@@ -95,6 +97,11 @@ class Adapter(Protocol):
         ...
 
     def observe(self, ref: Mapping[str, Any]) -> Observation: ...
+
+    def resume(self, ref: Mapping[str, Any], request: ExecutionRequest) -> None:
+        """Drive a ``detached`` execution again from what the backend recorded, never
+        creating a second one (adapters that never report ``detached`` do nothing)."""
+        ...
 
     def cancel(self, ref: Mapping[str, Any]) -> None: ...
 

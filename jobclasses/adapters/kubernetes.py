@@ -1,7 +1,20 @@
 """The Kubernetes adapter (``execution.ayatori.ddupan.top/kubernetes``, seed 004 mechanics):
 one batch/v1 Job per Job in the Job's namespace, driven by a detached driver process
-(``jobclasses.kubeexec``) that outlives the worker, so a restarted controller observes the
-execution it started and never starts a second one.
+(``jobclasses.kubeexec``).
+
+The record is in the cluster, not in the control worker's data directory (an emptyDir that a
+rescheduled worker loses with its drivers): the batch Job, found by its execution label,
+carries the record annotation (``kubeexec.record``: phase, steps with status and exit code,
+whether the pod was prepared) and its pod keeps each started step's pid, log and exit code.
+``observe`` decides, in order:
+
+1. a final ``result.json`` in the directory: the result; the batch Job and its Secret are
+   deleted now that it is known (a failed delete is retried by the next observation);
+2. a live driver: what it has recorded so far;
+3. no driver (the directory gone or its driver dead): the batch Job by its labels. There:
+   ``detached`` with the record's steps, and the Job controller calls ``resume``, which starts
+   a driver that adopts the batch Job (never creates one) and goes on from its record; not
+   there: ``Unknown`` (the controller's ``ExecutionLost``), never re-run.
 
 Parameters (``KubernetesExecutionParameters``): ``serviceAccountName`` (must exist in the
 Job's namespace when the Job is scheduled; never replaced by ``default``), ``runtimeClassName``
@@ -22,8 +35,9 @@ from typing import Any
 from django.conf import settings
 
 from jobclasses import kubeexec, localexec
-from jobclasses.kubeexec import driver
+from jobclasses.kubeexec import driver, record
 from jobclasses.localexec import lock
+from jobclasses.localexec import result as local_result
 from jobclasses.localexec.client import KILL_GRACE_SECONDS
 from jobclasses.localexec.layout import ExecutionDir
 
@@ -176,12 +190,49 @@ class KubernetesAdapter:
 
     def observe(self, ref: Mapping[str, Any]) -> Observation:
         engine = _engine_ref(ref)
+        directory = Path(engine["dir"])
         seen = localexec.observe(engine)
-        return Observation.of(seen, exists=Path(engine["dir"]).exists())
+        if seen.finished:
+            self._delete_objects(ref)  # the result is known: the record has served
+            return Observation.of(seen)
+        if ref.get("dryRun") or lock.held(ExecutionDir(directory).lock):
+            return Observation.of(seen, exists=directory.exists())
+        return self._observe_cluster(ref)
+
+    def _observe_cluster(self, ref: Mapping[str, Any]) -> Observation:
+        """No driver: the batch Job of the execution, found by its labels, says the rest."""
+        try:
+            found = cluster().list_jobs(ref["namespace"], kubeexec.execution_selector(ref["id"]))
+        except Exception as exc:  # noqa: BLE001 - nothing is known either way
+            raise BackendError(f"listing batch Job {ref['jobName']}: {_failure(exc)}") from exc
+        if not found:
+            return Observation(
+                local_result.UNKNOWN,
+                f"batch Job {ref['namespace']}/{ref['jobName']} is gone from the cluster: the "
+                "result is unknown (it is not re-run)",
+            )
+        recorded = record.of(found[0]) or {}
+        return Observation(
+            phase=local_result.RUNNING,
+            message="its driver is gone: resuming from the batch Job's record",
+            steps=list(recorded.get("steps") or []),
+            start_time=recorded.get("startTime"),
+            detached=True,
+        )
+
+    def resume(self, ref: Mapping[str, Any], request: ExecutionRequest) -> None:
+        """A driver that adopts the batch Job and goes on from its record; a stale directory
+        (its driver dead) is replaced. Never creates a batch Job."""
+        engine = _engine_ref(ref)
+        if lock.held(ExecutionDir(Path(engine["dir"])).lock):
+            return
+        localexec.delete(engine)
+        spec = {**driver_spec(request, dry=False), "resume": True}
+        localexec.launch(Path(ref["root"]), ref["id"], json.dumps(spec), runner=DRIVER)
 
     def _delete_objects(self, ref: Mapping[str, Any]) -> None:
         """The batch Job (pods in the background) and the env Secret, if they are there."""
-        if ref.get("dryRun"):
+        if ref.get("dryRun"):  # the dry-run driver printed these deletes
             return
         try:
             api = cluster()

@@ -93,6 +93,9 @@ class LocalAdapter:
             ),
         )
 
+    def resume(self, ref: Mapping[str, Any], request: ExecutionRequest) -> None:
+        """Never detached: nothing to resume."""
+
     def observe(self, ref: Mapping[str, Any]) -> Observation:
         seen = localexec.observe(_engine_ref(ref))
         return Observation.of(seen, exists=Path(_engine_ref(ref)["dir"]).exists())

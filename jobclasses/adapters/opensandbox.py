@@ -337,6 +337,9 @@ class OpenSandboxAdapter:
             timeout_seconds=int(timeout) + LIFETIME_MARGIN_SECONDS if timeout else None,
         )
 
+    def resume(self, ref: Mapping[str, Any], request: ExecutionRequest) -> None:
+        """Never detached: nothing to resume."""
+
     def observe(self, ref: Mapping[str, Any]) -> Observation:
         record = Record(ref)  # a lost record is rebuilt from the ref and the sandbox
         with record.locked():

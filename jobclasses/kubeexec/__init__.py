@@ -5,7 +5,10 @@ from its directory, under the same claim, lock, result and log files as the loca
 (``jobclasses.localexec``), so a restarted controller observes, cancels and deletes it by its
 ref alone: it creates the batch Job with a long-lived pod, waits for the pod to be Ready,
 streams the checkout into ``/work`` by tar over exec, runs one ``sh -ec <run>`` exec per step
-in that pod, streams ``/outputs`` back, records ``result.json`` and deletes the batch Job.
+in that pod (detached from the exec, so it outlives a lost driver), streams ``/outputs``
+back and records ``result.json``; the record that outlives the driver's directory is on the
+batch Job and in its pod (``record``), and the adapter deletes the batch Job once it has
+observed the result.
 
 It imports no Django app: the ``kubernetes`` client configuration comes from ``portal.kube``.
 """
@@ -18,10 +21,12 @@ from .manifest import (
     MANAGED_BY_LABEL,
     OUTPUTS_DIR,
     OWNER_ANNOTATION,
+    RECORD_ANNOTATION,
     STEPS_DIR,
     WORK_DIR,
     batch_job_name,
     env_secret,
+    execution_selector,
     job_manifest,
     leftover_selector,
 )
@@ -33,6 +38,7 @@ __all__ = [
     "MANAGED_BY_LABEL",
     "OUTPUTS_DIR",
     "OWNER_ANNOTATION",
+    "RECORD_ANNOTATION",
     "STEPS_DIR",
     "WORK_DIR",
     "ApiCluster",
@@ -42,6 +48,7 @@ __all__ = [
     "ExecResult",
     "batch_job_name",
     "env_secret",
+    "execution_selector",
     "job_manifest",
     "leftover_selector",
 ]

@@ -50,6 +50,14 @@ class Cluster(Protocol):
 
     def delete(self, kind: str, namespace: str, name: str) -> None: ...
 
+    def read_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The batch Job (None: it is gone)."""
+        ...
+
+    def annotate_job(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        """Merge ``annotations`` into the batch Job's (ClusterError if it is gone)."""
+        ...
+
     def wait_pod_ready(self, namespace: str, execution_id: str, stop: Stop, timeout: float) -> str:
         """The name of the execution's pod once it is Ready (ClusterError on timeout)."""
         ...
@@ -90,6 +98,23 @@ def _labels_match(obj: dict[str, Any], selector: str) -> bool:
         if labels.get(key) != value:
             return False
     return True
+
+
+def pod_ended(pod: dict[str, Any]) -> str:
+    """Why a finished pod ended: its phase, the container's exit code, reason and
+    termination message (the kubelet's last word on it)."""
+    status = pod.get("status") or {}
+    said = []
+    for container in status.get("containerStatuses") or []:
+        ended = (container.get("state") or {}).get("terminated") or {}
+        if ended:
+            said.append(
+                f"container {container.get('name')} exited {ended.get('exitCode')}"
+                + (f" ({ended['reason']})" if ended.get("reason") else "")
+                + (f": {ended['message'].strip()}" if ended.get("message") else "")
+            )
+    name = (pod.get("metadata") or {}).get("name")
+    return f"pod {name} ended ({status.get('phase')})" + "".join(f"; {s}" for s in said)
 
 
 def _pod_ready(pod: dict[str, Any]) -> bool:
@@ -154,6 +179,32 @@ class ApiCluster:
             if exc.status != 404:
                 raise
 
+    def read_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            job = self.batch.read_namespaced_job(name, namespace, _request_timeout=self.timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self._sanitized(job)
+
+    def annotate_job(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.batch.patch_namespaced_job(
+                name,
+                namespace,
+                {"metadata": {"annotations": annotations}},
+                _request_timeout=self.timeout,
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                raise ClusterError(f"batch Job {namespace}/{name} is gone") from exc
+            raise
+
     def wait_pod_ready(self, namespace: str, execution_id: str, stop: Stop, timeout: float) -> str:
         selector = f"{EXECUTION_LABEL}={execution_id}"
         deadline = time.monotonic() + timeout
@@ -166,7 +217,7 @@ class ApiCluster:
                     continue
                 phase = (pod.get("status") or {}).get("phase")
                 if phase in ("Failed", "Succeeded"):
-                    raise ClusterError(f"pod {pod['metadata']['name']} ended ({phase})")
+                    raise ClusterError(pod_ended(pod))
                 if _pod_ready(pod):
                     return str(pod["metadata"]["name"])
             if stop():
@@ -310,6 +361,13 @@ class DryRunCluster:
         group = "batch/v1" if kind == "Job" else "v1"
         detail = {"propagationPolicy": "Background"} if kind == "Job" else {}
         self._say("delete", f"{group} {kind} {name} -n {namespace}", **detail)
+
+    def read_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self._say("get", f"batch/v1 Job {name} -n {namespace}")
+        return None
+
+    def annotate_job(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        self._say("patch", f"batch/v1 Job {name} -n {namespace}", annotations=annotations)
 
     def wait_pod_ready(self, namespace: str, execution_id: str, stop: Stop, timeout: float) -> str:
         self._say(

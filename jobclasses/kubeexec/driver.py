@@ -3,15 +3,21 @@
 
 It holds the execution's lock for its whole life (liveness, as the local supervisor), and
 keeps ``result.json`` (the local result shape: phase, steps with status and exit code) and
-the one ``log`` of the directory. In order: the batch Jobs of this Job's identity left by
-another execution are deleted; the env Secret and the batch Job are created (a 409 is this
-execution's own Job: only an unstarted execution is ever started again, so no step of it has
-run); the pod is awaited Ready; the checkout is streamed into ``/work`` and the step scripts
-into ``/steps`` by tar over exec; each step is one ``sh -ec <run>`` exec, recorded Running
-*before* it starts, so a driver that dies with a step in flight leaves a non-final result
-(observed as Unknown, never re-run); ``/outputs`` is streamed back into ``<dir>/outputs``;
-the batch Job is deleted (propagation Background) whatever happened. Cancel (the marker,
-SIGTERM) and the timeout close the running exec and delete the Job.
+the one ``log`` of the directory. The directory is a cache: the record that counts is in the
+cluster (``record.py``), on the batch Job's annotation and in the pod, mirrored at every
+change of the result, so a driver started again on an empty directory (``"resume": true``:
+it never creates a batch Job) goes on from what the cluster says.
+
+In order: the batch Jobs of this Job's identity left by another execution are deleted; the
+env Secret and the batch Job are created (a 409 is this execution's own Job: its record is
+adopted); the pod is awaited Ready (a pod that ended fails the execution with its exit code
+and termination message); unless the record says so already, the checkout is streamed into
+``/work`` and the step scripts into ``/steps`` by tar over exec; each step is one exec that
+starts the step once, detached in its own session, and follows its log to its exit code
+(recorded Running *before* it starts; a step the record says ended is never started again,
+one it says Running is followed); ``/outputs`` is streamed back into ``<dir>/outputs``. The
+batch Job stays: the adapter deletes it once it has observed the final result. Cancel (the
+marker, SIGTERM) and the timeout close the running exec and kill the step's process group.
 """
 
 from __future__ import annotations
@@ -29,8 +35,17 @@ from typing import Any, TextIO
 from jobclasses.localexec import result, runner
 from jobclasses.localexec.layout import ExecutionDir, read_text, write_atomic
 
+from . import record
 from .cluster import ApiCluster, Cluster, ClusterError, DryRunCluster
-from .manifest import EXECUTION_LABEL, OUTPUTS_DIR, STEPS_DIR, WORK_DIR, leftover_selector
+from .manifest import (
+    EXECUTION_LABEL,
+    OUTPUTS_DIR,
+    RECORD_ANNOTATION,
+    STEP_STATE_DIR,
+    STEPS_DIR,
+    WORK_DIR,
+    leftover_selector,
+)
 
 DEFAULT_POD_READY_TIMEOUT_SECONDS = 600.0
 
@@ -71,8 +86,24 @@ def outputs_argv() -> list[str]:
     return ["tar", "-cf", "-", "-C", OUTPUTS_DIR, "."]
 
 
-def step_argv(run: str) -> list[str]:
-    return ["sh", "-ec", run]
+def step_state(index: int) -> str:
+    return f"{STEP_STATE_DIR}/{index:02d}"
+
+
+def step_argv(index: int, run: str) -> list[str]:
+    """Start step ``index`` once (detached), follow its log, exit with its exit code."""
+    return ["sh", "-c", record.STEP_SCRIPT, "step", step_state(index), run]
+
+
+def kill_argv(index: int) -> list[str]:
+    return ["sh", "-c", record.KILL_SCRIPT, "kill", step_state(index)]
+
+
+class Lost(Exception):  # noqa: N818 - a state of the cluster, not a bug
+    """Resuming, the batch Job is gone: nothing is recorded, the adapter concludes."""
+
+
+ENDED = (result.SUCCEEDED, result.FAILED, result.CANCELLED)
 
 
 class Driver:
@@ -82,6 +113,8 @@ class Driver:
         self.spec = spec
         self.terminated = False
         self.pod = ""  # the Job's pod, once it is Ready
+        self.resume = bool(spec.get("resume"))
+        self.recorded = False  # the batch Job is there to carry the record
         self.job = spec["manifest"]
         self.namespace = self.job["metadata"]["namespace"]
         self.name = self.job["metadata"]["name"]
@@ -93,7 +126,8 @@ class Driver:
             "startTime": result.now(),
             "completionTime": None,
             "steps": [result.new_step(step["name"]) for step in spec["steps"]],
-            "job": {"namespace": self.namespace, "name": self.name, "deleted": False},
+            "job": {"namespace": self.namespace, "name": self.name},
+            "prepared": False,
             "outputs": [],
         }
         self.log = open(directory.log, "ab", buffering=0)  # noqa: SIM115 - lives with us
@@ -101,6 +135,14 @@ class Driver:
     # --- recording ---------------------------------------------------------------------------
 
     def save(self) -> None:
+        """The record in the cluster first (it outlives this directory), then result.json."""
+        if self.recorded:
+            try:
+                self.cluster.annotate_job(
+                    self.namespace, self.name, {RECORD_ANNOTATION: record.encode(self.result)}
+                )
+            except Exception as error:  # noqa: BLE001 - the pod's step state still holds
+                self.say(f"recording on batch Job {self.name} failed: {error}")
         write_atomic(self.dir.result, json.dumps(self.result))
 
     def say(self, line: str) -> None:
@@ -129,6 +171,9 @@ class Driver:
             stop = self.check_stop() or self.start() or self.run_steps()
             if stop is None or stop[0] == result.FAILED:
                 self.copy_outputs()
+        except Lost as lost:
+            self.say(str(lost))
+            return
         except Exception as error:  # noqa: BLE001 - any failure is recorded, the Job deleted
             self.say(f"the execution failed: {error}")
             stop = result.FAILED, f"the execution failed: {error}"
@@ -147,14 +192,19 @@ class Driver:
         self.save()
 
     def start(self) -> Stop | None:
-        self.clean_leftovers()
-        secret = self.spec.get("secret")
-        if secret is not None:
-            self.cluster.create(secret)
-        if not self.cluster.create(self.job):
-            self.say(f"batch Job {self.name} exists already: this execution's own, adopted")
+        if self.resume:
+            self.adopt("resuming from it")
         else:
-            self.say(f"created batch Job {self.namespace}/{self.name}")
+            self.clean_leftovers()
+            secret = self.spec.get("secret")
+            if secret is not None:
+                self.cluster.create(secret)
+            if self.cluster.create(self.job):
+                self.say(f"created batch Job {self.namespace}/{self.name}")
+                self.recorded = True
+                self.save()
+            else:
+                self.adopt("this execution's own, adopted")
         ready_timeout = float(
             self.spec.get("podReadyTimeoutSeconds") or DEFAULT_POD_READY_TIMEOUT_SECONDS
         )
@@ -170,12 +220,39 @@ class Driver:
                 return stop
             return result.FAILED, f"the pod did not become Ready: {error}"
         self.say(f"pod {self.pod} is Ready")
+        if self.result["prepared"]:
+            return None
         files = self.spec.get("files") or {}
         if files:
             stop = self.stream_in("checkout", checkout_argv(), _tar(files))
             if stop is not None:
                 return stop
-        return self.stream_in("steps", steps_argv(), _tar(step_files(self.spec["steps"])))
+        stop = self.stream_in("steps", steps_argv(), _tar(step_files(self.spec["steps"])))
+        if stop is None:
+            self.result["prepared"] = True
+            self.save()
+        return stop
+
+    def adopt(self, why: str) -> None:
+        """The batch Job exists: its record (steps ended, Running, prepared) is taken over."""
+        job = self.cluster.read_job(self.namespace, self.name)
+        if job is None:
+            raise Lost(f"batch Job {self.namespace}/{self.name} is gone from the cluster")
+        self.recorded = True
+        self.say(f"batch Job {self.name} exists already: {why}")
+        found = record.of(job)
+        if found is None:
+            return
+        steps = self.result["steps"]
+        for index, step in enumerate(found["steps"][: len(steps)]):
+            if isinstance(step, dict) and step.get("name") == steps[index]["name"]:
+                steps[index] = {**steps[index], **step}
+        self.result["prepared"] = bool(found.get("prepared"))
+        self.result["startTime"] = found.get("startTime") or self.result["startTime"]
+        timeout = self.spec.get("timeoutSeconds")
+        if timeout is not None and self.resume:  # the deadline runs from the first start
+            elapsed = time.time() - _epoch(self.result["startTime"])
+            self.deadline = time.monotonic() + timeout - max(0.0, elapsed)
 
     def clean_leftovers(self) -> None:
         """Batch Jobs of this Job's identity from another execution (a Job deleted and
@@ -207,13 +284,21 @@ class Driver:
             if stop is not None:
                 return stop
             record = self.result["steps"][index]
-            self.say(f"step {step['name']}")
-            record.update(status=result.RUNNING, startedAt=result.now())
-            self.save()  # before the exec: a driver dying now leaves it Running (Unknown)
+            if record["status"] in ENDED:  # recorded by an earlier driver: never again
+                ended = self.recorded_end(record)
+                if ended is not None:
+                    return ended
+                continue
+            if record["status"] == result.RUNNING:
+                self.say(f"step {step['name']} (started earlier: following it)")
+            else:
+                self.say(f"step {step['name']}")
+                record.update(status=result.RUNNING, startedAt=result.now())
+                self.save()  # before the exec: a driver dying now leaves it Running
             done = self.cluster.exec(
                 self.namespace,
                 self.pod,
-                step_argv(step["run"]),
+                step_argv(index, step["run"]),
                 stdin=None,
                 output=self.log.write,
                 stop=self.stopping,
@@ -221,6 +306,7 @@ class Driver:
             record.update(finishedAt=result.now(), exitCode=done.exit_code)
             if done.stopped:
                 stop = self.check_stop() or (result.CANCELLED, "stopped")
+                self.kill_step(index)
                 record["status"] = (
                     result.CANCELLED if stop[0] == result.CANCELLED else result.FAILED
                 )
@@ -234,6 +320,27 @@ class Driver:
             self.say(f"step {step['name']} failed with exit code {done.exit_code}")
             return result.FAILED, f"step {step['name']} failed with exit code {done.exit_code}"
         return None
+
+    def recorded_end(self, step: dict[str, Any]) -> Stop | None:
+        if step["status"] == result.SUCCEEDED:
+            return None
+        if step["status"] == result.CANCELLED:
+            return result.CANCELLED, f"step {step['name']} was cancelled"
+        return result.FAILED, f"step {step['name']} failed with exit code {step.get('exitCode')}"
+
+    def kill_step(self, index: int) -> None:
+        """The step's process group (it is detached from the exec just closed)."""
+        try:
+            self.cluster.exec(
+                self.namespace,
+                self.pod,
+                kill_argv(index),
+                stdin=None,
+                output=self.log.write,
+                stop=lambda: False,
+            )
+        except Exception as error:  # noqa: BLE001 - the batch Job's deletion ends it anyway
+            self.say(f"killing step {index} failed: {error}")
 
     def copy_outputs(self) -> None:
         if not self.pod:
@@ -263,19 +370,24 @@ class Driver:
         ]
 
     def finish(self) -> None:
-        """The batch Job (and its pod, in the background) and the env Secret are deleted."""
-        try:
+        """The batch Job stays (the record) until the adapter has observed the result and
+        deletes it with its Secret; the dry run prints those deletes here."""
+        if self.spec.get("dryRun"):
             self.cluster.delete("Job", self.namespace, self.name)
             if self.spec.get("secret") is not None:
                 self.cluster.delete("Secret", self.namespace, self.name)
-        except Exception as error:  # noqa: BLE001 - the adapter's delete retries it
-            self.say(f"deleting batch Job {self.name} failed: {error}")
-            return
-        self.result["job"]["deleted"] = True
-        self.say(f"deleted batch Job {self.namespace}/{self.name}")
 
     def on_sigterm(self, signum: int, frame: object) -> None:
         self.terminated = True
+
+
+def _epoch(stamp: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except (AttributeError, ValueError):
+        return time.time()
 
 
 def cluster_for(spec: dict[str, Any], out: TextIO | None = None) -> Cluster:

@@ -20,9 +20,12 @@ EXECUTION_LABEL = f"{GROUP}/execution-id"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "kruntimes-portal"
 OWNER_ANNOTATION = f"{GROUP}/owner"  # "<namespace>/<name> <uid>" of the Ayatori Job
+# the execution's record on its batch Job, kept by the driver (``record.py``)
+RECORD_ANNOTATION = f"{GROUP}/record"
 
 WORK_DIR = "/work"
 STEPS_DIR = "/steps"
+STEP_STATE_DIR = "/steps/.run"  # in the pod: <NN>/{pid,log,exit} of each step started
 OUTPUTS_DIR = "/outputs"
 CONTAINER = "job"
 KEEP_ALIVE = ["sleep", "2147483647"]  # the pod lives until the driver deletes the Job
@@ -55,6 +58,11 @@ def labels(job_name: str, execution_id: str) -> dict[str, str]:
         JOB_NAME_LABEL: identity_label(job_name),
         EXECUTION_LABEL: execution_id,
     }
+
+
+def execution_selector(execution_id: str) -> str:
+    """The batch Job of one execution (the Ayatori Job's UID)."""
+    return f"{MANAGED_BY_LABEL}={MANAGED_BY},{EXECUTION_LABEL}={execution_id}"
 
 
 def leftover_selector(job_name: str) -> str:

@@ -6,6 +6,10 @@ hash or the replicas differ, delete those whose Runtime is gone); ``relist`` mak
 match a full list of the provider's Pods; ``watch`` follows Pod changes from the last
 resourceVersion and relists when the API says that version is too old (410 Gone). Every call
 has a request timeout; one object's error is logged and the sweep goes on.
+
+Every control-worker replica runs one; with a ``LeaseLock`` (``leader``) only the replica
+holding the Lease acts, one slice of work per renewal, and a replica that cannot renew
+stops acting at once; a new term starts with a full relist.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from kubernetes.client.rest import ApiException
 from portal import kube
 from scheduling.models import Runtime
 from scheduling.providers import deployment, kube_pods
+from scheduling.providers.leader import LeaseLock
 
 log = logging.getLogger(__name__)
 GONE = 410
@@ -252,21 +257,39 @@ class KubernetesProvider:
         self.relist()
         return sweep
 
-    def run(self, until: Callable[[], bool] | None = None) -> None:
+    def lead(self, lease: LeaseLock, seconds: float) -> bool:
+        """One slice of work (Deployments ensured, Pods watched for at most the Lease's
+        ``act_seconds``) if this replica holds the Lease; False, having done nothing, if not."""
+        if not lease.hold():
+            self.resource_version = None  # whoever leads next starts from a full list
+            return False
+        self.ensure_deployments()
+        self.watch(min(seconds, lease.act_seconds))
+        return True
+
+    def run(self, until: Callable[[], bool] | None = None, lease: LeaseLock | None = None) -> None:
         """Ensure Deployments every KRUNTIMES_PROVIDER_SYNC_SECONDS and watch Pods between,
-        until ``stop()`` (SIGTERM) or ``until()``; errors back off and retry."""
+        until ``stop()`` (SIGTERM) or ``until()``; errors back off and retry. With a
+        ``lease``, only while holding it; it is released on the way out."""
         interval = settings.KRUNTIMES_PROVIDER_SYNC_SECONDS
         backoff = 1.0
-        while not self.stopping and not (until and until()):
-            try:
-                self.ensure_deployments()
-                self.watch(interval)
-                backoff = 1.0
-            except Exception:  # noqa: BLE001 - the API or the database is away: retry
-                log.exception("cluster provider pass failed; retrying in %.0fs", backoff)
-                self.resource_version = None  # relist once it is back
-                _sleep_unless(lambda: self.stopping, backoff)
-                backoff = min(backoff * 2, 30.0)
+        try:
+            while not self.stopping and not (until and until()):
+                try:
+                    if lease is None:
+                        self.ensure_deployments()
+                        self.watch(interval)
+                    elif not self.lead(lease, interval):
+                        _sleep_unless(lambda: self.stopping, lease.act_seconds)
+                    backoff = 1.0
+                except Exception:  # noqa: BLE001 - the API or the database is away: retry
+                    log.exception("cluster provider pass failed; retrying in %.0fs", backoff)
+                    self.resource_version = None  # relist once it is back
+                    _sleep_unless(lambda: self.stopping, backoff)
+                    backoff = min(backoff * 2, 30.0)
+        finally:
+            if lease is not None:
+                lease.release()
 
     @staticmethod
     def _json(response: urllib3.BaseHTTPResponse) -> dict:

@@ -94,6 +94,8 @@ def test_every_object_parses_and_is_named(objects):
         "Deployment",
         "Deployment",
         "Job",
+        "Role",
+        "RoleBinding",
         "Secret",
         "Service",
         "Service",
@@ -199,7 +201,19 @@ def test_rbac_is_the_least_privilege_rule_set(objects):
             assert "*" not in rule[field], rule
         assert not any("persistentworkspaces" in r for r in rule["resources"])
         assert "kruntimes.io" not in rule["apiGroups"]
-    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
+    # in its own namespace only: the cluster-provider replicas' leader-election Lease
+    (lease_role,) = [o for o in objects if o["kind"] == "Role"]
+    (lease_binding,) = [o for o in objects if o["kind"] == "RoleBinding"]
+    assert lease_role["metadata"]["namespace"] == NAMESPACE
+    assert lease_role["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "create", "update"],
+        }
+    ]
+    assert lease_binding["roleRef"]["name"] == lease_role["metadata"]["name"]
+    assert lease_binding["subjects"] == binding["subjects"]
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",

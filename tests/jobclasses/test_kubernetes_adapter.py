@@ -14,6 +14,7 @@ from django.core.management import call_command
 from jobclasses import adapters, kubeexec
 from jobclasses.adapters.base import ExecutionRequest
 from jobclasses.adapters.kubernetes import driver_spec
+from jobclasses.kubeexec.driver import step_argv
 from jobclasses.models import JobPhase
 from tests.helpers.jobclasses import (
     create,
@@ -230,7 +231,11 @@ def test_run_job_dry_run_prints_the_job_and_every_call_and_makes_none(kube, tmp_
     assert batch_jobs(kube) == []
     assert '"kind": "Job"' in text and '"serviceAccountName": "ayatori-job"' in text
     assert '"runtimeClassName": "gvisor"' in text and IMAGE in text
-    lines = [line for line in text.splitlines() if line.startswith("dry-run: ")]
+    printed = [line for line in text.splitlines() if line.startswith("dry-run: ")]
+    # the record on the batch Job: created, prepared, each step Running and ended, final
+    patches = [line for line in printed if line.split()[1] == "patch"]
+    assert len(patches) == 7 and all(kubeexec.RECORD_ANNOTATION in line for line in patches)
+    lines = [line for line in printed if line.split()[1] != "patch"]
     verbs = [line.split()[1] for line in lines]
     assert verbs == [
         "list",
@@ -249,8 +254,8 @@ def test_run_job_dry_run_prints_the_job_and_every_call_and_makes_none(kube, tmp_
     assert '"stringData": {\n    "MODE": "<redacted>"' in text
     assert 'argv=["tar", "-xf", "-", "-C", "/work"]' in lines[4]  # the checkout
     assert 'argv=["tar", "-xf", "-", "-C", "/steps"]' in lines[5]
-    assert 'argv=["sh", "-ec", "echo tool > /usr/local/bin/t"]' in lines[6]
-    assert 'argv=["sh", "-ec", "t"]' in lines[7]
+    assert json.dumps(step_argv(0, "echo tool > /usr/local/bin/t")) in lines[6]
+    assert json.dumps(step_argv(1, "t")) in lines[7]
     assert 'argv=["tar", "-cf", "-", "-C", "/outputs", "."]' in lines[8]
     assert 'propagationPolicy="Background"' in lines[9]
     assert '"phase": "Succeeded"' in text
@@ -284,7 +289,10 @@ def test_the_dry_run_setting_runs_a_job_to_its_end_printing_every_call_and_makin
     assert requests_seen(kube) == before  # no ServiceAccount read, no create, nothing
     log = job_controller.log_of(job)
     assert "dry-run: create batch/v1 Job" in log
-    assert 'dry-run: exec pod <pod> -n default -c job argv=["sh", "-ec", "echo a"]' in log
+    assert (
+        f"dry-run: exec pod <pod> -n default -c job argv={json.dumps(step_argv(0, 'echo a'))}"
+        in log
+    )
     assert "dry-run: delete batch/v1 Job" in log
     assert batch_jobs(kube) == []
 

@@ -2,19 +2,36 @@
 
 Ensures each live Runtime's Deployment and keeps RuntimePod rows true from a Pod watch
 (``scheduling.providers.kubernetes``). ``manage.py up`` runs it as a supervised child when
-``KRUNTIMES_CLUSTER=kubernetes``; in a cluster it runs beside the control worker.
+``KRUNTIMES_CLUSTER=kubernetes``; in a cluster it runs beside every control worker replica,
+and only the one holding the ``coordination.k8s.io`` Lease
+``KRUNTIMES_PROVIDER_LEASE_NAME`` in ``KRUNTIMES_PROVIDER_LEASE_NAMESPACE`` acts
+(``scheduling.providers.leader``; its identity is ``POD_NAME``, else host and pid).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from scheduling.providers.kubernetes import KubernetesProvider
+from scheduling.providers.leader import LeaseLock
+
+
+def provider_lease(provider: KubernetesProvider) -> LeaseLock:
+    return LeaseLock(
+        provider.api,
+        namespace=settings.KRUNTIMES_PROVIDER_LEASE_NAMESPACE,
+        name=settings.KRUNTIMES_PROVIDER_LEASE_NAME,
+        identity=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+        lease_seconds=int(settings.KRUNTIMES_PROVIDER_LEASE_SECONDS),
+        request_timeout=provider.timeout,
+    )
 
 
 class Command(BaseCommand):
@@ -52,7 +69,7 @@ class Command(BaseCommand):
         }
         try:
             self.stdout.write("cluster provider: watching Runtimes and their Pods")
-            provider.run()
+            provider.run(lease=provider_lease(provider))
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
