@@ -357,7 +357,7 @@ class Hub:
 
     def poll_once(self) -> int:
         """Hand every committed change after the last one seen to the watchers; how many."""
-        from portal.models import WatchEvent
+        from .models import WatchEvent
 
         # the counter first: every change up to it has committed (versions commit in order),
         # so when no row is newer than what was seen, the watches have passed it too
@@ -430,7 +430,7 @@ def _snapshot(request: WatchRequest) -> tuple[int, list[dict[str, Any]]]:
 
 
 def _history_after(request: WatchRequest, version: int) -> list[Change]:
-    from portal.models import WatchEvent
+    from .models import WatchEvent
 
     rows = WatchEvent.objects.filter(
         kind_key=request.kind.key, resource_version__gt=version

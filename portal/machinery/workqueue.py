@@ -67,7 +67,7 @@ def backoff(failures: int) -> float:
 
 
 def _table() -> str:
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     return connection.ops.quote_name(WorkItem._meta.db_table)
 
@@ -134,7 +134,7 @@ def _free(now: datetime) -> Q:
 
 def claim(queue: str, now: datetime) -> tuple[int, str] | None:
     """Take one due key no other worker holds: (row id, key), or None."""
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     free = _free(now)
     due = (
@@ -151,7 +151,7 @@ def claim(queue: str, now: datetime) -> tuple[int, str] | None:
 def done(pk: int) -> bool:
     """The key was reconciled: forget it, unless it was added again meanwhile (then let it
     go, due at once). True when it was forgotten."""
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     if WorkItem.objects.filter(pk=pk, dirty=False).delete()[0]:
         return True
@@ -161,7 +161,7 @@ def done(pk: int) -> bool:
 
 def failed(pk: int, now: datetime) -> float:
     """The reconcile raised: try again after the key's backoff; the backoff in seconds."""
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     failures = WorkItem.objects.filter(pk=pk).values_list("failures", flat=True).first() or 0
     delay = backoff(failures + 1)
