@@ -423,7 +423,7 @@ def hub() -> Hub:
 
 def _snapshot(request: WatchRequest) -> tuple[int, list[dict[str, Any]]]:
     """(the version, every object the list shows, as a list shows it) at one moment."""
-    from .views import consistent_list
+    from .listing import consistent_list
 
     version, items, _ = consistent_list(request.kind, request.namespace, request.list_params)
     return version, [list_item(request.kind, obj) for obj in items]
