@@ -8,6 +8,7 @@ self-consistent, is the namespace allowed) is the controllers' and shows as cond
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,25 +18,23 @@ from rest_framework.exceptions import ErrorDetail
 from portal.config_kinds import config_key_errors
 from portal.machinery import errors
 from portal.machinery.errors import FieldError
-from portal.machinery.labels import validate_label_selector
-from portal.machinery.openapi.fields import INT_OR_STRING
-from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
-from portal.machinery.validation import (
-    dns1123_label_errors,
-    dns1123_subdomain_errors,
-)
-from scheduling.serializers.common import ConditionsField
-from scheduling.serializers.fields import (
-    INT32_MAX,
-    BoundedListField,
-    BoundedMapField,
+from portal.machinery.fields.bounded import INT32_MAX, BoundedListField, BoundedMapField
+from portal.machinery.fields.conditions import ConditionsField
+from portal.machinery.fields.env import EnvVarSerializer, duplicate_name_causes
+from portal.machinery.fields.names import SubdomainField, checked
+from portal.machinery.fields.paths import relative_path_errors
+from portal.machinery.fields.quantities import QuantityField
+from portal.machinery.fields.selectors import LabelSelectorField
+from portal.machinery.fields.times import TimeField
+from portal.machinery.serializers import (
+    FreeformObjectField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
-    TimeField,
-    raise_causes,
-    relative_path_errors,
+    StrictSerializer,
+    field_error,
 )
+from portal.machinery.validation import dns1123_label_errors, dns1123_subdomain_errors
 
 from . import quantities
 from .models import JobPhase
@@ -51,61 +50,19 @@ _CONTROLLER_NAME = re.compile(
     r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
 )
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
-_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Kinds a parametersRef may never name: configuration is a typed parameters object
 FORBIDDEN_PARAMETER_KINDS = ("ConfigMap", "Secret")
 
 
-def _checked(value: str, messages: list[str]) -> str:
-    if messages:
-        raise field_error(f'Invalid value: "{value}": {messages[0]}')
-    return value
-
-
-class SubdomainField(StrictCharField):
-    """A DNS-1123 subdomain (≤253): object names."""
-
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data)
-        return _checked(value, dns1123_subdomain_errors(value))
-
-
-class LabelSelectorObjectField(FreeformObjectField):
-    """metav1.LabelSelector; ``{}`` selects every namespace."""
-
-    def to_internal_value(self, data: Any) -> dict:
-        data = super().to_internal_value(data)
-        raise_causes(validate_label_selector(data, ""))
-        return data
-
-
 # --- resources ----------------------------------------------------------------------------
-
-
-class QuantityValueField(serializers.JSONField):
-    """A cpu or memory quantity, stored as written (a number or a string)."""
-
-    def __init__(self, *, resource: str, **kwargs: Any) -> None:
-        self.resource = resource
-        super().__init__(**kwargs)
-
-    def openapi_schema(self) -> dict:
-        return INT_OR_STRING
-
-    def to_internal_value(self, data: Any) -> Any:
-        messages = quantities.resource_errors(self.resource, data)
-        if messages:
-            shown = data if isinstance(data, (str, int, float)) else type(data).__name__
-            raise field_error(f'Invalid value: "{shown}": {messages[0]}')
-        return data
 
 
 class CpuMemorySerializer(StrictSerializer):
     """A ResourceList of cpu and memory only (GPUs and disk come with a backend that needs them)."""
 
-    cpu = QuantityValueField(resource="cpu", required=False)
-    memory = QuantityValueField(resource="memory", required=False)
+    cpu = QuantityField(rule=partial(quantities.resource_errors, "cpu"), required=False)
+    memory = QuantityField(rule=partial(quantities.resource_errors, "memory"), required=False)
 
     def unknown_field(self, key: str) -> ErrorDetail:
         return ErrorDetail(
@@ -136,7 +93,7 @@ class ParametersReferenceSerializer(StrictSerializer):
     name = StrictCharField(max_length=253)
 
     def validate_group(self, value: str) -> str:
-        return _checked(value, dns1123_subdomain_errors(value))
+        return checked(value, dns1123_subdomain_errors(value))
 
     def validate_kind(self, value: str) -> str:
         if not _KIND.fullmatch(value):
@@ -150,7 +107,7 @@ class ParametersReferenceSerializer(StrictSerializer):
         return value
 
     def validate_name(self, value: str) -> str:
-        return _checked(value, dns1123_subdomain_errors(value))
+        return checked(value, dns1123_subdomain_errors(value))
 
     def unknown_field(self, key: str) -> ErrorDetail:
         if key == "namespace":
@@ -168,7 +125,7 @@ class JobClassSpecSerializer(StrictSerializer):
     parametersRef = ParametersReferenceSerializer(
         help_text="The execution parameters object (the backend's settings) of the class."
     )
-    allowedNamespaces = LabelSelectorObjectField(
+    allowedNamespaces = LabelSelectorField(
         required=False, help_text="A label selector of the namespaces whose Jobs may use the class."
     )
     resources = ExecutionResourcePolicySerializer(
@@ -283,10 +240,10 @@ class SecretKeySelectorSerializer(StrictSerializer):
     key = StrictCharField(max_length=253)
 
     def validate_namespace(self, value: str) -> str:
-        return _checked(value, dns1123_label_errors(value))
+        return checked(value, dns1123_label_errors(value))
 
     def validate_key(self, value: str) -> str:
-        return _checked(value, config_key_errors(value))
+        return checked(value, config_key_errors(value))
 
 
 class OpenSandboxExecutionParametersSpecSerializer(StrictSerializer):
@@ -301,7 +258,7 @@ class OpenSandboxExecutionParametersSpecSerializer(StrictSerializer):
     allowInsecureHTTP = StrictBooleanField(default=False)
 
     def validate_poolRef(self, value: str) -> str:
-        return _checked(value, dns1123_subdomain_errors(value))
+        return checked(value, dns1123_subdomain_errors(value))
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         endpoint = data.get("endpoint") if isinstance(data, dict) else None
@@ -362,7 +319,7 @@ class StepSerializer(StrictSerializer):
     run = StrictCharField(max_length=MAX_SCRIPT)
 
     def validate_name(self, value: str) -> str:
-        return _checked(value, dns1123_label_errors(value))
+        return checked(value, dns1123_label_errors(value))
 
 
 class KeyRefSerializer(StrictSerializer):
@@ -371,7 +328,7 @@ class KeyRefSerializer(StrictSerializer):
     optional = StrictBooleanField(default=False)
 
     def validate_key(self, value: str) -> str:
-        return _checked(value, config_key_errors(value))
+        return checked(value, config_key_errors(value))
 
 
 class EnvVarSourceSerializer(StrictSerializer):
@@ -389,18 +346,16 @@ class EnvVarSourceSerializer(StrictSerializer):
         return []
 
 
-class EnvVarSerializer(StrictSerializer):
+# A Job's env var: its value may come from a Secret or ConfigMap key, and its name is
+# ``portable`` because the Kubernetes adapter hands every value to the pod through a Secret
+# keyed by the variable's name (jobclasses.kubeexec.manifest), and a Secret key takes no spaces
+# or other punctuation. (The class has no docstring: it would become the CRD's description.)
+class JobEnvVarSerializer(EnvVarSerializer):
+    portable_names = True
+
     name = StrictCharField(max_length=253)
     value = StrictCharField(max_length=32768, required=False, allow_blank=True)
     valueFrom = EnvVarSourceSerializer(required=False)
-
-    def validate_name(self, value: str) -> str:
-        if not _ENV_NAME.fullmatch(value):
-            raise field_error(
-                f'Invalid value: "{value}": a valid environment variable name must consist of '
-                "alphabetic characters, digits, '_', '-', or '.', and must not start with a digit"
-            )
-        return value
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         if isinstance(data, dict) and "value" in data and "valueFrom" in data:
@@ -461,7 +416,7 @@ class JobSpecSerializer(StrictSerializer):
     )
     workingDir = StrictCharField(max_length=4096, required=False)
     source = SourceSerializer(required=False)
-    env = BoundedListField(max_items=MAX_ENV, child=EnvVarSerializer(), required=False)
+    env = BoundedListField(max_items=MAX_ENV, child=JobEnvVarSerializer(), required=False)
     imagePullSecrets = BoundedListField(
         max_items=MAX_PULL_SECRETS, child=LocalObjectReferenceSerializer(), required=False
     )
@@ -475,7 +430,7 @@ class JobSpecSerializer(StrictSerializer):
         return value
 
     def validate_workingDir(self, value: str) -> str:
-        return _checked(value, relative_path_errors(value) if value else ["must not be empty"])
+        return checked(value, relative_path_errors(value) if value else ["must not be empty"])
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         if not isinstance(data, dict):
@@ -498,16 +453,7 @@ class JobSpecSerializer(StrictSerializer):
             causes.append(errors.invalid("args", "only with command"))
         if has_command and isinstance(data["command"], list) and not data["command"]:
             causes.append(errors.required("command", "must have at least 1 item"))
-        env = data.get("env")
-        if isinstance(env, list):
-            names: set[str] = set()
-            for index, var in enumerate(env):
-                name = var.get("name") if isinstance(var, dict) else None
-                if isinstance(name, str) and name in names:
-                    causes.append(errors.duplicate(f"env[{index}].name", name))
-                if isinstance(name, str):
-                    names.add(name)
-        return causes
+        return causes + duplicate_name_causes(data.get("env"), "env")
 
 
 class ResolvedParametersRefSerializer(StrictSerializer):

@@ -17,8 +17,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 
 from portal.machinery import store
+from portal.machinery.log_views import TEXT_PLAIN, TextLogView, parse_bool, parse_int
 from portal.machinery.registry import registry
-from scheduling.log_views import TEXT_PLAIN, TextLogView, parse_bool, parse_int
 
 from .job_controller import log_of
 from .models import Job

@@ -1,5 +1,6 @@
-"""Models of the portal itself: Namespace, Secret, ConfigMap, the owner-reference index and the
-RBAC kinds."""
+"""Models of the portal itself: Namespace, Secret, ConfigMap, Event and the RBAC kinds; the
+machinery's tables (owner links, resourceVersion, watch history, work queue) are imported from
+``portal.machinery.models`` so Django finds them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.utils import timezone
 
 from portal.auth.rbac_models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from portal.encryption import EncryptedJSONField
+from portal.machinery.models import OwnerLink, ResourceVersionCounter, WatchEvent, WorkItem
 from portal.machinery.objects import ClusterObject, NamespacedObject, unique_name_constraint
 
 __all__ = [
@@ -63,148 +65,6 @@ class ConfigMap(NamespacedObject):
 
     class Meta(NamespacedObject.Meta):
         constraints = [unique_name_constraint("configmap", namespaced=True)]
-
-
-class OwnerLink(models.Model):
-    """One row per metadata.ownerReferences entry, so dependents of a uid are one indexed query
-    (JSON containment is not portable to SQLite)."""
-
-    owner_uid = models.UUIDField(db_index=True)
-    dependent_kind = models.CharField(max_length=255)  # ResourceKind.key
-    dependent_version = models.CharField(max_length=32)
-    dependent_uid = models.UUIDField(db_index=True)
-    dependent_namespace = models.CharField(max_length=63, blank=True, default="")
-    dependent_name = models.CharField(max_length=253)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=("owner_uid", "dependent_uid"), name="ownerlink_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.dependent_kind} {self.dependent_name} -> {self.owner_uid}"
-
-    @classmethod
-    def record(cls, kind, obj, *, created: bool = False) -> None:
-        """Keep the links of ``obj`` equal to its ownerReferences; ``created``: it is new, so
-        it has no links yet (a create with no owners costs no query)."""
-        owners = {ref["uid"] for ref in obj.owner_references or [] if ref.get("uid")}
-        if created:
-            known: set[str] = set()
-        else:
-            cls.objects.filter(dependent_uid=obj.uid).exclude(owner_uid__in=owners).delete()
-            known = set(
-                map(
-                    str,
-                    cls.objects.filter(dependent_uid=obj.uid).values_list("owner_uid", flat=True),
-                )
-            )
-        if not owners - known:
-            return
-        cls.objects.bulk_create(
-            [
-                cls(
-                    owner_uid=uid,
-                    dependent_kind=kind.key,
-                    dependent_version=kind.version,
-                    dependent_uid=obj.uid,
-                    dependent_namespace=getattr(obj, "namespace", "") or "",
-                    dependent_name=obj.name,
-                )
-                for uid in sorted(owners - known)
-            ]
-        )
-
-    @classmethod
-    def forget(cls, uid) -> None:
-        cls.objects.filter(dependent_uid=uid).delete()
-
-    @classmethod
-    def has_dependents(cls, owner_uid) -> bool:
-        return cls.objects.filter(owner_uid=owner_uid).exists()
-
-    @classmethod
-    def orphan_dependents(cls, owner_uid) -> None:
-        """propagationPolicy=Orphan: strip the owner's references from its dependents."""
-        from portal.machinery import store
-        from portal.machinery.gc import GARBAGE_COLLECTOR
-        from portal.machinery.registry import registry
-
-        for link in list(cls.objects.filter(owner_uid=owner_uid)):
-            kind = registry.lookup(link.dependent_kind)
-            if kind is None:
-                continue
-            try:
-                dependent = store.get_object(kind, link.dependent_namespace, link.dependent_name)
-            except Exception:  # already gone
-                link.delete()
-                continue
-            refs = [r for r in dependent.owner_references if r.get("uid") != str(owner_uid)]
-            store.patch(
-                kind,
-                link.dependent_namespace or None,
-                link.dependent_name,
-                {"metadata": {"ownerReferences": refs or None}},
-                context=GARBAGE_COLLECTOR,
-            )
-
-
-class ResourceVersionCounter(models.Model):
-    """The one row holding the cluster's resourceVersion: every write takes the next value in
-    its own transaction, so versions are committed in the order they are given (the row lock
-    serializes writers at that point) and a watch resumed after N misses nothing.
-
-    ``compacted_through``: the newest version whose history was compacted away; a watch from
-    an older version is 410 Expired."""
-
-    value = models.BigIntegerField(default=0)
-    compacted_through = models.BigIntegerField(default=0)
-
-    def __str__(self) -> str:
-        return f"resourceVersion {self.value} (compacted through {self.compacted_through})"
-
-
-class WatchEvent(models.Model):
-    """One change of one object, written in the transaction that changed it (the watch
-    history): ADDED, MODIFIED or DELETED with the object as it was then."""
-
-    resource_version = models.BigIntegerField(primary_key=True)
-    kind_key = models.CharField(max_length=255)  # ResourceKind.key, e.g. runs.kruntimes.io
-    namespace = models.CharField(max_length=63, blank=True, default="")
-    name = models.CharField(max_length=253)
-    type = models.CharField(max_length=16)
-    object = models.JSONField()
-    # the labels before this change: a label-selected watch turns a change that leaves (or
-    # enters) the selection into DELETED (or ADDED), as kube-apiserver does
-    previous_labels = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        indexes = [models.Index(fields=("kind_key", "resource_version"))]
-
-    def __str__(self) -> str:
-        return f"{self.resource_version} {self.type} {self.kind_key} {self.namespace}/{self.name}"
-
-
-class WorkItem(models.Model):
-    """A key one controller has to reconcile (``portal.machinery.workqueue``): one row per
-    (queue, key) however many wake-ups arrived, held by one worker at a time."""
-
-    queue = models.CharField(max_length=64)
-    key = models.CharField(max_length=512)
-    due_at = models.DateTimeField()  # not processed before (a failed key's backoff)
-    # a wake-up arrived while a worker held the key: it is processed once more after
-    dirty = models.BooleanField(default=True)
-    claimed_until = models.DateTimeField(null=True, blank=True)  # a worker holds it until
-    failures = models.PositiveIntegerField(default=0)  # in a row: the backoff's exponent
-    added_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=("queue", "key"), name="workitem_unique_key")]
-        indexes = [models.Index(fields=("queue", "due_at"), name="workitem_due")]
-
-    def __str__(self) -> str:
-        return f"{self.queue}: {self.key}"
 
 
 class Event(NamespacedObject):

@@ -16,11 +16,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.renderers import JSONRenderer
 
 from portal.machinery import errors, store
+from portal.machinery.log_views import PlainTextRenderer
 from portal.machinery.registry import registry
 from portal.machinery.views import KubeView
 from runtimed.stores import StoreError
 from scheduling import cleanup
-from scheduling.log_views import PlainTextRenderer
 from scheduling.models import Run
 
 log = logging.getLogger(__name__)

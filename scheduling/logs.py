@@ -324,26 +324,3 @@ def follow_log(
             if policy.clock() - quiet_since >= policy.grace:
                 return
         policy.sleep(policy.poll_interval)
-
-
-class BadQuery(ValueError):
-    """A log query parameter that is not what it must be; the message names it."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"{name} {message}")
-        self.name = name
-        self.detail = message
-
-
-def query_int(params, name: str, minimum: int) -> int | None:
-    """An optional integer query parameter, at least ``minimum``; raises BadQuery."""
-    value = params.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        number = None
-    if number is None or number < minimum:
-        raise BadQuery(name, f"must be an integer >= {minimum}")
-    return number

@@ -9,7 +9,6 @@ between jobs, steps and expressions are ``workflows.validators``, run from the s
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rest_framework import serializers
@@ -17,18 +16,21 @@ from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from portal.machinery import errors
 from portal.machinery.errors import FieldError
-from portal.machinery.serializers import NON_FIELD, StrictSerializer, field_error
-from portal.machinery.validation import dns1123_subdomain_errors, label_value_errors
-from runtimed.protocol import artifact_name_problem
-from scheduling.serializers import ArtifactRefSerializer, ConditionsField
-from scheduling.serializers.fields import (
-    BoundedListField,
-    BoundedMapField,
+from portal.machinery.fields.bounded import BoundedListField, BoundedMapField
+from portal.machinery.fields.conditions import ConditionsField
+from portal.machinery.fields.env import env_var_name_errors
+from portal.machinery.fields.names import LabelValueField, SubdomainField, checked, name_errors
+from portal.machinery.fields.paths import relative_path_errors
+from portal.machinery.serializers import (
+    NON_FIELD,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
-    relative_path_errors,
+    StrictSerializer,
+    field_error,
 )
+from runtimed.protocol import artifact_name_problem
+from scheduling.serializers import ArtifactRefSerializer
 
 from . import validators
 from .models import JobPhase, StepPhase, WorkflowRunPhase
@@ -39,37 +41,6 @@ MAX_JOBS, MAX_NEEDS, MAX_STEPS, MAX_WITH, MAX_ARGS, MAX_ENV = 64, 64, 128, 256, 
 MAX_RUN = 262144  # Run.spec.source.inline
 MAX_ARTIFACTS = 32  # Run.spec.artifactInputs
 MAX_MESSAGE = 4096
-_ENV_NAME = re.compile(r"[\x20-\x3c\x3e-\x7e]+")  # what Run.spec.env takes
-
-
-class LabelValueField(StrictCharField):
-    """A non-empty Kubernetes label value (≤63): job, step and Runtime names."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("max_length", 63)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data)
-        messages = name_errors(value)
-        if messages:
-            raise field_error(f'Invalid value: "{value}": {messages[0]}')
-        return value
-
-
-def name_errors(value: str) -> list[str]:
-    return label_value_errors(value) if value else ["must not be empty"]
-
-
-class SubdomainField(StrictCharField):
-    """A DNS-1123 subdomain (≤253): the name of a Workflow or an Action."""
-
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data)
-        messages = dns1123_subdomain_errors(value)
-        if messages:
-            raise field_error(f'Invalid value: "{value}": {messages[0]}')
-        return value
 
 
 class NamedMapField(serializers.DictField):
@@ -113,10 +84,6 @@ class NamedMapField(serializers.DictField):
         return value
 
 
-def env_key_errors(key: str) -> list[str]:
-    return [] if _ENV_NAME.fullmatch(key) else ["must be printable ASCII other than '='"]
-
-
 class InputSpecSerializer(StrictSerializer):
     type = serializers.ChoiceField(choices=["string"], default="string")
     required = StrictBooleanField(required=False)
@@ -137,10 +104,7 @@ class StepArtifactSerializer(StrictSerializer):
         return {"from": ArtifactSourceField(), **super().get_fields()}
 
     def validate_path(self, value: str) -> str:
-        messages = relative_path_errors(value)
-        if messages:
-            raise field_error(f'Invalid value: "{value}": {messages[0]}')
-        return value
+        return checked(value, relative_path_errors(value))
 
 
 class ArtifactSourceField(StrictCharField):
@@ -181,7 +145,7 @@ class StepSpecSerializer(StrictSerializer):
     env = NamedMapField(
         max_properties=MAX_ENV,
         child=StrictCharField(allow_blank=True),
-        key_errors=env_key_errors,
+        key_errors=env_var_name_errors,
         required=False,
     )
     artifacts = BoundedListField(

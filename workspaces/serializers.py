@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.machinery.serializers import StrictSerializer, field_error
+from portal.machinery.fields.bounded import INT32_MAX
+from portal.machinery.fields.conditions import ConditionsField
+from portal.machinery.fields.names import checked
+from portal.machinery.fields.times import TimeField
+from portal.machinery.serializers import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from portal.machinery.validation import label_value_errors
-from scheduling.serializers.common import ConditionsField
-from scheduling.serializers.fields import INT32_MAX, StrictCharField, StrictIntegerField, TimeField
 
 from .models import CleanupPolicy, WorkspaceMode, WorkspacePhase
 
@@ -37,10 +43,7 @@ class PersistentWorkspaceSpecSerializer(StrictSerializer):
     )
 
     def validate_runtime(self, value: str) -> str:
-        messages = label_value_errors(value)
-        if messages:
-            raise field_error(f'Invalid value: "{value}": {messages[0]}')
-        return value
+        return checked(value, label_value_errors(value))
 
 
 class PersistentWorkspaceStatusSerializer(StrictSerializer):

@@ -12,82 +12,29 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from .attributes import Decision, NonResourceAttributes, ResourceAttributes, RuleList, UserInfo
+from .identities import PRIVILEGED_GROUP, system_decision, system_rules
+from .rbac import non_resource_rules_allow
 
-@dataclass(frozen=True)
-class UserInfo:
-    """The subject as Kubernetes sees it (authentication.k8s.io/v1 UserInfo)."""
-
-    username: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: dict = field(default_factory=dict, hash=False, compare=False)
-    is_superuser: bool = False
-
-    @classmethod
-    def of(cls, user) -> UserInfo:
-        """A UserInfo as it is, the one a cluster-authenticated user carries
-        (``tokenreview.ClusterUser.user_info``), or the one of a Django user."""
-        if isinstance(user, UserInfo):
-            return user
-        carried = getattr(user, "user_info", None)
-        return carried if isinstance(carried, UserInfo) else cls.from_django(user)
-
-    @classmethod
-    def from_django(cls, user) -> UserInfo:
-        if user is None or not getattr(user, "is_authenticated", False):
-            return cls(username="system:anonymous", groups=("system:unauthenticated",))
-        # "system:" names are reserved for the identities the portal makes itself
-        # (portal.auth.identities): a Django group cannot confer them.
-        names = sorted(g.name for g in user.groups.all() if not g.name.startswith("system:"))
-        groups = (*names, "system:authenticated")
-        return cls(
-            username=user.get_username(),
-            uid=str(user.pk),
-            groups=groups,
-            is_superuser=bool(user.is_superuser),
-        )
-
-
-@dataclass(frozen=True)
-class ResourceAttributes:
-    verb: str
-    group: str
-    resource: str
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
-    version: str = ""
-
-
-@dataclass(frozen=True)
-class NonResourceAttributes:
-    verb: str
-    path: str
-
-
-@dataclass(frozen=True)
-class Decision:
-    allowed: bool
-    reason: str = ""
-    denied: bool = False  # an explicit deny (not merely no rule allowing it)
-
-
-@dataclass(frozen=True)
-class RuleList:
-    """What a user may do, as a SelfSubjectRulesReview tells it: PolicyRule-shaped dicts;
-    ``incomplete`` when the backend could not list them all (and why)."""
-
-    resource_rules: tuple[dict, ...] = ()
-    non_resource_rules: tuple[dict, ...] = ()
-    incomplete: bool = False
-    evaluation_error: str = ""
+__all__ = [
+    "Decision",
+    "NonResourceAttributes",
+    "ResourceAttributes",
+    "RuleList",
+    "UserInfo",
+    "budget",
+    "get_authorizer",
+    "review",
+    "review_non_resource",
+    "rules_review",
+    "time_left",
+]
 
 
 class Authorizer(Protocol):
@@ -160,8 +107,6 @@ def review(
 
     Superusers may; then the built-in policy decides for the privileged group and the portal's
     controllers (``identities``); everyone else is asked of the configured authorizer."""
-    from .identities import system_decision
-
     info = UserInfo.of(user)
     if info.is_superuser:
         return Decision(True, "superuser")
@@ -193,24 +138,8 @@ EVERYTHING = RuleList(
 )
 
 
-def url_matches(pattern: str, path: str) -> bool:
-    """A PolicyRule nonResourceURL: exact, ``*``, or a prefix ending in ``*``."""
-    return pattern in ("*", path) or (pattern.endswith("*") and path.startswith(pattern[:-1]))
-
-
-def non_resource_rules_allow(rules, verb: str, path: str) -> bool:
-    return any(
-        isinstance(rule, dict)
-        and any(v in ("*", verb) for v in rule.get("verbs") or ())
-        and any(url_matches(p, path) for p in rule.get("nonResourceURLs") or ())
-        for rule in rules or ()
-    )
-
-
 def review_non_resource(user, verb: str, path: str) -> Decision:
     """May ``user`` do ``verb`` on a path that is no resource (``/api``, ``/healthz``)?"""
-    from .identities import PRIVILEGED_GROUP, system_rules
-
     info = UserInfo.of(user)
     if info.is_superuser:
         return Decision(True, "superuser")
@@ -227,8 +156,6 @@ def review_non_resource(user, verb: str, path: str) -> Decision:
 def rules_review(user, namespace: str) -> RuleList:
     """Every rule ``user`` holds in ``namespace`` (and cluster-wide), as the configured
     authorizer can tell it, plus what every authenticated user may do."""
-    from .identities import PRIVILEGED_GROUP, system_rules
-
     info = UserInfo.of(user)
     if info.is_superuser or PRIVILEGED_GROUP in info.groups:
         return EVERYTHING

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .authorizer import Decision, ResourceAttributes, UserInfo
+from .attributes import Decision, ResourceAttributes, UserInfo
 
 PRIVILEGED_GROUP = "system:masters"
 AUTHENTICATED = "system:authenticated"

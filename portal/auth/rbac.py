@@ -15,20 +15,27 @@ from typing import Any
 
 from django.db.models import Q
 
-from .authorizer import (
-    Decision,
-    NonResourceAttributes,
-    ResourceAttributes,
-    RuleList,
-    UserInfo,
-    non_resource_rules_allow,
-)
+from .attributes import Decision, NonResourceAttributes, ResourceAttributes, RuleList, UserInfo
 
 ALL = "*"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 DENIED = "no RBAC rule matched"
 # Names whose JSON text is the same on every database, so a text search can pre-filter subjects.
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9@.+:_-]+$")
+
+
+def url_matches(pattern: str, path: str) -> bool:
+    """A PolicyRule nonResourceURL: exact, ``*``, or a prefix ending in ``*``."""
+    return pattern in ("*", path) or (pattern.endswith("*") and path.startswith(pattern[:-1]))
+
+
+def non_resource_rules_allow(rules, verb: str, path: str) -> bool:
+    return any(
+        isinstance(rule, dict)
+        and any(v in ("*", verb) for v in rule.get("verbs") or ())
+        and any(url_matches(p, path) for p in rule.get("nonResourceURLs") or ())
+        for rule in rules or ()
+    )
 
 
 def verb_matches(rule: dict, verb: str) -> bool:
@@ -158,7 +165,7 @@ class RBACAuthorizer:
     as in Kubernetes; a binding whose role does not exist grants nothing."""
 
     def review(self, user: UserInfo, attrs: ResourceAttributes) -> Decision:
-        from portal.models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+        from .rbac_models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 
         who = subject_prefilter(user)
         fields = ("name", "role_ref", "subjects")
@@ -217,7 +224,7 @@ def _resource_rule(rule: dict) -> dict:
 
 def rules_of(user: UserInfo, namespace: str = "") -> list[dict]:
     """Every rule bound to the user cluster-wide, plus in ``namespace`` (escalation checks)."""
-    from portal.models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+    from .rbac_models import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 
     who = subject_prefilter(user)
     grants = grants_for(ClusterRoleBinding.objects.filter(who), "ClusterRoleBinding", user)

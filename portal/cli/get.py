@@ -9,7 +9,7 @@ from portal.auth.identities import LOCAL_OPERATOR
 from portal.machinery import store
 from portal.machinery.admission import authorize
 from portal.machinery.errors import StatusError
-from portal.machinery.views import list_objects
+from portal.machinery.listing import list_objects
 
 from .errors import CLIError, status_lines
 from .resolve import ResourceGroup, request_namespace

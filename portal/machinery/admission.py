@@ -12,31 +12,17 @@ the context remembers that grant so the store does not ask twice.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from portal.auth.authorizer import UserInfo, review
 
 from . import errors
+from .write_context import Grant, WriteContext
+
+__all__ = ["Grant", "WriteContext", "authorize", "forbidden"]
 
 if TYPE_CHECKING:
     from .registry import ResourceKind
-
-# (verb, kind key, subresource, namespace, name)
-Grant = tuple[str, str, str, str, str]
-
-
-@dataclass(frozen=True)
-class WriteContext:
-    """Who writes (a Django user or a ``UserInfo``) and how."""
-
-    user: Any
-    dry_run: bool = False
-    granted: frozenset[Grant] = frozenset()
-
-    @property
-    def user_info(self) -> UserInfo:
-        return UserInfo.of(self.user)
 
 
 def authorize(

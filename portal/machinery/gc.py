@@ -15,31 +15,12 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from portal.auth.identities import register_controller
-
 from . import errors, store
 from .admission import WriteContext
+from .collectors import GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER
 from .registry import ResourceKind, registry
 
 log = logging.getLogger(__name__)
-
-# The identities the collectors write with (kube-controller-manager's generic-garbage-collector
-# and namespace-controller hold the same verbs).
-GARBAGE_COLLECTOR = WriteContext(
-    user=register_controller(
-        "garbage-collector",
-        [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "patch", "delete"]}],
-    )
-)
-NAMESPACE_CONTROLLER = WriteContext(
-    user=register_controller(
-        "namespace-controller",
-        [
-            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "delete"]},
-            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["patch"]},
-        ],
-    )
-)
 
 
 @dataclass
@@ -76,7 +57,7 @@ def _delete_quietly(
 def collect_orphans(after_id: int = 0, batch_size: int = 500) -> tuple[Progress, int | None]:
     """One batch of owner links: delete dependents whose owners no longer exist.
     Returns the progress and the id to resume after (None when done)."""
-    from portal.models import OwnerLink
+    from .models import OwnerLink
 
     progress = Progress()
     links = list(OwnerLink.objects.filter(id__gt=after_id).order_by("id")[:batch_size])
@@ -101,7 +82,7 @@ def collect_orphans(after_id: int = 0, batch_size: int = 500) -> tuple[Progress,
 
 def collect_dependents(owner_uid: uuid.UUID | str, batch_size: int = 500) -> Progress:
     """Event path: an owner just went away (or is deleting in the foreground)."""
-    from portal.models import OwnerLink
+    from .models import OwnerLink
 
     progress = Progress()
     links = list(OwnerLink.objects.filter(owner_uid=owner_uid)[:batch_size])
@@ -134,7 +115,7 @@ def _foreground_owners(uids: set[str]) -> set[str]:
 
 def release_foreground(batch_size: int = 500) -> Progress:
     """Drop ``foregroundDeletion`` from owners whose dependents are all gone."""
-    from portal.models import OwnerLink
+    from .models import OwnerLink
 
     progress = Progress()
     for kind in registry.stored():
@@ -200,9 +181,10 @@ def expire_events(ttl_seconds: float, batch_size: int = 500) -> Progress:
 
     from django.utils import timezone
 
-    from portal.models import Event, OwnerLink
+    from portal.models import Event
 
     from . import history
+    from .models import OwnerLink
 
     kind = registry.for_model(Event)
     if kind is None:

@@ -34,13 +34,13 @@ PREVIOUS_LABELS = "_watch_previous_labels"
 
 
 def _counter_model() -> Any:
-    from portal.models import ResourceVersionCounter
+    from .models import ResourceVersionCounter
 
     return ResourceVersionCounter
 
 
 def _event_model() -> Any:
-    from portal.models import WatchEvent
+    from .models import WatchEvent
 
     return WatchEvent
 

@@ -54,3 +54,22 @@ def checked_amount(value: Any) -> tuple[Decimal | None, list[str]]:
     if amount < 0:
         return None, ["must be greater than or equal to 0"]
     return amount, []
+
+
+_INTEGER_STRING_RE = re.compile(r"\+?[0-9]+")
+
+
+def quantity_errors(value: Any, *, integer_only: bool = False) -> list[str]:
+    """Why ``value`` is not a non-negative int64 quantity ([] if it is); ``integer_only`` also
+    refuses fractions and any spelling other than an int or a plain integer string."""
+    amount, problems = checked_amount(value)
+    if amount is None:
+        return problems
+    if amount > QUANTITY_MAX:
+        return [f"must be at most {QUANTITY_MAX} (a 64-bit integer)"]
+    if integer_only and (
+        amount != amount.to_integral_value()
+        or (isinstance(value, str) and not _INTEGER_STRING_RE.fullmatch(value))
+    ):
+        return ['must be an integer, written as a number or a string of digits (2 or "2")']
+    return []

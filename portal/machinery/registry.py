@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import FieldError
 
 if TYPE_CHECKING:
-    from .admission import WriteContext
     from .serializers import BodySpec
+    from .write_context import WriteContext
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from . import errors, history, patches
 from .admission import WriteContext, authorize
+from .collectors import GARBAGE_COLLECTOR
 from .errors import FieldError
 from .events import send_on_commit
 from .manifest import check_type_meta, to_manifest, validate_metadata
@@ -192,7 +193,8 @@ def _apply_fields(
 
 def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
     from portal import task_names
-    from portal.models import OwnerLink
+
+    from .models import OwnerLink
 
     history.record(kind, obj, event)
     if event == "DELETED":
@@ -499,6 +501,30 @@ def delete(
     raise AssertionError("unreachable")
 
 
+def orphan_dependents(owner_uid: Any) -> None:
+    """propagationPolicy=Orphan: strip the owner's references from its dependents."""
+    from .models import OwnerLink
+    from .registry import registry
+
+    for link in list(OwnerLink.objects.filter(owner_uid=owner_uid)):
+        kind = registry.lookup(link.dependent_kind)
+        if kind is None:
+            continue
+        try:
+            dependent = get_object(kind, link.dependent_namespace, link.dependent_name)
+        except Exception:  # already gone
+            link.delete()
+            continue
+        refs = [r for r in dependent.owner_references if r.get("uid") != str(owner_uid)]
+        patch(
+            kind,
+            link.dependent_namespace or None,
+            link.dependent_name,
+            {"metadata": {"ownerReferences": refs or None}},
+            context=GARBAGE_COLLECTOR,
+        )
+
+
 def _delete_once(
     kind: ResourceKind,
     namespace: str | None,
@@ -507,7 +533,7 @@ def _delete_once(
     preconditions: Mapping[str, Any],
     context: WriteContext,
 ) -> tuple[Any, bool]:
-    from portal.models import OwnerLink
+    from .models import OwnerLink
 
     with transaction.atomic():
         obj = get_object(kind, namespace, name)
@@ -523,7 +549,7 @@ def _delete_once(
             return obj, not blocking_finalizers(kind, obj)
         seen, seen_finalizers = obj.resource_version, list(obj.finalizers)
         if propagation == "Orphan":
-            OwnerLink.orphan_dependents(obj.uid)
+            orphan_dependents(obj.uid)
         elif (
             propagation == "Foreground"
             and OwnerLink.has_dependents(obj.uid)

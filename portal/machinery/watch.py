@@ -357,7 +357,7 @@ class Hub:
 
     def poll_once(self) -> int:
         """Hand every committed change after the last one seen to the watchers; how many."""
-        from portal.models import WatchEvent
+        from .models import WatchEvent
 
         # the counter first: every change up to it has committed (versions commit in order),
         # so when no row is newer than what was seen, the watches have passed it too
@@ -423,14 +423,14 @@ def hub() -> Hub:
 
 def _snapshot(request: WatchRequest) -> tuple[int, list[dict[str, Any]]]:
     """(the version, every object the list shows, as a list shows it) at one moment."""
-    from .views import consistent_list
+    from .listing import consistent_list
 
     version, items, _ = consistent_list(request.kind, request.namespace, request.list_params)
     return version, [list_item(request.kind, obj) for obj in items]
 
 
 def _history_after(request: WatchRequest, version: int) -> list[Change]:
-    from portal.models import WatchEvent
+    from .models import WatchEvent
 
     rows = WatchEvent.objects.filter(
         kind_key=request.kind.key, resource_version__gt=version

@@ -79,7 +79,7 @@ def backoff(failures: int) -> float:
 
 
 def _table() -> str:
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     return connection.ops.quote_name(WorkItem._meta.db_table)
 
@@ -149,7 +149,7 @@ def _free(now: datetime) -> Q:
 
 def claim(queue: str, now: datetime) -> tuple[int, str] | None:
     """Take one due key no other worker holds: (row id, key), or None."""
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     free = _free(now)
     due = (
@@ -167,7 +167,7 @@ def done(pk: int, now: datetime | None = None, requeue: Requeue | None = None) -
     """The key was reconciled: forget it, unless it was added again meanwhile (then let it
     go, due at once) or its handler asked for it again (then due ``requeue.after`` on, or at
     once if it was added meanwhile). True when it was forgotten."""
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     if requeue is None and WorkItem.objects.filter(pk=pk, dirty=False).delete()[0]:
         return True
@@ -184,7 +184,7 @@ def done(pk: int, now: datetime | None = None, requeue: Requeue | None = None) -
 
 def failed(pk: int, now: datetime) -> float:
     """The reconcile raised: try again after the key's backoff; the backoff in seconds."""
-    from portal.models import WorkItem
+    from .models import WorkItem
 
     failures = WorkItem.objects.filter(pk=pk).values_list("failures", flat=True).first() or 0
     delay = backoff(failures + 1)

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, JsonResponse
 from django.urls import path, reverse
 
+from portal.machinery.log_views import BadQuery, query_int
 from scheduling import logs
 from scheduling.models import Run
 
@@ -20,9 +21,9 @@ POLL_MS = 1000
 
 
 def requested_attempt(run: Run, params) -> int:
-    attempt = logs.query_int(params, "attempt", 1) or run.attempt
+    attempt = query_int(params, "attempt", 1) or run.attempt
     if attempt > run.attempt:
-        raise logs.BadQuery("attempt", f"must be at most {run.attempt}")
+        raise BadQuery("attempt", f"must be at most {run.attempt}")
     return attempt
 
 
@@ -78,8 +79,8 @@ class RunLogAdminMixin:
             return JsonResponse({"error": "no such Run"}, status=404)
         try:
             attempt = requested_attempt(run, request.GET)
-            after = logs.query_int(request.GET, "after", 0)
-        except logs.BadQuery as exc:
+            after = query_int(request.GET, "after", 0)
+        except BadQuery as exc:
             return JsonResponse({"error": str(exc)}, status=400)
         piece = logs.read_log(run, attempt, after_offset=after)
         return JsonResponse(
@@ -97,7 +98,7 @@ class RunLogAdminMixin:
             return HttpResponse("no such Run\n", status=404, content_type="text/plain")
         try:
             attempt = requested_attempt(run, request.GET)
-        except logs.BadQuery as exc:
+        except BadQuery as exc:
             return HttpResponse(f"{exc}\n", status=400, content_type="text/plain")
         response = HttpResponse(
             logs.read_log(run, attempt).text.encode(), content_type="text/plain; charset=utf-8"

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .snapshot import PodState
+from .pod_state import PodState
 
 Key = tuple[int, float, str]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from portal.machinery.labels import Selector
 from scheduling import resources
 
 from .pod_order import PodOrder
+from .pod_state import PodState
 from .targets import PlacedRun, Targets
 
 __all__ = [
@@ -37,24 +38,6 @@ __all__ = [
 
 # a pod not heard from for longer is stale (the availability Filter); see ``Snapshot.stale``
 HEARTBEAT_TIMEOUT = timedelta(seconds=15)
-
-
-@dataclass
-class PodState:
-    namespace: str
-    runtime: str
-    name: str
-    uid: str
-    pk: int
-    ready: bool
-    phase: str
-    last_heartbeat: datetime | None
-    capacity: dict[str, int]
-    used: dict[str, int] = field(default_factory=dict)  # actual + assumed requests
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.namespace, self.name
 
 
 @dataclass

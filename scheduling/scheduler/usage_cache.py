@@ -67,7 +67,7 @@ class UsageCache:
 
     def current(self) -> dict[PodKey, dict[str, int]]:
         """Pod -> the whole-number requests of the Runs active on it now (do not mutate)."""
-        from portal.models import ResourceVersionCounter
+        from portal.machinery.models import ResourceVersionCounter
 
         row = ResourceVersionCounter.objects.filter(pk=1).values_list("value", "compacted_through")
         value, compacted = row.first() or (0, 0)
@@ -119,8 +119,8 @@ class UsageCache:
 
     def _catch_up(self, upto: int) -> bool:
         """Apply the Run events after the cursor; False when too many changed to bother."""
+        from portal.machinery.models import WatchEvent
         from portal.machinery.registry import registry
-        from portal.models import WatchEvent
 
         kind = registry.for_model(Run)
         assert kind is not None  # the Run kind is registered with the app

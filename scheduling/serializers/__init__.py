@@ -10,7 +10,6 @@ from .affinity import (
 from .common import (
     ArtifactRefSerializer,
     ArtifactStoreSerializer,
-    ConditionsField,
     ResourceListField,
     parse_quantity,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "WORKSPACE_KIND",
     "ArtifactRefSerializer",
     "ArtifactStoreSerializer",
-    "ConditionsField",
     "ResourceListField",
     "RunAffinitySerializer",
     "RunSpecSerializer",

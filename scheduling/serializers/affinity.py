@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from portal.machinery import errors
-from portal.machinery.labels import validate_label_selector
-from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
+from portal.machinery.fields.bounded import BoundedListField
+from portal.machinery.fields.names import checked
+from portal.machinery.fields.selectors import LabelSelectorField
+from portal.machinery.serializers import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    field_error,
+)
 from portal.machinery.validation import DNS1123_SUBDOMAIN_MAX_LENGTH, dns1123_subdomain_errors
-
-from .fields import BoundedListField, StrictCharField, StrictIntegerField, raise_causes
 
 WORKSPACE_KIND = "PersistentWorkspace"
 WORKSPACE_API_GROUP = "kruntimes.io/v1alpha1"
@@ -32,28 +35,11 @@ class RunWorkspaceReferenceSerializer(StrictSerializer):
             raise field_error(
                 errors.too_long("", DNS1123_SUBDOMAIN_MAX_LENGTH).message, errors.TOO_LONG
             )
-        messages = dns1123_subdomain_errors(value)
-        if messages:
-            raise field_error(f'Invalid value: "{value}": {messages[0]}')
-        return value
-
-
-class LabelSelectorField(FreeformObjectField):
-    """metav1.LabelSelector that must select something: matchLabels or matchExpressions."""
-
-    def to_internal_value(self, data: Any) -> dict:
-        data = super().to_internal_value(data)
-        raise_causes(validate_label_selector(data, ""))
-        if not data.get("matchLabels") and not data.get("matchExpressions"):
-            raise field_error(
-                "Invalid value: labelSelector must not be empty: set matchLabels "
-                "or matchExpressions"
-            )
-        return data
+        return checked(value, dns1123_subdomain_errors(value))
 
 
 class RunAffinityTermSerializer(StrictSerializer):
-    labelSelector = LabelSelectorField()
+    labelSelector = LabelSelectorField(allow_empty=False)
     topologyKey = serializers.ChoiceField(choices=[TOPOLOGY_RUNTIME_POD])
 
 

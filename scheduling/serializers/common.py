@@ -1,5 +1,5 @@
-"""Shapes Runtime and Run share: ResourceList quantities, the artifact store configuration,
-ArtifactRef, and conditions."""
+"""Shapes Runtime and Run share: ResourceLists, the artifact store configuration and
+ArtifactRef."""
 
 from __future__ import annotations
 
@@ -10,62 +10,27 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from portal.machinery import errors
-from portal.machinery.conditions import validate_conditions
 from portal.machinery.errors import FieldError
-from portal.machinery.openapi.fields import INT_OR_STRING, conditions_schema
-from portal.machinery.quantities import QUANTITY_MAX, checked_amount, parse_quantity
-from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
-from portal.machinery.validation import invalid_value, qualified_name_errors
-from runtimed.protocol import Problem, artifact_name_problem, location_path_problem
-
-from .fields import (
+from portal.machinery.fields.times import TimeField
+from portal.machinery.openapi.fields import INT_OR_STRING
+from portal.machinery.quantities import parse_quantity, quantity_errors
+from portal.machinery.serializers import (
+    FreeformObjectField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
-    TimeField,
-    raise_causes,
+    StrictSerializer,
+    field_error,
 )
+from portal.machinery.validation import invalid_value, qualified_name_errors
+from runtimed.protocol import Problem, artifact_name_problem, location_path_problem
 
 FILESYSTEM, S3 = "filesystem", "s3"
 DRIVERS = (FILESYSTEM, S3)
 ARTIFACT_TYPES = ("file", "directory", "archive", "blob")
 RUNS_RESOURCE = "runs"
 MIN_UPLOAD_PART_SIZE = 5 * 1024 * 1024
-# --- resource.Quantity (parsed by portal.machinery.quantities) -----------------------------
-
-_INTEGER_STRING_RE = re.compile(r"\+?[0-9]+")
-
-
-def quantity_errors(value: Any, *, integer_only: bool) -> list[str]:
-    amount, problems = checked_amount(value)
-    if amount is None:
-        return problems
-    if amount > QUANTITY_MAX:
-        return [f"must be at most {QUANTITY_MAX} (a 64-bit integer)"]
-    if integer_only and (
-        amount != amount.to_integral_value()
-        or (isinstance(value, str) and not _INTEGER_STRING_RE.fullmatch(value))
-    ):
-        # what scheduling.resources reads: an int or a plain integer string
-        return ['must be an integer, written as a number or a string of digits (2 or "2")']
-    return []
-
-
-class QuantityField(serializers.JSONField):
-    """One non-negative quantity, stored as written (an integer or a string)."""
-
-    def __init__(self, *, integer_only: bool = False, **kwargs: Any) -> None:
-        self.integer_only = integer_only
-        super().__init__(**kwargs)
-
-    def openapi_schema(self) -> dict:
-        return INT_OR_STRING
-
-    def to_internal_value(self, data: Any) -> Any:
-        messages = quantity_errors(data, integer_only=self.integer_only)
-        if messages:
-            raise field_error(f'Invalid value: "{data}": {messages[0]}')
-        return data
+# --- ResourceList (quantities parsed by portal.machinery.quantities) ----------------------
 
 
 class ResourceListField(FreeformObjectField):
@@ -231,32 +196,3 @@ class ArtifactRefSerializer(StrictSerializer):
             return []  # the location field itself says what is wrong
         causes = driver_errors(data.get("driver"), location, "artifact location")
         return [FieldError(f"location.{c.field}", c.reason, c.message) for c in causes]
-
-
-# --- conditions ----------------------------------------------------------------------------
-
-
-class ConditionsField(serializers.JSONField):
-    """metav1.Condition list: ≤16, unique by type; ``types`` limits the types allowed."""
-
-    def __init__(self, *, types: tuple[str, ...] = (), max_items: int = 16, **kwargs: Any):
-        self.types = types
-        self.max_items = max_items
-        super().__init__(**kwargs)
-
-    def openapi_schema(self) -> dict:
-        return conditions_schema(self.max_items, self.types)
-
-    def to_internal_value(self, data: Any) -> Any:
-        causes = validate_conditions(data, "", max_items=self.max_items)
-        if self.types and isinstance(data, list):
-            causes += [
-                errors.not_supported(f"[{i}].type", c.get("type"), self.types)
-                for i, c in enumerate(data)
-                if isinstance(c, dict)
-                and isinstance(c.get("type"), str)
-                and c["type"]
-                and c["type"] not in self.types
-            ]
-        raise_causes(causes)
-        return data

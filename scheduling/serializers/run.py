@@ -7,21 +7,23 @@ from typing import Any
 
 from portal.machinery import errors
 from portal.machinery.errors import FieldError
-from portal.machinery.serializers import StrictSerializer, field_error
+from portal.machinery.fields.bounded import INT32_MAX, BoundedListField
+from portal.machinery.fields.env import EnvVarSerializer, duplicate_name_causes
+from portal.machinery.fields.names import checked
+from portal.machinery.fields.paths import relative_path_errors
+from portal.machinery.fields.times import DurationField
+from portal.machinery.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    field_error,
+    raise_causes,
+)
 from portal.machinery.validation import label_value_errors
 
 from .affinity import RunAffinitySerializer, RunWorkspaceReferenceSerializer
 from .common import RUNS_RESOURCE, ArtifactRefSerializer, ResourceListField, without_zero_requests
-from .fields import (
-    INT32_MAX,
-    BoundedListField,
-    DurationField,
-    StrictBooleanField,
-    StrictCharField,
-    StrictIntegerField,
-    raise_causes,
-    relative_path_errors,
-)
 
 MAX_INLINE = 262144
 MAX_PATH = 4096
@@ -29,15 +31,10 @@ MAX_ARGS, MAX_ARG_LENGTH = 256, 8192
 MAX_ENV = 256
 MAX_ARTIFACT_INPUTS = 32
 _HANDLER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
-# corev1 EnvVar names: printable ASCII other than "=" (the relaxed Kubernetes rule).
-_ENV_NAME_RE = re.compile(r"[\x20-\x3c\x3e-\x7e]+")
 
 
 def _path_field(value: str, **kwargs) -> str:
-    messages = relative_path_errors(value, **kwargs)
-    if messages:
-        raise field_error(f'Invalid value: "{value}": {messages[0]}')
-    return value
+    return checked(value, relative_path_errors(value, **kwargs))
 
 
 class CodeSourceSerializer(StrictSerializer):
@@ -112,19 +109,6 @@ class RunModeSerializer(StrictSerializer):
                 errors.invalid("", "Invalid value: exactly one of task or function must be set")
             ]
         return []
-
-
-class EnvVarSerializer(StrictSerializer):
-    name = StrictCharField()
-    value = StrictCharField(required=False, allow_blank=True)
-
-    def validate_name(self, value: str) -> str:
-        if not _ENV_NAME_RE.fullmatch(value):
-            raise field_error(
-                f'Invalid value: "{value}": a valid environment variable name '
-                "must consist only of printable ASCII characters other than '='"
-            )
-        return value
 
 
 class RetryPolicySerializer(StrictSerializer):
@@ -251,19 +235,10 @@ class RunSpecSerializer(StrictSerializer):
     )
 
     def validate_runtime(self, value: str) -> str:
-        messages = label_value_errors(value)
-        if messages:
-            raise field_error(f'Invalid value: "{value}": {messages[0]}')
-        return value
+        return checked(value, label_value_errors(value))
 
     def validate_env(self, value: list) -> list:
-        seen: set[str] = set()
-        causes = []
-        for index, var in enumerate(value):
-            if var["name"] in seen:
-                causes.append(errors.duplicate(f"[{index}].name", var["name"]))
-            seen.add(var["name"])
-        raise_causes(causes)
+        raise_causes(duplicate_name_causes(value))
         return value
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:

@@ -6,18 +6,18 @@ import re
 
 from rest_framework import serializers
 
-from portal.machinery.serializers import StrictSerializer, field_error
-
-from ..models import RunPhase
-from .common import ArtifactRefSerializer, ArtifactStoreSerializer, ConditionsField
-from .fields import (
-    INT32_MAX,
-    BoundedListField,
-    BoundedMapField,
+from portal.machinery.fields.bounded import INT32_MAX, BoundedListField, BoundedMapField
+from portal.machinery.fields.conditions import ConditionsField
+from portal.machinery.fields.times import TimeField
+from portal.machinery.serializers import (
     StrictCharField,
     StrictIntegerField,
-    TimeField,
+    StrictSerializer,
+    field_error,
 )
+
+from ..models import RunPhase
+from .common import ArtifactRefSerializer, ArtifactStoreSerializer
 
 RUN_CONDITION_TYPES = ("Scheduled", "Running", "Ready", "Completed")
 MAX_OUTPUTS = 64

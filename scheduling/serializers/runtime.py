@@ -9,11 +9,20 @@ from rest_framework import serializers
 
 from portal.machinery import errors
 from portal.machinery.errors import FieldError
-from portal.machinery.serializers import FreeformObjectField, StrictSerializer, field_error
+from portal.machinery.fields.bounded import INT32_MAX
+from portal.machinery.fields.conditions import ConditionsField
+from portal.machinery.fields.quantities import QuantityField
+from portal.machinery.serializers import (
+    FreeformObjectField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    field_error,
+    raise_causes,
+)
 from portal.machinery.validation import dns1123_subdomain_errors, invalid_value, type_invalid
 
-from .common import ArtifactStoreSerializer, ConditionsField, QuantityField, ResourceListField
-from .fields import INT32_MAX, StrictCharField, StrictIntegerField, raise_causes
+from .common import ArtifactStoreSerializer, ResourceListField
 
 RUNTIME_CONTAINER = "runtime"
 MAX_IMAGE_LENGTH = 2048

@@ -20,8 +20,8 @@ from portal.machinery.labels import (
     Selector,
     parse_selector_string,
 )
+from portal.machinery.listing import list_objects
 from portal.machinery.registry import registry
-from portal.machinery.views import list_objects
 from tests.testapp.models import Widget
 
 pytestmark = pytest.mark.django_db

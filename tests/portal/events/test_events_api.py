@@ -169,8 +169,8 @@ def test_a_garbage_collection_pass_expires_events():
 
 
 def test_a_watch_selected_by_involved_object_sees_only_that_objects_events():
+    from portal.machinery.listing import parse_field_selector
     from portal.machinery.registry import registry
-    from portal.machinery.views import parse_field_selector
     from portal.machinery.watch import Hub, Stream, parse_request
 
     kind = registry.get("", "v1", "events")

@@ -53,7 +53,7 @@ def summary(lines):
 
 def watch(params=None, namespace="default", hub=None):
     params = dict(params or {})
-    from portal.machinery.views import parse_field_selector
+    from portal.machinery.listing import parse_field_selector
 
     fields = parse_field_selector(kind(), params.get("fieldSelector", ""))
     stream = Stream(parse_request(kind(), namespace, params, fields), hub)
@@ -343,7 +343,7 @@ def test_secret_values_stay_out_of_watches_as_out_of_lists():
 
     secrets = registry.get("", "v1", "secrets")
     hub = Hub(background=False)
-    from portal.machinery.views import parse_field_selector
+    from portal.machinery.listing import parse_field_selector
 
     stream = Stream(parse_request(secrets, "default", {}, parse_field_selector(secrets, "")), hub)
     stream.start()
@@ -492,7 +492,7 @@ TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 @pytest.mark.django_db
 def test_a_table_watch_sends_one_row_tables_with_the_columns_first_only():
     """kubectl get -w asks for Tables: each event's object is a Table of its one row."""
-    from portal.machinery.views import parse_field_selector
+    from portal.machinery.listing import parse_field_selector
 
     create("a", size=3)
     hub = Hub(background=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.machinery.fields.bounded import BoundedListField
 from portal.machinery.openapi.fields import field_schema, serializer_schema
 from portal.machinery.serializers import (
     FreeformObjectField,
@@ -12,7 +13,6 @@ from portal.machinery.serializers import (
     StrictSerializer,
     StringMapField,
 )
-from scheduling.serializers.fields import BoundedListField
 
 
 class Part(StrictSerializer):
