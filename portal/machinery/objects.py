@@ -59,9 +59,9 @@ class ObjectMeta(models.Model):
         fields = self.__dict__
         return (
             fields.get("generation"),
-            dict(fields.get("labels") or {}),
-            dict(fields.get("annotations") or {}),
-            list(fields.get("finalizers") or []),
+            _copied(fields.get("labels")),
+            _copied(fields.get("annotations")),
+            _copied(fields.get("finalizers")),
             fields.get("deletion_timestamp"),
         )
 
@@ -72,6 +72,15 @@ class ObjectMeta(models.Model):
         own status writes from what it is asked to do by this."""
         read = getattr(self, "_desired_read", None)
         return read is None or read != self.desired_state()
+
+
+def _copied(value: Any) -> Any:
+    """A JSON column's value as it is now (a row may hold any JSON shape: never raises)."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
+    return value
 
 
 class ClusterObject(ObjectMeta):
