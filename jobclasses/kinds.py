@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from portal.machinery.conditions import get_condition
 from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.status_strategy import StatusStrategy, final_phases
 
 from .models import (
     CLASS_PROTECTION,
@@ -122,6 +123,7 @@ def register_jobclass_kinds() -> None:
             kind="Job",
             plural="jobs",
             model=models.Job,
+            status=StatusStrategy(rules=(final_phases("Job", *models.TERMINAL_JOB_PHASES),)),
             categories=CATEGORIES,
             body={"spec": serializers.JobSpecSerializer, "status": serializers.JobStatusSerializer},
             validators=JOB_VALIDATORS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.status_strategy import StatusStrategy, final_phases
 
 GROUP = "kruntimes.io"
 VERSION = "v1alpha1"
@@ -24,7 +25,7 @@ def _status(obj: Any, field: str) -> str:
 
 def register_scheduling_kinds() -> None:
     from .cleanup import ARTIFACT_CLEANUP
-    from .models import Run, Runtime
+    from .models import TERMINAL_PHASES, Run, Runtime
     from .run_events import on_run_change as record_phase_event
     from .serializers import (
         RunSpecSerializer,
@@ -61,6 +62,8 @@ def register_scheduling_kinds() -> None:
             plural="runs",
             model=Run,
             short_names=("rn",),
+            # a finished Run is never run again, whoever writes its status
+            status=StatusStrategy(rules=(final_phases("Run", *TERMINAL_PHASES),)),
             body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
             validators=RUN_VALIDATORS,
             default_finalizers=(ARTIFACT_CLEANUP,),
@@ -103,7 +106,7 @@ def register_runtime_pods() -> None:
             short_names=("rp",),
             body={"spec": RuntimePodSpecSerializer, "status": RuntimePodStatusSerializer},
             read_only=True,
-            status_field=None,
+            status=None,
             generation_fields=(),
             to_manifest=runtime_pod_manifest,
             created_attr="created",

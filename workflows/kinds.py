@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.status_strategy import StatusStrategy, final_phases
 
 GROUP = "kruntimes.io"
 VERSION = "v1alpha1"
@@ -24,7 +25,7 @@ def _ready(obj) -> str:
 def register_workflow_kinds() -> None:
     from scheduling.models import Run
 
-    from .models import Action, Workflow, WorkflowRun
+    from .models import FINISHED_RUN_PHASES, Action, Workflow, WorkflowRun
     from .serializers import (
         ActionSpecSerializer,
         DefinitionStatusSerializer,
@@ -58,6 +59,7 @@ def register_workflow_kinds() -> None:
             plural="workflowruns",
             model=WorkflowRun,
             short_names=("wfr",),
+            status=StatusStrategy(rules=(final_phases("WorkflowRun", *FINISHED_RUN_PHASES),)),
             body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
             defaulting=(freeze_workflow,),
             validators=WORKFLOW_RUN_VALIDATORS,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.status_strategy import StatusStrategy, final_phases, set_once
 
 GROUP = "kruntimes.io"
 VERSION = "v1alpha1"
@@ -13,7 +14,7 @@ def _age_of_last_use(obj) -> str:
 
 
 def register_workspace_kind() -> ResourceKind:
-    from .models import WORKSPACE_CLEANUP, PersistentWorkspace
+    from .models import WORKSPACE_CLEANUP, PersistentWorkspace, WorkspacePhase
     from .serializers import PersistentWorkspaceSpecSerializer, PersistentWorkspaceStatusSerializer
     from .triggers import on_workspace_change
     from .validators import WORKSPACE_VALIDATORS
@@ -26,6 +27,18 @@ def register_workspace_kind() -> ResourceKind:
             plural="persistentworkspaces",
             model=PersistentWorkspace,
             short_names=("pw",),
+            # Released is terminal for scheduling, a Lost workspace is never rebound, and a
+            # bound one stays on its pod (name and UID): no status write moves its data
+            status=StatusStrategy(
+                rules=(
+                    final_phases(
+                        "PersistentWorkspace",
+                        WorkspacePhase.RELEASED,
+                        then={WorkspacePhase.LOST: (WorkspacePhase.RELEASED,)},
+                    ),
+                    set_once("boundPod", "boundPodUID"),
+                )
+            ),
             body={
                 "spec": PersistentWorkspaceSpecSerializer,
                 "status": PersistentWorkspaceStatusSerializer,

@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import FieldError
+from .status_strategy import StatusStrategy
 
 if TYPE_CHECKING:
     from .serializers import BodySpec
@@ -50,8 +51,8 @@ class ResourceKind:
     singular: str = ""
     # Body fields whose change bumps metadata.generation (Kubernetes: the spec).
     generation_fields: tuple[str, ...] = ("spec",)
-    # The body field written only through the /status subresource, if any.
-    status_field: str | None = "status"
+    # The /status subresource, if any: its body field and the rules a status update keeps.
+    status: StatusStrategy | None = StatusStrategy()
     columns: tuple[Column, ...] = ()
     validators: tuple[Validator, ...] = ()
     # Name syntax: DNS-1123 subdomain by default; a label for Namespaces.
@@ -102,6 +103,11 @@ class ResourceKind:
     @property
     def key(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def status_field(self) -> str | None:
+        """The body field written only through the /status subresource, if any."""
+        return self.status.field if self.status is not None else None
 
     def attr(self, wire_name: str) -> str:
         """The model attribute holding a wire body field (``roleRef`` -> ``role_ref``)."""

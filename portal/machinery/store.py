@@ -361,6 +361,9 @@ def _replace(
         if subresource == "status":
             meta = old["metadata"]
         body, causes = _validate_body(kind, manifest, old, subresource)
+        if subresource == "status" and kind.status is not None and not causes:
+            field = kind.status.field
+            causes = kind.status.validate_update(body.get(field), old.get(field))
         causes = (
             _meta_shape_causes(manifest.get("metadata"))
             + validate_metadata(kind, {**meta, "name": name})
