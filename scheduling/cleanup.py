@@ -1,7 +1,9 @@
 """Run garbage collection: ``ttlSecondsAfterFinished`` and the artifact-cleanup finalizer.
 
-Both are batched, keyset-paged passes that a Celery task re-enqueues while work remains, so
-no beat ever runs one unbounded query. Every new Run carries the
+Beat runs both as batched, keyset-paged passes that a Celery task re-enqueues while work
+remains, so no beat ever runs one unbounded query; a Run deleted, or a deleted Run that ends,
+is released at once through the ``run-cleanup`` work queue (``release``, one Run: a store
+that fails is retried after the key's backoff). Every new Run carries the
 ``kruntimes.io/artifact-cleanup`` finalizer: when the Run is deleted, its artifacts are
 removed from the store named by ``status.artifactStore`` (the store runtimed actually used)
 before the row goes. A Run deleted while it executes is cancelled first; a store that fails
@@ -120,45 +122,57 @@ def delete_artifacts(run: Run, store_factory: StoreFactory = build_store) -> int
     return artifact_store.delete_run(RunScope(run.namespace, str(run.uid)))
 
 
+CLEANED, WAITING, FAILED, DEFERRED, NOTHING = "cleaned", "waiting", "failed", "deferred", ""
+
+
 def release_deleted(
     batch: int, after_pk: int = 0, store_factory: StoreFactory = build_store
 ) -> Progress:
     """One batch of deleted Runs holding the artifact-cleanup finalizer."""
-    kind = registry.for_model(Run)
     runs = list(
         Run.objects.filter(pk__gt=after_pk, deletion_timestamp__isnull=False).order_by("pk")[:batch]
     )
     progress = Progress(resume_after=runs[-1].pk if len(runs) == batch else None)
     for run in runs:
-        if ARTIFACT_CLEANUP not in (run.finalizers or []):
-            continue
-        if run.phase in ACTIVE_PHASES:  # cancelled on deletion; cleaned once it has ended
+        outcome = release(run, store_factory)
+        if outcome == CLEANED:
+            progress.cleaned += 1
+        elif outcome == WAITING:
             progress.waiting += 1
-            continue
-        try:
-            removed = delete_artifacts(run, store_factory)
-        except StoreError as exc:
+        elif outcome == FAILED:
             progress.failed += 1
-            metrics.ARTIFACT_CLEANUPS.labels("failed").inc()
-            log.warning(
-                "artifacts of Run %s/%s could not be deleted (will retry): %s",
-                run.namespace,
-                run.name,
-                exc,
-            )
-            run_events.artifact_cleanup_failed(run)
-            continue
-        try:
-            store.remove_finalizer(kind, run, ARTIFACT_CLEANUP, context=ARTIFACT_CLEANUP_CONTROLLER)
-        except StatusError as exc:
-            log.info("releasing Run %s/%s deferred: %s", run.namespace, run.name, exc)
-            continue
-        log.info(
-            "Run %s/%s: %d artifact(s) deleted, finalizer released",
+    return progress
+
+
+def release(run: Run, store_factory: StoreFactory = build_store) -> str:
+    """A deleted Run's artifacts deleted and its finalizer released, once it has ended: what
+    happened (``CLEANED``; ``WAITING`` while it executes; ``FAILED``: the store refused, an
+    Event says so; ``DEFERRED``: it changed meanwhile; ``NOTHING``: not this finalizer's)."""
+    if run.deletion_timestamp is None or ARTIFACT_CLEANUP not in (run.finalizers or []):
+        return NOTHING
+    if run.phase in ACTIVE_PHASES:  # cancelled on deletion; cleaned once it has ended
+        return WAITING
+    try:
+        removed = delete_artifacts(run, store_factory)
+    except StoreError as exc:
+        metrics.ARTIFACT_CLEANUPS.labels("failed").inc()
+        log.warning(
+            "artifacts of Run %s/%s could not be deleted (will retry): %s",
             run.namespace,
             run.name,
-            removed,
+            exc,
         )
-        progress.cleaned += 1
-        metrics.ARTIFACT_CLEANUPS.labels("cleaned").inc()
-    return progress
+        run_events.artifact_cleanup_failed(run)
+        return FAILED
+    try:
+        store.remove_finalizer(
+            registry.for_model(Run), run, ARTIFACT_CLEANUP, context=ARTIFACT_CLEANUP_CONTROLLER
+        )
+    except StatusError as exc:
+        log.info("releasing Run %s/%s deferred: %s", run.namespace, run.name, exc)
+        return DEFERRED
+    log.info(
+        "Run %s/%s: %d artifact(s) deleted, finalizer released", run.namespace, run.name, removed
+    )
+    metrics.ARTIFACT_CLEANUPS.labels("cleaned").inc()
+    return CLEANED

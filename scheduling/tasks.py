@@ -61,6 +61,24 @@ def _next_retry(now: datetime) -> workqueue.Requeue | None:
     return workqueue.Requeue(after=(soonest - now).total_seconds())
 
 
+class CleanupFailed(Exception):
+    """The artifact store refused: the key is retried after its backoff."""
+
+
+def clean_up_run(key: str) -> workqueue.Requeue | None:
+    """The ``run-cleanup`` work queue handler: one deleted Run's artifacts and finalizer."""
+    namespace, _, name = key.partition("/")
+    run = Run.objects.filter(namespace=namespace, name=name).first()
+    if run is None:
+        return None
+    outcome = cleanup.release(run)
+    if outcome == cleanup.FAILED:
+        raise CleanupFailed(f"the artifacts of Run {key} could not be deleted from their store")
+    if outcome == cleanup.DEFERRED:
+        return workqueue.Requeue(after=0.0)
+    return None
+
+
 @shared_task(name=protocol.REPORT_RUN_TASK, ignore_result=True)
 def report_run(report: dict) -> bool:
     tail = report.pop("log", None)

@@ -13,8 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.machinery import workqueue
-from portal.machinery.events import send_on_commit
-from scheduling import metrics, task_names
+from scheduling import metrics
 from scheduling.models import ACTIVE_PHASES
 
 log = logging.getLogger(__name__)
@@ -51,7 +50,7 @@ def on_run_change(run, event: str) -> None:
         and run.deletion_timestamp is not None
         and (run.desired_changed or (run.phase_changed and run.is_terminal))
     ):
-        request_cleanup()  # deleted, or a deleted Run ended: its artifacts go now
+        request_cleanup(run)  # deleted, or a deleted Run ended: its artifacts go now
 
 
 def on_runtime_change(runtime, event: str) -> None:
@@ -61,9 +60,13 @@ def on_runtime_change(runtime, event: str) -> None:
         request_scheduling("runtime")
 
 
-def request_cleanup() -> None:
-    """Run the TTL/artifact-cleanup pass after the commit (beat runs it anyway)."""
-    send_on_commit(task_names.COLLECT_RUNS)
+CLEANUP_QUEUE = "run-cleanup"  # key: namespace/name of a deleted Run
+
+
+def request_cleanup(run) -> None:
+    """Have a deleted Run's artifacts deleted and its finalizer released (once it has ended);
+    beat's TTL and cleanup pass finds any it missed."""
+    workqueue.add(CLEANUP_QUEUE, f"{run.namespace}/{run.name}")
 
 
 def _send_cancel(pk: int) -> None:

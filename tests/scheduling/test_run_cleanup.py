@@ -211,7 +211,7 @@ def test_a_run_deleted_while_it_ran_is_cleaned_up_as_soon_as_it_ends(runtime, vo
     from scheduling.scheduler import default_framework, run_pass
 
     requested = []
-    monkeypatch.setattr(triggers, "request_cleanup", lambda: requested.append(True))
+    monkeypatch.setattr(triggers, "request_cleanup", lambda run: requested.append(True))
     run = make_run("busy")
     run_pass(default_framework(), timezone.now())
     store.delete(RUNS, "default", "busy", context=OPERATOR)
@@ -220,3 +220,58 @@ def test_a_run_deleted_while_it_ran_is_cleaned_up_as_soon_as_it_ends(runtime, vo
     pod = type("Pod", (), {"name": run.assigned_pod, "uid": run.assigned_pod_uid})
     lifecycle.apply_report(report(run, pod, "Cancelled", reason="Cancelled"), timezone.now())
     assert requested == [True, True]  # and so does its end
+
+
+def test_a_deleted_run_s_key_is_released_by_the_cleanup_queue(runtime, volumes):
+    from portal.machinery import workqueue
+    from portal.models import WorkItem
+    from scheduling import tasks, triggers
+
+    run = finished("r1", timezone.now())
+    put_artifact(volumes, run)
+    store.delete(RUNS, "default", "r1", context=OPERATOR)
+    assert list(
+        WorkItem.objects.filter(queue=triggers.CLEANUP_QUEUE).values_list("key", flat=True)
+    ) == ["default/r1"]
+    drained = workqueue.process(triggers.CLEANUP_QUEUE)
+    assert drained.reconciled == ["default/r1"]
+    assert not Run.objects.filter(pk=run.pk).exists()
+    assert tasks.clean_up_run("default/r1") is None  # gone: nothing to do
+
+
+def test_a_store_failure_in_the_cleanup_queue_is_retried_after_its_backoff(
+    runtime, volumes, monkeypatch
+):
+    from portal.machinery import workqueue
+    from portal.models import WorkItem
+    from scheduling import triggers
+
+    def broken(run, store_factory=None):
+        raise StoreError('S3 bucket "b" does not exist')
+
+    monkeypatch.setattr(cleanup, "delete_artifacts", broken)
+    run = finished("r1", timezone.now())
+    store.delete(RUNS, "default", "r1", context=OPERATOR)
+    drained = workqueue.process(triggers.CLEANUP_QUEUE)
+    assert drained.failed == ["default/r1"] and drained.retry_in == workqueue.backoff(1)
+    assert WorkItem.objects.get(queue=triggers.CLEANUP_QUEUE).failures == 1
+    assert fresh(run).finalizers == [cleanup.ARTIFACT_CLEANUP]
+
+
+def test_a_deleted_run_still_executing_waits_and_its_end_adds_it_again(runtime, volumes):
+    from portal.machinery import workqueue
+    from portal.models import WorkItem
+    from scheduling import triggers
+    from scheduling.scheduler import default_framework, run_pass
+
+    run = make_run("busy")
+    run_pass(default_framework(), timezone.now())
+    store.delete(RUNS, "default", "busy", context=OPERATOR)
+    assert workqueue.process(triggers.CLEANUP_QUEUE).reconciled == ["default/busy"]
+    assert not WorkItem.objects.filter(queue=triggers.CLEANUP_QUEUE).exists()
+    run = fresh(run)
+    pod = type("Pod", (), {"name": run.assigned_pod, "uid": run.assigned_pod_uid})
+    lifecycle.apply_report(report(run, pod, "Cancelled", reason="Cancelled"), timezone.now())
+    assert WorkItem.objects.filter(queue=triggers.CLEANUP_QUEUE, key="default/busy").exists()
+    workqueue.process(triggers.CLEANUP_QUEUE)
+    assert not Run.objects.filter(pk=run.pk).exists()
