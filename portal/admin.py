@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 import portal.config_admin  # noqa: F401 - registers the Secret and ConfigMap admins
+import portal.workqueue_admin  # noqa: F401 - registers the work queues' page
 from portal import overview
 from portal.machinery.registry import registry
 from portal.models import ClusterRole, ClusterRoleBinding, Event, Namespace, Role, RoleBinding

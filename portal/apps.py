@@ -12,6 +12,8 @@ class PortalConfig(AppConfig):
         import portal.tasks  # noqa: F401 - registers the tasks the store sends by name
         from portal.auth.default_roles import ensure_default_cluster_roles
         from portal.kinds import register_portal_kinds
+        from portal.machinery import gc_queue, workqueue
 
         register_portal_kinds()
+        workqueue.register(gc_queue.QUEUE, portal.tasks.collect_owner_key)
         post_migrate.connect(ensure_default_cluster_roles, sender=self)

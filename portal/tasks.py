@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 import logging
+import uuid
 
 from celery import shared_task
 from django.conf import settings
 
 from portal import task_names
-from portal.machinery import gc, workqueue
+from portal.machinery import gc, gc_queue, workqueue
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(name=task_names.GARBAGE_COLLECT, ignore_result=True)
 def garbage_collect(after_id: int = 0) -> dict:
-    """The beat pass: one batch, then re-enqueue itself while work remains (resumable)."""
+    """Beat: the garbage collector's resync adds the key of every gone owner (one batch of
+    owner links, then again while links remain) and of every owner deleting in the
+    foreground; terminating Namespaces and expired Events are handled here."""
     batch = settings.KRUNTIMES_GC_BATCH_SIZE
-    orphans, resume_after = gc.collect_orphans(after_id, batch)
-    result = {"deleted": orphans.deleted}
+    gone, resume_after = gc.gone_owners(after_id, batch)
+    result = {"owners": gc_queue.request_owners(sorted(gone))}
     if after_id == 0:
-        foreground = gc.release_foreground(batch)
+        result["owners"] += gc_queue.request_owners(gc.foreground_owners(batch))
         namespaces = gc.finalize_namespaces(batch)
         events = gc.expire_events(settings.KRUNTIMES_EVENT_TTL_SECONDS, batch)
         result.update(
-            released=foreground.released + namespaces.released,
-            deleted=orphans.deleted + foreground.deleted + namespaces.deleted,
+            released=namespaces.released,
+            deleted=namespaces.deleted,
             expired_events=events.deleted,
         )
     if resume_after is not None:
@@ -33,19 +36,16 @@ def garbage_collect(after_id: int = 0) -> dict:
     return result
 
 
-@shared_task(name=task_names.COLLECT_DEPENDENTS, ignore_result=True)
-def collect_dependents(owner_uid: str) -> int:
-    """The event path after an owner is deleted; the beat pass heals if this message is lost."""
-    progress = gc.collect_dependents(owner_uid, settings.KRUNTIMES_GC_BATCH_SIZE)
-    if progress.more:
-        collect_dependents.apply_async(args=(owner_uid,), queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    return progress.deleted
-
-
-@shared_task(name=task_names.RELEASE_FOREGROUND_OWNERS, ignore_result=True)
-def release_foreground_owners() -> int:
-    """Event path after a dependent is deleted: owners deleting in the foreground may go."""
-    return gc.release_foreground(settings.KRUNTIMES_GC_BATCH_SIZE).released
+def collect_owner_key(key: str) -> workqueue.Requeue | None:
+    """A key of the gc queue: one owner's dependents collected, a batch at a time (requeued
+    at once while more remain), and the owner released if it waited for them."""
+    try:
+        owner_uid = uuid.UUID(key)
+    except ValueError:
+        log.warning("gc: dropping the key %r, which is no UID", key)
+        return None
+    progress = gc.collect_owner(owner_uid, settings.KRUNTIMES_GC_BATCH_SIZE)
+    return workqueue.Requeue(after=0) if progress.more else None
 
 
 @shared_task(name=task_names.COMPACT_WATCH_HISTORY, ignore_result=True)

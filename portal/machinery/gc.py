@@ -2,8 +2,10 @@
 
 Level-triggered and batched: each call does a bounded amount of work and says where to
 resume, so a beat pass never runs one unbounded query and a lost message only delays.
-- dependents whose owners are all gone are deleted (honouring their finalizers);
-- an owner deleted in the foreground keeps ``foregroundDeletion`` until its dependents are gone;
+- one owner at a time (a key of the ``gc`` work queue, ``gc_queue``): dependents whose owners
+  are all gone are deleted (honouring their finalizers), and an owner deleted in the
+  foreground keeps ``foregroundDeletion`` until its dependents are gone;
+- beat's resync finds the owners to look at (gone, or deleting in the foreground);
 - a terminating Namespace's content is deleted, then its ``kubernetes`` finalizer released.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
@@ -27,6 +30,7 @@ log = logging.getLogger(__name__)
 class Progress:
     deleted: int = 0
     released: int = 0
+    started: int = 0  # deletes asked for (a dependent held by finalizers is not gone yet)
     more: bool = False
 
 
@@ -45,63 +49,100 @@ def _delete_quietly(
     name: str,
     progress: Progress,
     context: WriteContext = GARBAGE_COLLECTOR,
-) -> None:
+    uid: uuid.UUID | None = None,
+) -> bool:
+    """False when the object (of that ``uid``, if given) is no longer there."""
+    preconditions = {"uid": str(uid)} if uid is not None else None
     try:
-        _, gone = store.delete(kind, namespace or None, name, context=context)
+        _, gone = store.delete(
+            kind, namespace or None, name, preconditions=preconditions, context=context
+        )
         progress.deleted += gone
     except errors.StatusError as exc:
-        if exc.code != 404:  # someone else got there first otherwise
-            log.warning("gc: deleting %s %s/%s failed: %s", kind.key, namespace, name, exc)
+        if exc.code in (404, 409):  # someone else got there first (and maybe reused the name)
+            return False
+        log.warning("gc: deleting %s %s/%s failed: %s", kind.key, namespace, name, exc)
+    return True
 
 
-def collect_orphans(after_id: int = 0, batch_size: int = 500) -> tuple[Progress, int | None]:
-    """One batch of owner links: delete dependents whose owners no longer exist.
-    Returns the progress and the id to resume after (None when done)."""
+def gone_owners(after_id: int = 0, batch_size: int = 500) -> tuple[set[str], int | None]:
+    """The resync: one batch of owner links, by id after ``after_id``; the UIDs of the owners
+    that no longer exist (their keys are added to the gc queue). Returns them and the id to
+    resume after (None when done)."""
     from .models import OwnerLink
 
-    progress = Progress()
     links = list(OwnerLink.objects.filter(id__gt=after_id).order_by("id")[:batch_size])
     if not links:
-        return progress, None
-    alive = _existing_uids({str(link.owner_uid) for link in links})
-    dependents = {link.dependent_uid for link in links}
-    all_links = OwnerLink.objects.filter(dependent_uid__in=dependents)
-    owners_of: dict[uuid.UUID, set[str]] = {}
-    for link in all_links:
-        owners_of.setdefault(link.dependent_uid, set()).add(str(link.owner_uid))
-    alive |= _existing_uids(set().union(*owners_of.values()) - alive)
+        return set(), None
+    owners = {str(link.owner_uid) for link in links}
+    more = len(links) == batch_size
+    return owners - _existing_uids(owners), links[-1].id if more else None
+
+
+def foreground_owners(batch_size: int = 500) -> list[str]:
+    """The resync: the UIDs of owners deleting in the foreground (oldest deletion first,
+    ``batch_size`` per kind at most)."""
+    found: list[str] = []
+    for kind in registry.stored():
+        # by the deletion_timestamp index: ordered by pk alone, a LIMIT tempts the planner to
+        # walk the whole primary key for the few rows being deleted
+        rows = kind.model.objects.filter(deletion_timestamp__isnull=False).order_by(
+            "deletion_timestamp", "pk"
+        )
+        found += [
+            str(obj.uid)
+            for obj in rows.only("uid", "finalizers")[:batch_size]
+            if store.FOREGROUND in (obj.finalizers or [])
+        ]
+    return found
+
+
+def _deleting_dependents(links: list[Any]) -> set[uuid.UUID]:
+    """The dependents of ``links`` already deleting (held by their finalizers)."""
+    by_kind: dict[str, set[uuid.UUID]] = {}
     for link in links:
-        if owners_of.get(link.dependent_uid, set()) & alive:
-            continue
-        kind = registry.lookup(link.dependent_kind)
-        if kind is not None:
-            _delete_quietly(kind, link.dependent_namespace, link.dependent_name, progress)
-    progress.more = len(links) == batch_size
-    return progress, links[-1].id if progress.more else None
+        by_kind.setdefault(link.dependent_kind, set()).add(link.dependent_uid)
+    found: set[uuid.UUID] = set()
+    for key, uids in by_kind.items():
+        kind = registry.lookup(key)
+        if kind is not None and not kind.read_only:
+            rows = kind.model.objects.filter(uid__in=uids, deletion_timestamp__isnull=False)
+            found |= set(rows.values_list("uid", flat=True))
+    return found
 
 
-def collect_dependents(owner_uid: uuid.UUID | str, batch_size: int = 500) -> Progress:
-    """Event path: an owner just went away (or is deleting in the foreground)."""
+def collect_dependents(
+    owner_uid: uuid.UUID | str, batch_size: int = 500, after_id: int = 0
+) -> tuple[Progress, int | None]:
+    """One page of an owner's links, by id after ``after_id``: delete the dependents none of
+    whose owners lives (an owner deleting in the foreground counts as gone); those already
+    deleting are left to their finalizers. Returns the progress (``started``: deletes asked
+    for) and the id to resume after (None: no more links)."""
     from .models import OwnerLink
 
     progress = Progress()
-    links = list(OwnerLink.objects.filter(owner_uid=owner_uid)[:batch_size])
+    links = list(
+        OwnerLink.objects.filter(owner_uid=owner_uid, id__gt=after_id).order_by("id")[:batch_size]
+    )
     if not links:
-        return progress
+        return progress, None
     dependents = {link.dependent_uid for link in links}
     owners_of: dict[uuid.UUID, set[str]] = {}
     for link in OwnerLink.objects.filter(dependent_uid__in=dependents):
         owners_of.setdefault(link.dependent_uid, set()).add(str(link.owner_uid))
     foreground = _foreground_owners(set().union(*owners_of.values()))
     alive = _existing_uids(set().union(*owners_of.values())) - foreground
+    deleting = _deleting_dependents(links)
     for link in links:
-        if owners_of[link.dependent_uid] & alive:
+        if link.dependent_uid in deleting or owners_of[link.dependent_uid] & alive:
             continue
         kind = registry.lookup(link.dependent_kind)
         if kind is not None:
-            _delete_quietly(kind, link.dependent_namespace, link.dependent_name, progress)
-    progress.more = len(links) == batch_size
-    return progress
+            progress.started += 1
+            namespace, name, uid = link.dependent_namespace, link.dependent_name, link.dependent_uid
+            if not _delete_quietly(kind, namespace, name, progress, uid=uid):
+                OwnerLink.forget(uid)  # gone without a word: its links must not hold the owner
+    return progress, links[-1].id if len(links) == batch_size else None
 
 
 def _foreground_owners(uids: set[str]) -> set[str]:
@@ -113,25 +154,41 @@ def _foreground_owners(uids: set[str]) -> set[str]:
     return found
 
 
-def release_foreground(batch_size: int = 500) -> Progress:
-    """Drop ``foregroundDeletion`` from owners whose dependents are all gone."""
+def _find(uid: uuid.UUID) -> tuple[ResourceKind, Any] | None:
+    for kind in registry.stored():
+        obj = kind.model.objects.filter(uid=uid).first()
+        if obj is not None:
+            return kind, obj
+    return None
+
+
+def collect_owner(owner_uid: uuid.UUID, batch_size: int = 500) -> Progress:
+    """One key of the gc queue: the dependents of an owner that is gone or deleting in the
+    foreground are deleted, ``batch_size`` deletes at most (``more``: call again); a
+    foreground owner whose dependents are all gone is released. A living owner keeps its
+    dependents."""
     from .models import OwnerLink
 
-    progress = Progress()
-    for kind in registry.stored():
-        # oldest deletion first, by the deletion_timestamp index: ordered by pk alone, a LIMIT
-        # tempts the planner to walk the whole primary key for the few rows being deleted
-        rows = kind.model.objects.filter(deletion_timestamp__isnull=False).order_by(
-            "deletion_timestamp", "pk"
-        )
-        for obj in rows[:batch_size]:
-            if store.FOREGROUND not in (obj.finalizers or []):
-                continue
-            if OwnerLink.has_dependents(obj.uid):
-                progress.deleted += collect_dependents(obj.uid, batch_size).deleted
-                continue
-            store.remove_finalizer(kind, obj, store.FOREGROUND, context=GARBAGE_COLLECTOR)
-            progress.released += 1
+    found = _find(owner_uid)
+    if found is not None and not (
+        found[1].deletion_timestamp is not None and store.FOREGROUND in (found[1].finalizers or [])
+    ):
+        return Progress()
+    progress, after = Progress(), 0
+    while True:
+        page, resume = collect_dependents(owner_uid, batch_size, after)
+        progress.deleted += page.deleted
+        progress.started += page.started
+        if resume is None:
+            break
+        if progress.started >= batch_size:
+            progress.more = True
+            return progress
+        after = resume
+    if found is not None and not OwnerLink.has_dependents(owner_uid):
+        kind, obj = found
+        store.remove_finalizer(kind, obj, store.FOREGROUND, context=GARBAGE_COLLECTOR)
+        progress.released += 1
     return progress
 
 

@@ -19,11 +19,10 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from . import errors, history, patches
+from . import errors, gc_queue, history, patches
 from .admission import WriteContext, authorize
 from .collectors import GARBAGE_COLLECTOR
 from .errors import FieldError
-from .events import send_on_commit
 from .manifest import check_type_meta, to_manifest, validate_metadata
 from .registry import ResourceKind
 from .serializers import ObjectMetaSerializer, flatten_errors, validate_with
@@ -192,8 +191,6 @@ def _apply_fields(
 
 
 def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
-    from portal import task_names
-
     from .models import OwnerLink
 
     history.record(kind, obj, event)
@@ -206,10 +203,13 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
         and FOREGROUND in (obj.finalizers or [])
         and obj.deletion_timestamp is not None
     )
+    owners = []
     if (event == "DELETED" or deleting_first) and OwnerLink.has_dependents(obj.uid):
-        send_on_commit(task_names.COLLECT_DEPENDENTS, str(obj.uid))
-    if event == "DELETED" and obj.owner_references:
-        send_on_commit(task_names.RELEASE_FOREGROUND_OWNERS)
+        owners.append(obj.uid)  # its dependents are collected
+    if event == "DELETED":  # a foreground owner may go once its last dependent is gone
+        owners += [ref["uid"] for ref in obj.owner_references or [] if ref.get("uid")]
+    if owners:
+        gc_queue.request_owners(owners)
 
 
 def create(

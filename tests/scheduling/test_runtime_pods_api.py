@@ -135,6 +135,6 @@ def test_garbage_collection_leaves_the_rows_to_their_providers(pod):
     from portal.machinery import gc
 
     # a RuntimePod has no deletionTimestamp or finalizers: the collector walks stored kinds only
-    assert gc.release_foreground().released == 0
-    assert gc.collect_dependents(pod.uid).deleted == 0
+    assert gc.foreground_owners() == []
+    assert gc.collect_owner(pod.uid).deleted == 0
     assert RuntimePod.objects.filter(pk=pod.pk).exists()

@@ -1,13 +1,15 @@
 """Kubernetes deletion: deletionTimestamp and finalizers, owner-reference cascade in the
-background (Background, Foreground, Orphan), Namespace termination, and the beat pass."""
+background (Background, Foreground, Orphan), Namespace termination, and the beat pass
+(the gc work queue itself: test_gc_queue.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from portal import tasks
-from portal.machinery import gc, store
+from portal.machinery import gc, gc_queue, store, workqueue
 from portal.machinery.registry import registry
+from portal.models import WorkItem
 from tests.helpers.api import API_VERSION, assert_status, gadgets, merge_patch, widget, widgets
 from tests.helpers.operator import OPERATOR
 
@@ -211,7 +213,8 @@ def test_beat_pass_heals_a_lost_cascade_event(admin_api, owner):
     admin_api.delete(f"{gadgets()}/owner")
     assert names(admin_api) == ["child"]
     result = tasks.garbage_collect()
-    assert result["deleted"] == 1
+    assert result["owners"] == 1  # the owner's key is added to the gc queue
+    workqueue.process(gc_queue.QUEUE)
     assert names(admin_api) == []
 
 
@@ -220,12 +223,16 @@ def test_gc_pass_is_batched_and_resumable(admin_api, owner, settings, monkeypatc
         admin_api.post(widgets(), widget(f"c{i}", **owned_by(owner)), format="json")
     kind = registry.get("testing.kruntimes.io", "v1", "gadgets")
     store.delete(kind, None, "owner", context=OPERATOR)
-    progress, resume = gc.collect_orphans(0, batch_size=2)
-    assert (progress.deleted, progress.more) == (2, True) and resume is not None
-    progress, resume = gc.collect_orphans(resume, batch_size=2)
-    assert progress.deleted == 2
+    WorkItem.objects.all().delete()  # as if the deletion's wake-up was lost
+    gone, resume = gc.gone_owners(0, batch_size=2)
+    assert gone == {owner["metadata"]["uid"]} and resume is not None
+    gone, resume = gc.gone_owners(resume, batch_size=2)
+    assert gone == {owner["metadata"]["uid"]} and resume is not None
+    assert gc.gone_owners(resume, batch_size=2)[1] is None  # the last, short page
     settings.KRUNTIMES_GC_BATCH_SIZE = 2
     tasks.garbage_collect()  # eager: re-enqueues itself until done
+    assert list(WorkItem.objects.values_list("key", flat=True)) == [owner["metadata"]["uid"]]
+    workqueue.process(gc_queue.QUEUE)  # two dependents a batch, requeued until done
     assert names(admin_api) == []
 
 
