@@ -92,6 +92,7 @@ def register_runtime_pods() -> None:
         runs_cell,
         runtime_pod_manifest,
     )
+    from .triggers import on_pod_change
 
     registry.register(
         ResourceKind(
@@ -107,6 +108,7 @@ def register_runtime_pods() -> None:
             generation_fields=(),
             to_manifest=runtime_pod_manifest,
             created_attr="created",
+            on_change=(on_pod_change,),
             columns=(
                 Column("RUNTIME", lambda o: o.runtime, description="spec.runtime"),
                 Column("PHASE", lambda o: o.phase, description="status.phase"),

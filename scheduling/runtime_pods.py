@@ -1,5 +1,6 @@
 """RuntimePod as a read-only API kind (``kruntimes.io/v1alpha1`` ``runtimepods``): the rows
-the providers keep, shown as the admin shows them. Status is read from the row's columns
+the providers keep (through ``pod_writer``, which records their changes), shown as the admin
+shows them. Status is read from the row's columns
 (phase, ready, heartbeat, capacity, the Runs bound to it), never from a stored copy."""
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def runtime_pod_manifest(kind: ResourceKind, pod: RuntimePod) -> dict[str, Any]:
         "name": pod.name,
         "namespace": pod.namespace,
         "uid": str(pod.uid),
+        "resourceVersion": str(pod.resource_version),
         "creationTimestamp": format_time(pod.created),
     }
     if pod.labels:
