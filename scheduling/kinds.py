@@ -90,6 +90,7 @@ def register_runtime_pods() -> None:
         RuntimePodSpecSerializer,
         RuntimePodStatusSerializer,
         runs_cell,
+        runtime_pod_from_manifest,
         runtime_pod_manifest,
     )
     from .triggers import on_pod_change
@@ -107,6 +108,7 @@ def register_runtime_pods() -> None:
             status_field=None,
             generation_fields=(),
             to_manifest=runtime_pod_manifest,
+            from_manifest=runtime_pod_from_manifest,
             created_attr="created",
             on_change=(on_pod_change,),
             columns=(

@@ -25,6 +25,7 @@ from scheduling.models import RuntimePod
 from scheduling.providers import kube_pods, local, rows
 from tests.helpers.records import make_pod, make_runtime
 from tests.helpers.source import method_calls
+from tests.portal.machinery.test_tables import KUBECTL_ACCEPT
 from tests.scheduling.providers.test_kube_pods import pod_object
 from workspaces import triggers as workspace_triggers
 
@@ -189,6 +190,32 @@ def test_a_watch_of_runtimepods_sees_their_changes(admin_api, settings):
     assert seen[0]["object"]["status"]["ready"] is False
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in seen]
     assert versions == sorted(versions) and versions[0] > int(listed)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_table_watch_shows_each_change_in_the_columns_it_had(admin_api, settings):
+    """What ``kubectl get runtimepods --watch`` asks for: each change as a Table row."""
+    settings.KRUNTIMES_WATCH_POLL_SECONDS = 0.05
+    pod = make_pod("bash-a", runs=3)
+    listed = admin_api.get(PODS).json()["metadata"]["resourceVersion"]
+    pod_writer.update_where(RuntimePod.objects.filter(pk=pod.pk), phase="Terminating", ready=False)
+    response = admin_api.get(
+        PODS,
+        {"watch": "1", "resourceVersion": listed, "timeoutSeconds": "1"},
+        HTTP_ACCEPT=KUBECTL_ACCEPT,
+    )
+    (event,) = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    assert event["type"] == "MODIFIED" and event["object"]["kind"] == "Table"
+    (row,) = event["object"]["rows"]
+    names = [c["name"] for c in event["object"]["columnDefinitions"]]
+    cells = dict(zip(names, row["cells"], strict=False))
+    assert (cells["Name"], cells["Runtime"], cells["Phase"], cells["Ready"], cells["Runs"]) == (
+        "bash-a",
+        "bash",
+        "Terminating",
+        "false",
+        "0/3",
+    )
 
 
 # --- one writer ------------------------------------------------------------------------------
