@@ -61,8 +61,8 @@ class Runtime(NamespacedObject):
 class RuntimePod(models.Model):
     """A Runtime Pod as its provider reports it (local process or Kubernetes Pod).
 
-    A read-only API kind: providers keep these rows true through ``scheduling.pod_writer``,
-    the scheduler snapshots them.
+    A read-only API kind: providers keep these rows true, each change recorded in the watch
+    history; the scheduler snapshots them.
     """
 
     namespace = models.CharField(max_length=63, db_index=True)
