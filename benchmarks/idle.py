@@ -31,9 +31,11 @@ def _populate(finished: int, pending: int, log: Log) -> None:
     Run.objects.filter(namespace=NAMESPACE)._raw_delete(Run.objects.db)
     setup.delete_namespace(NAMESPACE)
     setup.create(setup.Workload(NAMESPACE, runs=1, pods=1), log)
+    from scheduling import pod_writer
     from scheduling.models import RuntimePod
 
-    RuntimePod.objects.filter(namespace=NAMESPACE).delete()  # nothing can be placed
+    # nothing can be placed
+    pod_writer.delete_where(RuntimePod.objects.filter(namespace=NAMESPACE))
     Run.objects.filter(namespace=NAMESPACE).delete()
     template = work._template(0)
     now = timezone.now()

@@ -28,6 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection, connections, models
 
+from scheduling import pod_writer
 from scheduling.models import TERMINAL_PHASES, Run, RunPhase, RuntimePod
 
 from . import tracelog
@@ -517,7 +518,7 @@ def remove_ghost_pods(stack: Stack, namespace: str, log: Log) -> None:
     ghosts = RuntimePod.objects.filter(namespace=namespace).exclude(name__in=ours)
     names = list(ghosts.values_list("name", flat=True))
     if names:
-        ghosts.delete()
+        pod_writer.delete_where(ghosts)
         log(
             f"removed {len(names)} ghost RuntimePod row(s) {', '.join(sorted(names))} "
             f"re-created by stale heartbeats left in the broker"

@@ -36,7 +36,7 @@ from portal.auth.identities import LOCAL_OPERATOR
 from portal.machinery import store
 from portal.machinery.registry import registry
 from portal.machinery.store import WriteContext
-from scheduling import resources
+from scheduling import pod_writer, resources
 from scheduling.models import Run, Runtime, RuntimePod
 from workspaces.models import PersistentWorkspace, workspace_path
 
@@ -226,7 +226,7 @@ def delete_namespace(namespace: str) -> None:
 
     Run.objects.filter(namespace=namespace).delete()
     PersistentWorkspace.objects.filter(namespace=namespace).delete()
-    RuntimePod.objects.filter(namespace=namespace).delete()
+    pod_writer.delete_where(RuntimePod.objects.filter(namespace=namespace))
     Runtime.objects.filter(namespace=namespace).delete()
     OwnerLink.objects.filter(dependent_namespace=namespace).delete()
     Namespace.objects.filter(name=namespace).delete()
@@ -248,7 +248,9 @@ def vacuum(log: Log) -> None:
 
 def refresh_heartbeats(namespace: str) -> None:
     """What runtimed's heartbeats do in a live cluster: keep the pods fresh."""
-    RuntimePod.objects.filter(namespace=namespace).update(last_heartbeat=timezone.now())
+    pod_writer.update_where(
+        RuntimePod.objects.filter(namespace=namespace), last_heartbeat=timezone.now()
+    )
 
 
 # the benchmark is a management command: it writes as the local operator
@@ -280,7 +282,7 @@ def create(workload: Workload, log: Log) -> None:
     )
     capacity = resources.pod_capacity(runtime.spec, {})
     now = timezone.now()
-    RuntimePod.objects.bulk_create(
+    pod_writer.create_many(
         [
             RuntimePod(
                 namespace=namespace,

@@ -93,8 +93,10 @@ def register_runtime_pods() -> None:
         RuntimePodSpecSerializer,
         RuntimePodStatusSerializer,
         runs_cell,
+        runtime_pod_from_manifest,
         runtime_pod_manifest,
     )
+    from .triggers import on_pod_change
 
     registry.register(
         ResourceKind(
@@ -109,7 +111,9 @@ def register_runtime_pods() -> None:
             status=None,
             generation_fields=(),
             to_manifest=runtime_pod_manifest,
+            from_manifest=runtime_pod_from_manifest,
             created_attr="created",
+            on_change=(on_pod_change,),
             columns=(
                 Column("RUNTIME", lambda o: o.runtime, description="spec.runtime"),
                 Column("PHASE", lambda o: o.phase, description="status.phase"),

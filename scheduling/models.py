@@ -10,7 +10,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import models, transaction
+from django.db import models
 from django.utils import timezone
 
 from portal.machinery.conditions import time_or_none
@@ -58,55 +58,11 @@ class Runtime(NamespacedObject):
         self.ready_replicas = int((self.status or {}).get("readyReplicas") or 0)
 
 
-# What the scheduler places by on a RuntimePod row: a write that sets any of them gives the
-# rows it writes the next PodRevision (heartbeat times are not among them: see
-# scheduler.pod_cache for how their freshness is read).
-POD_PLACEMENT_FIELDS = frozenset(
-    {"namespace", "runtime", "name", "uid", "ready", "phase", "capacity"}
-)
-
-
-class PodRevision(models.Model):
-    """One row counting the writes of what the scheduler places by on RuntimePod rows. Taking
-    the next value locks the row until the write commits, so revisions commit in order: a
-    reader that has seen revision N has seen every such write up to N (see
-    ``scheduler.pod_cache``)."""
-
-    value = models.BigIntegerField(default=0)
-
-    def __str__(self) -> str:
-        return f"pod revision {self.value}"
-
-
-def next_pod_revision() -> int:
-    from portal.machinery import counter_row
-
-    return counter_row.increment(PodRevision)
-
-
-class RuntimePodQuerySet(models.QuerySet["RuntimePod"]):
-    """Every write of a placement field stamps the rows with the next PodRevision."""
-
-    def update(self, **fields):
-        if POD_PLACEMENT_FIELDS.isdisjoint(fields):
-            return super().update(**fields)
-        with transaction.atomic():
-            fields["revision"] = next_pod_revision()
-            return super().update(**fields)
-
-    def bulk_create(self, objs, *args, **kwargs):
-        objs = list(objs)
-        with transaction.atomic():
-            revision = next_pod_revision()
-            for obj in objs:
-                obj.revision = revision
-            return super().bulk_create(objs, *args, **kwargs)
-
-
 class RuntimePod(models.Model):
     """A Runtime Pod as its provider reports it (local process or Kubernetes Pod).
 
-    Not an API kind: providers keep these rows true, the scheduler snapshots them.
+    A read-only API kind: providers keep these rows true, each change recorded in the watch
+    history; the scheduler snapshots them.
     """
 
     namespace = models.CharField(max_length=63, db_index=True)
@@ -131,10 +87,8 @@ class RuntimePod(models.Model):
     last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
     active_runs = models.JSONField(default=list, blank=True)
     created = models.DateTimeField(default=timezone.now)
-    # the PodRevision of the last write of a placement field (see POD_PLACEMENT_FIELDS)
-    revision = models.BigIntegerField(default=0, db_index=True, editable=False)
-
-    objects = RuntimePodQuerySet.as_manager()
+    # the cluster resourceVersion of the pod's last recorded change (``pod_writer``)
+    resource_version = models.BigIntegerField(default=0, db_index=True, editable=False)
 
     class Meta:
         ordering = ("namespace", "runtime", "name")
@@ -144,13 +98,6 @@ class RuntimePod(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-    def save(self, *args, **kwargs) -> None:
-        with transaction.atomic():
-            self.revision = next_pod_revision()
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "revision"}
-            super().save(*args, **kwargs)
 
 
 class Run(NamespacedObject):

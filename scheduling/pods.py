@@ -9,14 +9,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from portal.machinery.conditions import parse_time
-from scheduling import disruption, resources
-from scheduling.models import (
-    KUBERNETES_PROVIDER,
-    POD_PLACEMENT_FIELDS,
-    PodPhase,
-    Runtime,
-    RuntimePod,
-)
+from scheduling import disruption, pod_writer, resources
+from scheduling.models import KUBERNETES_PROVIDER, PodPhase, Runtime, RuntimePod
 
 NOT_READY_AFTER = timedelta(seconds=15)
 REMOVE_AFTER = timedelta(minutes=5)
@@ -67,16 +61,9 @@ def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool
             "capacity": _capacity(namespace, pod.runtime, pod.annotations),
         }
         became_ready = fields["ready"] and not pod.ready
-        # a placement field written only when it changes: a heartbeat that changes none is
-        # no news to the scheduler (which reads heartbeat freshness on its own)
-        written = {
-            key: value
-            for key, value in fields.items()
-            if key not in POD_PLACEMENT_FIELDS or getattr(pod, key) != value
-        }
-        RuntimePod.objects.filter(pk=pod.pk).update(**written)
-        for key, value in fields.items():
-            setattr(pod, key, value)
+        # recorded only when something besides the heartbeat moved: a beat that changes
+        # nothing else is no news to the watchers (the scheduler reads freshness by time)
+        pod_writer.update(pod, **fields)
     return pod, became_ready
 
 
@@ -85,7 +72,7 @@ def reconcile_pods(now: datetime, resumed: datetime | None = None) -> dict[str, 
     pods are silent at once nor sooner than REMOVE_AFTER since the control plane resumed
     after a gap (see ``disruption``: it may be our silence, not theirs)."""
     stale = RuntimePod.objects.filter(ready=True, last_heartbeat__lt=now - NOT_READY_AFTER)
-    not_ready = stale.update(ready=False)
+    not_ready = pod_writer.update_where(stale, ready=False)
     removed = 0
     if resumed is None or now - resumed > REMOVE_AFTER:
         silence = disruption.assess(
@@ -97,5 +84,5 @@ def reconcile_pods(now: datetime, resumed: datetime | None = None) -> dict[str, 
         )
         if "*" not in silence.disrupted:
             gone = gone.exclude(namespace__in=silence.disrupted)
-            removed, _ = gone.delete()
+            removed = pod_writer.delete_where(gone)
     return {"not_ready": not_ready, "removed": removed}

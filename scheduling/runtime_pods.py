@@ -1,14 +1,16 @@
 """RuntimePod as a read-only API kind (``kruntimes.io/v1alpha1`` ``runtimepods``): the rows
-the providers keep, shown as the admin shows them. Status is read from the row's columns
+the providers keep (through ``pod_writer``, which records their changes), shown as the admin
+shows them. Status is read from the row's columns
 (phase, ready, heartbeat, capacity, the Runs bound to it), never from a stored copy."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import serializers
 
-from portal.machinery.conditions import format_time
+from portal.machinery.conditions import format_time, time_or_none
 from portal.machinery.registry import ResourceKind
 from portal.machinery.serializers import StrictSerializer
 
@@ -54,11 +56,36 @@ def runs_cell(pod: RuntimePod) -> str:
     return f"{used}/{capacity}" if isinstance(capacity, int) else str(used)
 
 
+def runtime_pod_from_manifest(kind: ResourceKind, manifest: Mapping[str, Any]) -> RuntimePod:
+    """The unsaved row a manifest shows (a watch event as a Table row): the columns it had."""
+    metadata, spec = manifest.get("metadata") or {}, manifest.get("spec") or {}
+    status = manifest.get("status") or {}
+    pod = RuntimePod(
+        namespace=metadata.get("namespace", ""),
+        name=metadata.get("name", ""),
+        runtime=spec.get("runtime", ""),
+        provider=spec.get("provider", ""),
+        phase=status.get("phase", ""),
+        ready=bool(status.get("ready")),
+        capacity=status.get("capacity") or {},
+        labels=metadata.get("labels") or {},
+        annotations=metadata.get("annotations") or {},
+        resource_version=int(metadata.get("resourceVersion") or 0),
+    )
+    if metadata.get("uid"):
+        pod.uid = metadata["uid"]
+    if created := time_or_none(metadata.get("creationTimestamp")):
+        pod.created = created
+    pod._bound_run_count = int((status.get("used") or {}).get("runs") or 0)  # type: ignore[attr-defined]
+    return pod
+
+
 def runtime_pod_manifest(kind: ResourceKind, pod: RuntimePod) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": pod.name,
         "namespace": pod.namespace,
         "uid": str(pod.uid),
+        "resourceVersion": str(pod.resource_version),
         "creationTimestamp": format_time(pod.created),
     }
     if pod.labels:

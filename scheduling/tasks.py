@@ -25,7 +25,6 @@ from scheduling import (
 )
 from scheduling.models import Run, RunPhase
 from scheduling.scheduler import Framework, default_framework, run_pass
-from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
 # One framework per worker process, so its usage cache lives from one pass to the next.
@@ -107,8 +106,6 @@ def runtime_pod_heartbeat(heartbeat: dict) -> None:
         return
     if became_ready:
         runtime_status.sync_runtime_status(timezone.now(), pod.namespace, pod.runtime)
-        triggers.request_scheduling("pod")
-        runtime_pods_changed.send(sender=None, namespace=pod.namespace)
 
 
 @shared_task(name=task_names.RECONCILE, ignore_result=True)
@@ -123,8 +120,6 @@ def reconcile() -> dict:
         "cancels": dispatch.resend_cancels(now),
         "runtimes": runtime_status.sync_runtime_status(now),
     }
-    if result["not_ready"] or result["removed"]:
-        runtime_pods_changed.send(sender=None, namespace=None)
     triggers.request_scheduling("beat")
     return result
 

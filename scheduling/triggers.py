@@ -1,8 +1,8 @@
 """Wake the scheduler: its work queue (``portal.machinery.workqueue``, queue ``scheduler``)
 holds one key, the pending queue as a whole, as kube-scheduler has one scheduling queue: any
 number of wake-ups while a pass waits or runs merge into one more pass, and one worker runs
-passes at a time. The Run and Runtime kinds' watchers add it; so do a pod becoming ready,
-capacity freed, a workspace released, and beat (the resync)."""
+passes at a time. The Run, Runtime and RuntimePod kinds' watchers add it; so do capacity
+freed, a workspace released, and beat (the resync)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,14 @@ def on_runtime_change(runtime, event: str) -> None:
     get a pass now, not at the next beat, so their Pending message says what is true."""
     if event in ("ADDED", "DELETED"):
         request_scheduling("runtime")
+
+
+def on_pod_change(pod, event: str) -> None:
+    """RuntimePod kind hook: a pod that is ready after its change (it became ready, or its
+    capacity, labels or names moved) may take Runs now. A pod leaving or no longer ready frees
+    nothing: the Runs waiting stay so until beat's pass words why."""
+    if event != "DELETED" and pod.ready:
+        request_scheduling("pod")
 
 
 CLEANUP_QUEUE = "run-cleanup"  # key: namespace/name of a deleted Run

@@ -7,13 +7,11 @@ class WorkspacesConfig(AppConfig):
 
     def ready(self) -> None:
         from portal.machinery import workqueue
-        from scheduling.signals import runtime_pods_changed
         from workspaces import tasks  # noqa: F401 - registers the tasks triggers send by name
         from workspaces.kinds import register_workspace_kind
         from workspaces.runs import register_run_hooks
-        from workspaces.triggers import QUEUE, on_pods_changed
+        from workspaces.triggers import QUEUE
 
         register_workspace_kind()
         register_run_hooks()
         workqueue.register(QUEUE, tasks.reconcile_namespace)
-        runtime_pods_changed.connect(on_pods_changed, dispatch_uid="workspaces.pods")

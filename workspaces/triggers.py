@@ -30,8 +30,10 @@ def on_workspace_change(ws, event: str) -> None:
         request_reconcile(ws.namespace)
 
 
-def on_pods_changed(sender=None, namespace: str | None = None, **_) -> None:
-    request_reconcile(namespace)
+def on_pod_change(pod, event: str) -> None:
+    """A watcher of the RuntimePod kind: a pod came, went, or changed readiness, phase or
+    capacity; the namespace's workspaces are bound against its pods."""
+    request_reconcile(pod.namespace)
 
 
 def on_run_change(run, event: str) -> None:

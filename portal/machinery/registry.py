@@ -82,11 +82,14 @@ class ResourceKind:
     normalize: Callable[[dict[str, Any], Mapping[str, Any] | None], dict[str, Any]] | None = None
     # An item as a list shows it (a Secret's values only on a GET of that one Secret).
     in_list: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    # Served from rows others keep (a provider's Runtime Pods): get and list only; every
+    # Served from rows others keep (a provider's Runtime Pods): get, list and watch; every
     # write through the API or the store is refused.
     read_only: bool = False
     # (kind, model instance) -> manifest, for a model not stored as body JSON fields.
     to_manifest: Callable[[ResourceKind, Any], dict[str, Any]] | None = None
+    # Its inverse: (kind, manifest) -> an unsaved instance the columns read (a watch event
+    # shown as a Table row).
+    from_manifest: Callable[[ResourceKind, Mapping[str, Any]], Any] | None = None
     # The model attribute holding metadata.creationTimestamp (what AGE counts from).
     created_attr: str = "creation_timestamp"
     # fieldSelector labels beyond metadata.name/metadata.namespace -> the (indexed) model

@@ -241,6 +241,8 @@ def instance_of(kind: ResourceKind, manifest: Mapping[str, Any]) -> Any:
     """An unsaved row holding ``manifest`` (the printer columns read rows)."""
     from .conditions import time_or_none
 
+    if kind.from_manifest is not None:
+        return kind.from_manifest(kind, manifest)
     meta = manifest.get("metadata") or {}
     obj = kind.model(name=meta.get("name", ""))
     if kind.namespaced:

@@ -8,6 +8,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from portal.resource_admin import NONE, admin_change_url, age, label_chips, timestamp
+from scheduling import pod_writer
 from scheduling.models import RuntimePod
 
 from .common import (
@@ -258,7 +259,7 @@ class RuntimePodAdmin(admin.ModelAdmin):
             )
         self.log_deletions(request, pods)
         names = [str(pod) for pod in pods]
-        RuntimePod.objects.filter(pk__in=[pod.pk for pod in pods]).delete()
+        pod_writer.delete_where(RuntimePod.objects.filter(pk__in=[pod.pk for pod in pods]))
         self.message_user(
             request,
             f"Forgot {len(names)} Runtime Pods: {', '.join(names)}. "

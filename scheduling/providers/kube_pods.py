@@ -16,11 +16,10 @@ from datetime import datetime
 
 from django.db import transaction
 
-from scheduling import resources, runtime_status
+from scheduling import pod_writer, resources, runtime_status
 from scheduling.models import KUBERNETES_PROVIDER, PodPhase, Runtime, RuntimePod
 from scheduling.pods import NOT_READY_AFTER
 from scheduling.providers import deployment, rows
-from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
 ENDED_PHASES = ("Succeeded", "Failed")  # restartPolicy Always: such a Pod never runs again
@@ -104,11 +103,6 @@ def _heard_recently(row: RuntimePod | None, now: datetime) -> bool:
     return bool(row and row.last_heartbeat and now - row.last_heartbeat <= NOT_READY_AFTER)
 
 
-def _changed(namespace: str, runtime: str, now: datetime) -> None:
-    runtime_pods_changed.send(sender=None, namespace=namespace)
-    runtime_status.sync_runtime_status(now, namespace, runtime)
-
-
 def apply_pod(pod: ObservedPod, now: datetime) -> bool:
     """Make the row of ``pod`` true; returns whether pods appeared, went or changed readiness."""
     with transaction.atomic():
@@ -139,7 +133,7 @@ def apply_pod(pod: ObservedPod, now: datetime) -> bool:
             "host": pod.node,
         }
         if row is None:
-            RuntimePod.objects.create(
+            pod_writer.create(
                 namespace=pod.namespace,
                 name=pod.name,
                 uid=pod.uid,
@@ -149,9 +143,9 @@ def apply_pod(pod: ObservedPod, now: datetime) -> bool:
             changed = True
         else:
             changed = changed or (row.ready, row.phase) != (fields["ready"], fields["phase"])
-            RuntimePod.objects.filter(pk=row.pk).update(**fields)
+            pod_writer.update(row, **fields)
         if changed:
-            _changed(pod.namespace, pod.runtime, now)
+            runtime_status.sync_runtime_status(now, pod.namespace, pod.runtime)
     return changed
 
 

@@ -22,10 +22,9 @@ from django.utils import timezone
 
 from portal.processes import Child, Supervisor
 from runtimed import proctree, protocol
-from scheduling import lifecycle, recovery, resources
+from scheduling import lifecycle, pod_writer, recovery, resources
 from scheduling.models import PodPhase, Runtime, RuntimePod
 from scheduling.providers import pod_secrets, rows
-from scheduling.signals import runtime_pods_changed
 
 log = logging.getLogger(__name__)
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -102,7 +101,7 @@ def register(pod: PodIdentity) -> dict[str, int]:
     capacity = resources.pod_capacity(spec, {})
     pod.workspace.mkdir(parents=True, exist_ok=True)
     pod_secrets.write_secrets(pod.secrets, pod.namespace, pod_secrets.referenced_secrets(spec))
-    RuntimePod.objects.create(
+    pod_writer.create(
         namespace=pod.namespace,
         runtime=pod.runtime,
         name=pod.name,
@@ -135,8 +134,10 @@ def kill_leftover_steps(pod: PodIdentity, workspace: Path | None = None) -> int:
 
 def mark_terminating(pod: PodIdentity) -> None:
     """The pod is being stopped on purpose: nothing new lands on it, Runs end PodTerminating."""
-    RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid).update(
-        phase=PodPhase.TERMINATING, ready=False
+    pod_writer.update_where(
+        RuntimePod.objects.filter(namespace=pod.namespace, name=pod.name, uid=pod.uid),
+        phase=PodPhase.TERMINATING,
+        ready=False,
     )
 
 
@@ -219,9 +220,7 @@ class LocalProvider:
                 "the Runtime Pod this Run was bound to is gone (the portal was restarted)",
                 timezone.now(),
             )
-            row.delete()
+            pod_writer.delete_where(RuntimePod.objects.filter(pk=row.pk))
             if workspace is not None and workspace.resolve().is_relative_to(pods_root):
                 shutil.rmtree(workspace.parent, ignore_errors=True)
-        if rows:
-            runtime_pods_changed.send(sender=None, namespace=None)
         return len(rows)

@@ -3,14 +3,15 @@
 kube-scheduler keeps its nodes in a cache kept current from changes and snapshots it for each
 cycle. Here a pass asks the database two small questions instead of reading every pod row:
 
-- the count of pods and their highest ``revision``: every write of what the scheduler places
-  by (names, uid, ready, phase, capacity) stamps its rows with the next ``PodRevision``, and
-  revisions commit in order, so only the rows above the revision last seen are read. Fewer
-  pods than those cached means some went: then every row is read again, as it is every
-  ``resync_seconds`` (which bounds how long a row written behind the ORM could mislead it).
+- the count of pods and their highest ``resource_version``: every recorded change of a pod
+  (``scheduling.pod_writer``: names, uid, readiness, phase, capacity, labels, ...) gives its
+  row the cluster's next resourceVersion, and versions commit in order, so only the rows
+  above the version last seen are read. Fewer pods than those cached means some went: then
+  every row is read again, as it is every ``resync_seconds`` (which bounds how long a row
+  written behind the writer could mislead it).
 - how many pods are silent (no heartbeat within ``HEARTBEAT_TIMEOUT`` of the pass's time),
   and when some are, which (by the ``last_heartbeat`` index): heartbeats move every few
-  seconds without a revision, and all a pass needs of them is which pods are fresh.
+  seconds without a new version, and all a pass needs of them is which pods are fresh.
 
 The ``PodState`` objects and their least-loaded orders live across passes. What a pass does to
 them (Assume, release, exclusion, a resync of usage) is undone at the next pass's start for
@@ -44,7 +45,7 @@ class PodCache:
         self.resync_seconds = resync_seconds
         self.rows: dict[int, PodState] = {}  # pk -> the pod as its row was last read
         self.index = PodIndex([])  # the PodStates passes work on, and their orders
-        self.revision: int | None = None  # every placement write up to here is read
+        self.version: int | None = None  # every recorded pod change up to here is read
         self.synced_at = 0.0
         self.reloads = 0
         self.usage_rebuilds = -1  # the usage cache's rebuild the pods' usage follows
@@ -57,21 +58,24 @@ class PodCache:
         already current for this pass)."""
         stale_query = silent(now)
         counts = RuntimePod.objects.aggregate(
-            total=Count("pk"), revision=Max("revision"), stale=Count("pk", filter=stale_query)
+            total=Count("pk"),
+            version=Max("resource_version"),
+            stale=Count("pk", filter=stale_query),
         )
-        total, revision = counts["total"], counts["revision"] or 0
+        total, version = counts["total"], counts["version"] or 0
         dirty: set[int] = set()
         if (
-            self.revision is None
-            or revision < self.revision  # the rows were reset under us
+            self.version is None
+            or version < self.version  # the newest pod went (or the rows were reset)
             or time.monotonic() - self.synced_at > self.resync_seconds
         ):
             self._reload()
-        elif revision != self.revision or total != len(self.rows):
-            dirty = self._apply(read_pods(RuntimePod.objects.filter(revision__gt=self.revision)))
+        elif version != self.version or total != len(self.rows):
+            changed = RuntimePod.objects.filter(resource_version__gt=self.version)
+            dirty = self._apply(read_pods(changed))
             if total != len(self.rows):  # some went (or came while we read): read them all
                 self._reload()
-        self.revision = revision
+        self.version = version
         self.stale = frozenset(
             RuntimePod.objects.filter(stale_query).values_list("pk", flat=True)
             if counts["stale"]
@@ -83,8 +87,8 @@ class PodCache:
 
     def signature(self) -> Hashable:
         """What the pods offer, as parking compares it (see ``pod_rows.signature``): the
-        placement writes seen, the pods there are and which of them are silent."""
-        return (self.revision, self.reloads, len(self.rows), self.stale)
+        pod changes seen, the pods there are and which of them are silent."""
+        return (self.version, self.reloads, len(self.rows), self.stale)
 
     def _reload(self) -> None:
         pods = read_pods(RuntimePod.objects.all())

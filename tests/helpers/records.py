@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from portal.machinery import store
 from portal.machinery.registry import registry
+from scheduling import pod_writer
 from scheduling.models import Run, RuntimePod
 from tests.helpers.operator import OPERATOR
 
@@ -43,7 +44,7 @@ def make_pod(
     heartbeat_age: float = 1.0,
     **capacity,
 ) -> RuntimePod:
-    return RuntimePod.objects.create(
+    return pod_writer.create(
         namespace=namespace,
         runtime=runtime,
         name=name,

@@ -3,7 +3,6 @@ controller uses, its batch form, and that no other module writes a Run's status.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from django.utils import timezone
 from scheduling import run_status
 from scheduling.models import Run
 from tests.helpers.records import fresh, make_run
+from tests.helpers.source import method_calls
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,15 +68,12 @@ def test_bind_resets_dispatched_at_in_both_forms():
 
 def _version_writes(path: Path) -> list[int]:
     """Lines of ``.update(...)`` calls that set ``resource_version``: compare-and-set writes."""
-    tree = ast.parse(path.read_text())
-    return [
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "update"
-        and any(k.arg == "resource_version" for k in node.keywords)
-    ]
+    return method_calls(
+        path,
+        lambda call, method: (
+            method.attr == "update" and any(k.arg == "resource_version" for k in call.keywords)
+        ),
+    )
 
 
 def test_no_module_but_the_status_writers_compare_and_sets_a_row():

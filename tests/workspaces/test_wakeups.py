@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from portal.models import WorkItem
+from scheduling import pod_writer
+from scheduling.models import RuntimePod
 from tests.helpers.records import make_pod, make_runtime
 from tests.helpers.workspaces import make_namespace, make_workspace
 from workspaces import tasks, triggers
@@ -26,15 +28,18 @@ def test_a_workspace_written_queues_its_namespace_once():
     assert queued() == ["default"]
 
 
-def test_pods_changed_anywhere_queues_every_namespace_with_workspaces():
+def test_a_pod_changed_queues_its_namespace():
     make_namespace("other")
     make_runtime()
     make_runtime(namespace="other")
     make_workspace("a")
     make_workspace("b", namespace="other")
     WorkItem.objects.all().delete()
-    triggers.on_pods_changed(namespace=None)
-    assert queued() == ["default", "other"]
+    pod = make_pod("bash-a", namespace="other")
+    assert queued() == ["other"]
+    WorkItem.objects.all().delete()
+    pod_writer.update_where(RuntimePod.objects.filter(pk=pod.pk), ready=False)
+    assert queued() == ["other"]
 
 
 def test_the_resync_queues_every_namespace_with_workspaces():

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from portal.machinery import store
+from scheduling import pod_writer
 from scheduling.models import Run, RunPhase, RuntimePod
 from scheduling.scheduler import PassOptions, default_framework, run_pass
 from scheduling.scheduler.parking import Parking
@@ -67,7 +68,7 @@ def test_more_capacity_on_a_pod_looks_again(framework):
     pod = make_pod("bash-a", runs=0)
     make_run("r0")
     settle(framework)
-    RuntimePod.objects.filter(pk=pod.pk).update(capacity={"runs": 1})
+    pod_writer.update_where(RuntimePod.objects.filter(pk=pod.pk), capacity={"runs": 1})
     assert schedule(framework).bound == 1
 
 

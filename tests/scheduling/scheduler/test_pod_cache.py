@@ -4,7 +4,6 @@ heartbeat and any pass; a pass with nothing changed reads no pod row at all."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -14,9 +13,9 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduling import pod_writer, run_status
 from scheduling import pods as pod_rows
-from scheduling import run_status
-from scheduling.models import PodRevision, Run, RunPhase, RuntimePod
+from scheduling.models import Run, RunPhase, RuntimePod
 from scheduling.scheduler import PassOptions, default_framework, run_pass
 from scheduling.scheduler.loading import take_snapshot
 from scheduling.scheduler.pod_cache import PodCache
@@ -42,41 +41,12 @@ def pending_message(name: str) -> str:
     return Run.objects.get(name=name).status.get("message", "")
 
 
-def revision(pod: RuntimePod) -> int:
-    return RuntimePod.objects.get(pk=pod.pk).revision
+def version(pod: RuntimePod) -> int:
+    return RuntimePod.objects.get(pk=pod.pk).resource_version
 
 
-# --- the revision stamp ---------------------------------------------------------------------
-
-
-def test_every_write_of_a_placement_field_takes_the_next_revision():
-    pod = make_pod("bash-a")
-    first = revision(pod)
-    assert first == PodRevision.objects.get().value
-    RuntimePod.objects.filter(pk=pod.pk).update(ready=False)
-    assert revision(pod) == first + 1
-    RuntimePod.objects.filter(pk=pod.pk).update(capacity={"runs": 9}, pid=7)
-    assert revision(pod) == first + 2
-    pod.refresh_from_db()
-    pod.phase = "Terminating"
-    pod.save(update_fields=["phase"])
-    assert revision(pod) == first + 3
-    RuntimePod.objects.bulk_create([RuntimePod(namespace="default", name="b", uid=uuid.uuid4())])
-    assert RuntimePod.objects.get(name="b").revision == first + 4
-
-
-def test_a_heartbeat_that_changes_nothing_the_scheduler_places_by_takes_no_revision():
-    make_runtime()
-    pod = make_pod("bash-a", runs=2)
-    before = revision(pod)
-    RuntimePod.objects.filter(pk=pod.pk).update(last_heartbeat=timezone.now(), pid=3)
-    assert revision(pod) == before
-    beat = {"namespace": "default", "podName": "bash-a", "podUID": str(pod.uid), "activeRuns": []}
-    pod_rows.record_heartbeat({**beat, "time": timezone.now().isoformat()}, timezone.now())
-    assert revision(pod) == before  # ready, Running, and the Runtime's capacity as before
-    RuntimePod.objects.filter(pk=pod.pk).update(ready=False)
-    pod_rows.record_heartbeat({**beat, "time": timezone.now().isoformat()}, timezone.now())
-    assert revision(pod) == before + 2 and RuntimePod.objects.get(pk=pod.pk).ready
+def write(pod: RuntimePod, **fields) -> None:
+    pod_writer.update_where(RuntimePod.objects.filter(pk=pod.pk), **fields)
 
 
 # --- passes with a warm cache ---------------------------------------------------------------
@@ -91,15 +61,32 @@ def test_a_pass_with_nothing_changed_reads_no_pod_row(framework):
     with CaptureQueriesContext(connection) as queries:
         assert schedule(framework).bound == 1
     reads = [q["sql"] for q in queries if '"scheduling_runtimepod"' in q["sql"]]
-    # the count and highest revision, and the bind's lock of the one pod it binds to
+    # the count and highest version, and the bind's lock of the one pod it binds to
     assert len(reads) == 2, reads
     assert "MAX(" in reads[0] and '"scheduling_runtimepod"."id" IN (' in reads[1]
     assert framework.pod_cache.reloads == 1
 
 
+def test_a_pass_reads_again_only_the_pods_changed_since_the_last(framework, monkeypatch):
+    from scheduling.scheduler import pod_cache
+
+    pods = [make_pod(f"bash-{index}", runs=5) for index in range(3)]
+    schedule(framework)
+    seen = framework.pod_cache.version
+    write(pods[1], capacity={"runs": 7})
+    assert version(pods[1]) > seen
+    read = []
+    real = pod_cache.read_pods
+    monkeypatch.setattr(pod_cache, "read_pods", lambda q: read.append(real(q)) or read[-1])
+    schedule(framework)
+    assert [[pod.name for pod in batch] for batch in read] == [["bash-1"]]
+    assert framework.pod_cache.rows[pods[1].pk].capacity == {"runs": 7}
+    assert framework.pod_cache.reloads == 1 and framework.pod_cache.version == version(pods[1])
+
+
 def test_the_queries_of_a_pass_do_not_grow_with_the_pods(framework):
     def queries_of_a_pass(pods: int) -> int:
-        RuntimePod.objects.all().delete()
+        pod_writer.delete_where(RuntimePod.objects.all())
         for index in range(pods):
             make_pod(f"bash-{pods}-{index}", runs=5)
         schedule(framework)  # the cache reads the new pods
@@ -115,11 +102,11 @@ def test_the_queries_of_a_pass_do_not_grow_with_the_pods(framework):
 def test_a_pod_made_unready_then_ready_again_is_seen_by_the_next_pass(framework):
     pod = make_pod("bash-a", runs=5)
     schedule(framework)
-    RuntimePod.objects.filter(pk=pod.pk).update(ready=False)
+    write(pod, ready=False)
     make_run("r0")
     assert schedule(framework).bound == 0
     assert pending_message("r0") == "0/1 pods: 1 is not ready"
-    RuntimePod.objects.filter(pk=pod.pk).update(ready=True)
+    write(pod, ready=True)
     assert schedule(framework).bound == 1
 
 
@@ -147,15 +134,15 @@ def test_capacity_a_heartbeat_brings_is_seen_by_the_next_pass(framework):
 def test_a_silent_pod_is_stale_and_its_next_heartbeat_brings_it_back(framework):
     pod = make_pod("bash-a", runs=5)
     schedule(framework)
-    before = revision(pod)
+    before = version(pod)
     silent_since = timezone.now() - timedelta(seconds=30)
-    RuntimePod.objects.filter(pk=pod.pk).update(last_heartbeat=silent_since)
+    write(pod, last_heartbeat=silent_since)
     make_run("r0")
     assert schedule(framework).bound == 0
     assert pending_message("r0") == "0/1 pods: 1 has no recent runtimed heartbeat"
-    RuntimePod.objects.filter(pk=pod.pk).update(last_heartbeat=timezone.now())
+    write(pod, last_heartbeat=timezone.now())
     assert schedule(framework).bound == 1
-    assert revision(pod) == before  # freshness is read by time, not by revision
+    assert version(pod) == before  # freshness is read by time, not by version
 
 
 def test_a_cached_heartbeat_going_old_does_not_make_a_heard_pod_stale(framework):
@@ -170,7 +157,7 @@ def test_a_cached_heartbeat_going_old_does_not_make_a_heard_pod_stale(framework)
 def test_pods_that_go_or_come_are_seen_by_the_next_pass(framework):
     a = make_pod("bash-a", runs=1)
     schedule(framework)
-    a.delete()
+    pod_writer.delete_where(RuntimePod.objects.filter(pk=a.pk))
     make_run("r0")
     assert schedule(framework).bound == 0
     assert pending_message("r0") == "0/0 pods: no Runtime Pods for this Runtime in this namespace"
@@ -178,7 +165,7 @@ def test_pods_that_go_or_come_are_seen_by_the_next_pass(framework):
     assert schedule(framework).bound == 1
     assert fresh(Run.objects.get(name="r0")).assigned_pod == "bash-b"
     # replaced under the same name between two passes
-    RuntimePod.objects.filter(name="bash-b").delete()
+    pod_writer.delete_where(RuntimePod.objects.filter(name="bash-b"))
     make_pod("bash-b", runs=1)
     make_run("r1")
     assert schedule(framework).bound == 1
@@ -261,15 +248,15 @@ def _apply(step, now, counter):
     if action == "create" and not pods.exists():
         make_pod(name, runs=value)
     elif action == "delete":
-        pods.delete()
+        pod_writer.delete_where(pods)
     elif action == "ready":
-        pods.update(ready=bool(value))
+        pod_writer.update_where(pods, ready=bool(value))
     elif action == "phase":
-        pods.update(phase=["Running", "Terminating"][value])
+        pod_writer.update_where(pods, phase=["Running", "Terminating"][value])
     elif action == "capacity":
-        pods.update(capacity={"runs": value})
+        pod_writer.update_where(pods, capacity={"runs": value})
     elif action == "silent":
-        pods.update(last_heartbeat=now - timedelta(seconds=value))
+        pod_writer.update_where(pods, last_heartbeat=now - timedelta(seconds=value))
     elif action == "run":
         pod = pods.first()
         if pod is not None:
@@ -294,7 +281,7 @@ def _apply(step, now, counter):
 )
 @given(steps)
 def test_the_cached_pods_are_the_pods_a_fresh_read_gives(script):
-    RuntimePod.objects.all().delete()
+    pod_writer.delete_where(RuntimePod.objects.all())
     Run.objects.all().delete()
     make_runtime_once()
     usage, pods = UsageCache(resync_seconds=3600), PodCache(resync_seconds=3600)
