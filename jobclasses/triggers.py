@@ -39,7 +39,11 @@ def request_waiting_jobs(namespace: str | None = None, job_class: str | None = N
 
 
 def on_job_class_change(job_class, event: str) -> None:
-    request_class_reconcile(job_class.name)
+    """New, changed or deleted: the class is reconciled (its own status writes, Accepted and
+    Ready, do not wake it again) and the Jobs waiting on it re-check (a class that became
+    Ready is one of these status writes)."""
+    if event != "MODIFIED" or job_class.desired_changed:
+        request_class_reconcile(job_class.name)
     if event != "DELETED":
         request_waiting_jobs(job_class=job_class.name)
 

@@ -17,7 +17,11 @@ def request_reconcile(uid: str) -> None:
 
 
 def on_workflow_run_change(wfr, event: str) -> None:
-    if event in ("ADDED", "MODIFIED") and not wfr.is_finished:
+    """New, or asked something new (its spec, labels, a cancel, a deletion): the controller's
+    own status writes do not wake it again."""
+    if wfr.is_finished:
+        return
+    if event == "ADDED" or (event == "MODIFIED" and wfr.desired_changed):
         request_reconcile(str(wfr.uid))
 
 

@@ -26,7 +26,9 @@ def namespaces() -> list[str]:
 
 
 def on_workspace_change(ws, event: str) -> None:
-    if event in ("ADDED", "MODIFIED"):
+    """New, or asked something new (spec, labels, finalizers, a deletion): the controller's own
+    status writes do not wake it again."""
+    if event == "ADDED" or (event == "MODIFIED" and ws.desired_changed):
         request_reconcile(ws.namespace)
 
 

@@ -91,3 +91,17 @@ def test_beat_resyncs_every_class_and_unfinished_job_as_keys(queued):
     tasks.reconcile()
     assert keys(triggers.CLASSES) == {triggers.ALL_CLASSES, "default"}
     assert keys(triggers.JOBS) == {"default/j1"}
+
+
+def test_the_class_controller_s_status_write_wakes_waiting_jobs_not_itself(queued):
+    from jobclasses import class_controller
+    from jobclasses.models import JobClass
+
+    set_namespace("default")
+    local_class("gpu")
+    create(job_manifest("waiting", jobClassName="gpu"), namespace="default")
+    JobClass.objects.filter(name="gpu").update(status={})  # as if never reconciled
+    WorkItem.objects.all().delete()
+    assert class_controller.reconcile_class(JobClass.objects.get(name="gpu"), timezone.now())
+    assert keys(triggers.CLASSES) == set()
+    assert keys(triggers.JOBS) == {"default/waiting"}

@@ -54,3 +54,24 @@ def test_a_finished_workflow_run_is_not_resynced():
     type(wfr).objects.filter(pk=wfr.pk).update(phase="Succeeded")
     assert tasks.reconcile() == 0
     assert queued() == []
+
+
+def test_the_controller_s_own_status_write_does_not_wake_it_again():
+    wfr = start({"build": job(step("a"))})
+    WorkItem.objects.all().delete()
+    assert tasks.reconcile_key(str(wfr.uid)) is True  # it created the child and wrote status
+    assert queued() == []
+
+
+def test_a_cancel_wakes_the_workflow_run():
+    from portal.machinery import store
+    from portal.machinery.registry import registry
+    from tests.helpers.operator import OPERATOR
+
+    wfr = tick(start({"build": job(step("a"))}))
+    WorkItem.objects.all().delete()
+    kind = registry.for_model(type(wfr))
+    store.patch(
+        kind, wfr.namespace, wfr.name, {"spec": {"cancelRequested": True}}, context=OPERATOR
+    )
+    assert queued() == [str(wfr.uid)]

@@ -56,3 +56,13 @@ def test_the_handler_binds_the_workspaces_of_its_namespace():
     make_workspace("a")
     tasks.reconcile_namespace("default")
     assert PersistentWorkspace.objects.get(name="a").bound_pod == "bash-a"
+
+
+def test_the_controller_s_own_status_write_does_not_wake_it_again():
+    make_runtime()
+    make_pod("bash-a")
+    make_workspace("a")
+    WorkItem.objects.all().delete()
+    tasks.reconcile_namespace("default")  # binds it: a status write
+    assert PersistentWorkspace.objects.get(name="a").bound_pod == "bash-a"
+    assert queued() == []
