@@ -21,10 +21,6 @@ from portal.models import WorkItem
 from portal.resource_admin import age, timestamp
 
 
-def _free(now: datetime) -> Q:
-    return Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
-
-
 def due_text(due_at: datetime, now: datetime) -> str:
     """ "in 3s" or "overdue 2m5s" (``human_duration``, as kubectl prints ages)."""
     seconds = (due_at - now).total_seconds()
@@ -39,7 +35,7 @@ class ClaimedFilter(admin.SimpleListFilter):
         return [("claimed", "By a worker"), ("free", "Free")]
 
     def queryset(self, request, queryset):
-        free = _free(timezone.now())
+        free = workqueue.free(timezone.now())
         if self.value() == "claimed":
             return queryset.exclude(free)
         if self.value() == "free":
@@ -69,13 +65,13 @@ class OverdueFilter(admin.SimpleListFilter):
         if self.value() != "yes":
             return queryset
         now = timezone.now()
-        return queryset.filter(_free(now), due_at__lt=now)
+        return queryset.filter(workqueue.free(now), due_at__lt=now)
 
 
 def queue_summary(now: datetime) -> list[dict]:
     """Per queue: keys waiting (free), claimed, failing, and how long the oldest due free key
     has waited ("" when none is overdue)."""
-    free = _free(now)
+    free = workqueue.free(now)
     rows = (
         WorkItem.objects.values("queue")
         .annotate(

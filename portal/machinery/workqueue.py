@@ -143,7 +143,8 @@ class Drained:
         self.retry_in = delay if self.retry_in is None else min(self.retry_in, delay)
 
 
-def _free(now: datetime) -> Q:
+def free(now: datetime) -> Q:
+    """The rows no worker holds at ``now`` (never claimed, or their claim expired)."""
     return Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
 
 
@@ -151,14 +152,14 @@ def claim(queue: str, now: datetime) -> tuple[int, str] | None:
     """Take one due key no other worker holds: (row id, key), or None."""
     from .models import WorkItem
 
-    free = _free(now)
+    unheld = free(now)
     due = (
-        WorkItem.objects.filter(free, queue=queue, due_at__lte=now)
+        WorkItem.objects.filter(unheld, queue=queue, due_at__lte=now)
         .order_by("due_at", "pk")
         .values_list("pk", "key")[:CANDIDATES]
     )
     for pk, key in due:
-        if WorkItem.objects.filter(free, pk=pk).update(claimed_until=now + LEASE, dirty=False):
+        if WorkItem.objects.filter(unheld, pk=pk).update(claimed_until=now + LEASE, dirty=False):
             return pk, key
     return None
 
