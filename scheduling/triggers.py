@@ -7,7 +7,7 @@ freed, a workspace released, and beat (the resync)."""
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 
 QUEUE = "scheduler"
 KEY = "pending"  # the one key: every Pending Run, placed in priority order by one pass
+# a pass takes well under a second: a worker killed mid-pass holds scheduling back this long
+PASS_LEASE = timedelta(seconds=60)
 SOURCES = ("run", "pod", "runtime", "workspace", "beat", "retry")
 
 

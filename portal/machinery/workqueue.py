@@ -58,11 +58,15 @@ class Requeue:
 
 Handler = Callable[[str], object]  # returns a Requeue to have its key again later
 _handlers: dict[str, Handler] = {}
+_leases: dict[str, timedelta] = {}
 
 
-def register(queue: str, handler: Handler) -> None:
-    """``handler(key)`` reconciles one key of ``queue`` (raises: retried with backoff)."""
+def register(queue: str, handler: Handler, *, lease: timedelta = LEASE) -> None:
+    """``handler(key)`` reconciles one key of ``queue`` (raises: retried with backoff). A
+    claim lasts ``lease``: how long a key a killed worker held waits before another takes it
+    (make it longer than any reconcile of the queue takes)."""
     _handlers[queue] = handler
+    _leases[queue] = lease
 
 
 def handler(queue: str) -> Handler:
@@ -159,7 +163,9 @@ def claim(queue: str, now: datetime) -> tuple[int, str] | None:
         .values_list("pk", "key")[:CANDIDATES]
     )
     for pk, key in due:
-        if WorkItem.objects.filter(unheld, pk=pk).update(claimed_until=now + LEASE, dirty=False):
+        if WorkItem.objects.filter(unheld, pk=pk).update(
+            claimed_until=now + _leases.get(queue, LEASE), dirty=False
+        ):
             return pk, key
     return None
 

@@ -68,3 +68,16 @@ def test_a_retry_waiting_out_its_backoff_has_the_pass_requeued_when_it_ends(sent
     assert isinstance(requeue, workqueue.Requeue)
     assert 28 < requeue.after <= 30
     assert fresh(run).phase == "Pending" and sent == []
+
+
+def test_a_worker_killed_mid_pass_holds_scheduling_back_a_minute_at_most():
+    # as the scheduler's lease did: its claim on the one key expires after PASS_LEASE, not
+    # after the work queue's default five minutes
+    now = timezone.now()
+    WorkItem.objects.create(queue=triggers.QUEUE, key=triggers.KEY, due_at=now)
+    assert workqueue.claim(triggers.QUEUE, now) is not None
+    claimed = WorkItem.objects.get(queue=triggers.QUEUE)
+    assert claimed.claimed_until == now + triggers.PASS_LEASE < now + workqueue.LEASE
+    assert workqueue.claim(triggers.QUEUE, now + triggers.PASS_LEASE) is None
+    later = now + triggers.PASS_LEASE + timedelta(seconds=1)
+    assert workqueue.claim(triggers.QUEUE, later) is not None  # another worker takes it
