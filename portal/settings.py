@@ -103,6 +103,8 @@ if importlib.util.find_spec("benchmarks") is not None:
 INSTALLED_APPS += env.list("KRUNTIMES_EXTRA_APPS", default=[])
 
 MIDDLEWARE = [
+    # a chunked body (no Content-Length) is read before anything else looks at the body
+    "portal.machinery.chunked.chunked_body_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
