@@ -59,7 +59,7 @@ def read_chunked_body(request: HttpRequest) -> HttpResponse | None:
     if len(body) > limit:
         return _status(too_large(limit))
     request._stream = io.BytesIO(body)
-    request._read_started = False
+    request._read_started = False  # type: ignore[attr-defined]
     request.META["CONTENT_LENGTH"] = str(len(body))
     return None
 

@@ -78,9 +78,10 @@ def test_the_schema_is_generated_once_per_process(user_api, generations):
 def test_any_authenticated_user_reads_it_in_either_format(user_api, fresh_schema):
     as_json = user_api.get(SCHEMA, HTTP_ACCEPT=JSON)
     assert as_json["Content-Type"] == JSON
-    assert "/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/runs" in json.loads(
-        as_json.content
-    )["paths"]
+    assert (
+        "/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/runs"
+        in json.loads(as_json.content)["paths"]
+    )
     as_yaml = user_api.get(SCHEMA)
     assert as_yaml["Content-Type"] == "application/vnd.oai.openapi; charset=utf-8"
     assert as_yaml.content.startswith(b"openapi: 3")

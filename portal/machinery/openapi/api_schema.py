@@ -14,6 +14,7 @@ from typing import Any
 
 from django.http import HttpResponse, HttpResponseBase
 from django.utils.cache import get_conditional_response
+from django.utils.module_loading import import_string
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import IsAuthenticated
@@ -29,18 +30,23 @@ from .documents import Rendered
 
 @lru_cache(maxsize=4)
 def _schema(kinds: int) -> dict[str, Any]:
-    return SchemaGenerator().get_schema(request=None, public=True)
+    schema: dict[str, Any] = SchemaGenerator().get_schema(  # type: ignore[no-untyped-call]
+        request=None, public=True
+    )
+    return schema
 
 
 @lru_cache(maxsize=8)
-def _rendered(renderer_class: type[BaseRenderer], kinds: int) -> Rendered:
+def _rendered(renderer_path: str, kinds: int) -> Rendered:
+    renderer_class = import_string(renderer_path)
     body = renderer_class().render(_schema(kinds), renderer_context={})
     return Rendered(body, hashlib.sha256(body).hexdigest())
 
 
 def rendered_schema(renderer_class: type[BaseRenderer]) -> Rendered:
     # the kind count keys the cache: a kind registered later (a test's) renders afresh
-    return _rendered(renderer_class, len(registry.kinds))
+    path = f"{renderer_class.__module__}.{renderer_class.__qualname__}"
+    return _rendered(path, len(registry.kinds))
 
 
 class APISchemaView(SpectacularAPIView):
