@@ -11,6 +11,7 @@ from workspaces.ownership import WORKFLOW_JOB_LABEL, WORKFLOWRUN_UID_LABEL
 UID_LABEL = WORKFLOWRUN_UID_LABEL  # kruntimes.io/workflowrun-uid
 JOB_LABEL = WORKFLOW_JOB_LABEL  # kruntimes.io/workflow-job
 STEP_LABEL = "kruntimes.io/workflow-step"
+CONTROLLER_LABELS = (UID_LABEL, JOB_LABEL, STEP_LABEL)
 API_VERSION = "kruntimes.io/v1alpha1"
 MAX_NAME = 253
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
