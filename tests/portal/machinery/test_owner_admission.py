@@ -8,10 +8,12 @@ import json
 
 import pytest
 
-from portal.machinery import owner_admission
+from portal.machinery import owner_admission, store
+from portal.machinery.registry import registry
 from scheduling.admin.run_page import retry_manifest
 from scheduling.models import Run
 from tests.helpers.api import token_client
+from tests.helpers.operator import OPERATOR
 from tests.helpers.records import make_runtime
 from tests.helpers.runs import run_manifest, runs_url
 from tests.helpers.workspace_access import bind_role, make_role, make_workflow_run
@@ -117,11 +119,7 @@ def test_a_privileged_user_needs_the_owners_finalizers_for_a_controller_referenc
 
 
 def test_updates_that_change_ownership_are_refused_and_others_pass(django_user_model, wfr):
-    from tests.helpers.operator import OPERATOR
-
-    from portal.machinery import store
-
-    runs = owner_admission_kind()
+    runs = registry.for_model(Run)
     store.create(
         runs,
         run_manifest("child", {"labels": labels(wfr), "ownerReferences": [ref(wfr, controller=True)]}),
@@ -157,9 +155,3 @@ def test_a_retried_run_is_the_users_own_without_the_controllers_labels(wfr):
         "kruntimes.io/retry-of": "victim-build-s",
     }
     assert "ownerReferences" not in manifest["metadata"]
-
-
-def owner_admission_kind():
-    from portal.machinery.registry import registry
-
-    return registry.for_model(Run)
