@@ -90,7 +90,9 @@ def _may_finalize(context: WriteContext, owner: Any, namespace: str, name: str) 
     return decision.allowed
 
 
-def _check_references(kind: Any, new_meta: dict, old_meta: dict, context: WriteContext) -> None:
+def _check_references(
+    kind: Any, new_meta: dict[str, Any], old_meta: dict[str, Any], context: WriteContext
+) -> None:
     new_refs, old_refs = _refs(new_meta), _refs(old_meta)
     if new_refs == old_refs:
         return
@@ -122,7 +124,9 @@ def _check_references(kind: Any, new_meta: dict, old_meta: dict, context: WriteC
             )
 
 
-def _check_labels(kind: Any, new_meta: dict, old_meta: dict, context: WriteContext) -> None:
+def _check_labels(
+    kind: Any, new_meta: dict[str, Any], old_meta: dict[str, Any], context: WriteContext
+) -> None:
     new_labels = new_meta.get("labels") or {}
     old_labels = old_meta.get("labels") or {}
     name, namespace = new_meta.get("name") or "", new_meta.get("namespace") or ""
