@@ -175,3 +175,14 @@ def test_a_new_workflow_run_adopts_nothing():
     wfr = settle(wfr)
     assert ("Run", forged.name) not in recorded(wfr)
     assert ("Run", second_name(wfr, "wfr-build-s")) in recorded(wfr)
+
+
+def test_the_admin_page_links_only_recorded_children():
+    from workflows.admin import ChildRuns
+
+    wfr = settle(start({"build": job(step("s"), step("t"))}))
+    forge(wfr, "wfr-build-t", step_name="t")  # labelled as step t, which has no Run yet
+    children = ChildRuns(wfr)
+    assert children.for_step("build", {"name": "t"}, 1) is None
+    s = Run.objects.get(name="wfr-build-s")
+    assert children.for_step("build", {"name": "s"}, 0) == s
