@@ -102,7 +102,11 @@ def ref_namespace(ref: object) -> str | None:
     if not isinstance(entry, dict):
         return None
     value = entry.get("path" if driver == "filesystem" else "key")
-    parts = value.split("/") if isinstance(value, str) else []
+    if not isinstance(value, str) or not value or value.startswith("/"):
+        return None
+    # a filesystem path is admitted once it stays inside its root after cleaning, so its
+    # cleaned form says where it points (the store itself opens only the exact form)
+    parts = (posixpath.normpath(value) if driver == "filesystem" else value).split("/")
     if driver == "filesystem" and len(parts) != 5:
         return None
     tail = parts[-5:]
