@@ -22,11 +22,11 @@ from typing import Any
 
 from portal.auth.authorizer import Decision, UserInfo, budget, review
 from portal.machinery import errors
-from portal.machinery.registry import ResourceKind
+from portal.machinery.registry import ResourceKind, registry
 from portal.machinery.write_context import WriteContext
 from runtimed.protocol import ref_namespace
 
-from .kinds import GROUP, VERSION
+from .models import Run
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +47,31 @@ def location_field(index: int) -> str:
     return f"spec.artifactInputs[{index}].location"
 
 
+def _run_kind() -> ResourceKind:
+    kind = registry.for_model(Run)
+    assert kind is not None, "the Run kind is registered when the app is ready"
+    return kind
+
+
 def artifacts_decision(user: UserInfo, namespace: str) -> Decision:
     """May ``user`` read Run artifacts in ``namespace``? Bounded; any failure denies."""
+    runs = _run_kind()
     try:
         with budget(ARTIFACTS_REVIEW_SECONDS):
-            return review(user, "get", GROUP, PLURAL, SUBRESOURCE, namespace, "", VERSION)
+            return review(user, "get", runs.group, PLURAL, SUBRESOURCE, namespace, "", runs.version)
     except Exception as exc:  # noqa: BLE001 - an authorizer that fails denies (fail closed)
         log.warning("artifacts review in %s for %s failed; denying", namespace, user.username)
         return Decision(False, f"authorization check failed: {type(exc).__name__}")
 
 
 def forbidden(user: UserInfo, namespace: str, index: int, reason: str) -> errors.StatusError:
+    group = _run_kind().group
     because = f": {reason}" if reason else ""
     message = (
         f'User "{user.username}" cannot get resource "{PLURAL}/{SUBRESOURCE}" in API group '
-        f'"{GROUP}" in the namespace "{namespace}"{because}'
+        f'"{group}" in the namespace "{namespace}"{because}'
     )
-    error = errors.forbidden_status(f"{PLURAL}.{GROUP} is forbidden: {message}", PLURAL, GROUP)
+    error = errors.forbidden_status(f"{PLURAL}.{group} is forbidden: {message}", PLURAL, group)
     error.causes = [errors.forbidden(location_field(index), message)]
     return error
 
@@ -86,7 +94,8 @@ def target_namespaces(run: dict[str, Any]) -> list[tuple[int, str]]:
             targets.append((index, target))
     if causes:
         name = (run.get("metadata") or {}).get("name")
-        raise errors.invalid_object("Run", GROUP, name if isinstance(name, str) else "", causes)
+        group = _run_kind().group
+        raise errors.invalid_object("Run", group, name if isinstance(name, str) else "", causes)
     return targets
 
 
