@@ -75,11 +75,16 @@ class Target:
 # --- the prober: ordinary GETs, timed, from a process of its own --------------------------
 
 
-def probe(target: Target, path: str, interval: float, stop: Event, out: Connection) -> None:
-    """GET ``path`` one after the other until ``stop``; sends back [(start, seconds, status)]
-    (status 0: no answer). A process of its own: the watch clients never hold its GIL."""
+def probe(
+    target: Target, path: str, interval: float, ready: Event, stop: Event, out: Connection
+) -> None:
+    """GET ``path`` one after the other until ``stop`` (``ready`` once the first is answered);
+    sends back [(start, seconds, status)] (status 0: no answer). A process of its own: the
+    watch clients never hold its GIL."""
     samples: list[tuple[float, float, int]] = []
     while not stop.is_set():
+        if samples:
+            ready.set()
         started = time.time()
         clock = time.monotonic()
         try:

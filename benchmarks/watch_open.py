@@ -181,15 +181,19 @@ class _Prober:
 
     def __init__(self, target: Target, path: str, interval: float) -> None:
         self.samples: list[tuple[float, float, int]] = []
+        self._target = target
         context = multiprocessing.get_context("spawn")
-        self._stop = context.Event()
+        self._ready, self._stop = context.Event(), context.Event()
         self._receive, send = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=probe, args=(target, path, interval, self._stop, send), daemon=True
+            target=probe, args=(target, path, interval, self._ready, self._stop, send), daemon=True
         )
 
     def __enter__(self) -> _Prober:
         self._process.start()
+        if not self._ready.wait(60):  # the baseline starts with the prober probing
+            self._process.kill()
+            raise WatchOpenError(f"the prober got no answer from {self._target.url}")
         return self
 
     def __exit__(self, *exc: object) -> None:
