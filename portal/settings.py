@@ -304,9 +304,6 @@ KRUNTIMES_WEB_WORKERS = env.int("KRUNTIMES_WEB_WORKERS", default=4)
 # this many per web process and per user, so ordinary requests keep answering (429 beyond).
 KRUNTIMES_MAX_STREAMS = env.int("KRUNTIMES_MAX_STREAMS", default=8)
 KRUNTIMES_MAX_STREAMS_PER_USER = env.int("KRUNTIMES_MAX_STREAMS_PER_USER", default=4)
-# Watches of one web process that open at once (their initial list and first database work);
-# the others wait on the event loop, so opening many never stalls other requests. 0: no limit.
-KRUNTIMES_WATCH_OPENINGS = env.int("KRUNTIMES_WATCH_OPENINGS", default=4)
 # Stored log bytes per Run attempt; the oldest output is truncated beyond it.
 KRUNTIMES_RUN_LOG_LIMIT_BYTES = env.int("KRUNTIMES_RUN_LOG_LIMIT_BYTES", default=4 * 1024 * 1024)
 # The filesystem ArtifactStore's volumes: one directory per claim name (the local provider's
@@ -380,6 +377,9 @@ KRUNTIMES_WATCH_MAX_SECONDS = env.float("KRUNTIMES_WATCH_MAX_SECONDS", default=1
 # Watches held open per web process and per user (429 beyond; they hold no thread under ASGI).
 KRUNTIMES_MAX_WATCHES = env.int("KRUNTIMES_MAX_WATCHES", default=4096)
 KRUNTIMES_MAX_WATCHES_PER_USER = env.int("KRUNTIMES_MAX_WATCHES_PER_USER", default=1024)
+# Watches of one web process that open at once (their initial list and first database work);
+# the others wait on the event loop, so opening many never stalls other requests. 0: no limit.
+KRUNTIMES_WATCH_OPENINGS = env.int("KRUNTIMES_WATCH_OPENINGS", default=4)
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
 CELERY_BEAT_SCHEDULE = {
     "garbage-collect": {
