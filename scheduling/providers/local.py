@@ -18,6 +18,7 @@ the PersistentWorkspaces bound to it).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -241,28 +242,30 @@ def keep(pod: PodIdentity) -> None:
     pod_secrets.remove_secrets(pod.secrets)
 
 
-def drain_orphans(pod: PodIdentity, grace: float) -> int:
-    """Stop the pod's runtimed left running by an ``up`` killed outright: SIGTERM (it drains
+def drain_orphans(pods: list[PodIdentity], grace: float) -> int:
+    """Stop the pods' runtimed left running by an ``up`` killed outright: SIGTERM (each drains
     as at any stop), SIGKILL what is left after ``grace``. Returns how many there were."""
-    orphans = proctree.pod_daemons(pod.uid)
-    for pid in orphans:
+
+    def alive() -> dict[int, PodIdentity]:
+        return {pid: pod for pod in pods for pid in proctree.pod_daemons(pod.uid)}
+
+    orphans = alive()
+    for pid, pod in orphans.items():
         log.warning("draining runtimed %d of Runtime Pod %s left by an earlier up", pid, pod.name)
         _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
+    count, deadline = len(orphans), time.monotonic() + grace
     while orphans and time.monotonic() < deadline:
         time.sleep(0.2)
-        orphans = proctree.pod_daemons(pod.uid)
-    for pid in orphans:
+        orphans = alive()
+    for pid, pod in orphans.items():
         log.warning("runtimed %d of Runtime Pod %s did not stop in time; killing it", pid, pod.name)
         _signal(pid, signal.SIGKILL)
-    return len(orphans)
+    return count
 
 
 def _signal(pid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def runtimed_argv() -> list[str]:
@@ -328,14 +331,18 @@ class LocalProvider:
         wanted = {(ns, ordinal_name(rt, i)) for ns, rt, i in self.desired()}
         pods_root = (Path(settings.DATA_DIR) / "pods").resolve()
         ended = 0
-        for row in list(RuntimePod.objects.filter(provider=LOCAL_PROVIDER)):
-            pod = PodIdentity(row.namespace, row.runtime, row.name, str(row.uid), row.incarnation)
+        rows = list(RuntimePod.objects.filter(provider=LOCAL_PROVIDER))
+        pods = [
+            PodIdentity(row.namespace, row.runtime, row.name, str(row.uid), row.incarnation)
+            for row in rows
+        ]
+        drain_orphans(pods, runtimed_grace() + 5.0)
+        for row, pod in zip(rows, pods, strict=True):
             workspace = Path(row.workspace_path) if row.workspace_path else None
-            drain_orphans(pod, runtimed_grace() + 5.0)
-            if (row.namespace, row.name) in wanted and workspace == pod.workspace:
-                if pod.workspace.is_dir():
-                    keep(pod)
-                    continue
+            kept = (row.namespace, row.name) in wanted and workspace == pod.workspace
+            if kept and pod.workspace.is_dir():
+                keep(pod)
+                continue
             if workspace is not None:
                 kill_leftover_steps(pod, workspace)
                 recovery.recover(workspace)
