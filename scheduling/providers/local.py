@@ -339,8 +339,9 @@ class LocalProvider:
         drain_orphans(pods, runtimed_grace() + 5.0)
         for row, pod in zip(rows, pods, strict=True):
             workspace = Path(row.workspace_path) if row.workspace_path else None
-            kept = (row.namespace, row.name) in wanted and workspace == pod.workspace
-            if kept and pod.workspace.is_dir():
+            # the disk it reports (resolved by runtimed) must be the one its name gives
+            same_disk = workspace is not None and workspace.resolve() == pod.workspace.resolve()
+            if (row.namespace, row.name) in wanted and same_disk and pod.workspace.is_dir():
                 keep(pod)
                 continue
             if workspace is not None:
