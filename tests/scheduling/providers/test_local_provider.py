@@ -251,6 +251,7 @@ def test_a_stop_of_up_keeps_the_pod_and_the_next_up_starts_it_again(up_provider,
     after = local.LocalProvider(supervisor, keep_on_stop=True)
     try:
         assert after.cleanup_orphans() == 0
+        restarted = timezone.now()
         after.sync()
         again = RuntimePod.objects.get()
         assert (again.name, again.uid) == (pod.name, pod.uid)
@@ -263,7 +264,7 @@ def test_a_stop_of_up_keeps_the_pod_and_the_next_up_starts_it_again(up_provider,
         assert child.env["KRUNTIME_WORKSPACE"] == str(identity.workspace)
         assert (identity.workspace / "kept.txt").read_text() == "mine"
         # the Run it had not started is handed to the new process: its grace starts now
-        assert fresh(waiting).dispatched_at >= again.created
+        assert fresh(waiting).dispatched_at >= restarted
     finally:
         supervisor.stop()
 
