@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from portal.machinery.owner_admission import register_controller_label
 from portal.machinery.registry import Column, ResourceKind, registry
 from portal.machinery.status_strategy import StatusStrategy, final_phases
 
@@ -26,6 +27,7 @@ def register_workflow_kinds() -> None:
     from scheduling.models import Run
 
     from .models import FINISHED_RUN_PHASES, Action, Workflow, WorkflowRun
+    from .names import CONTROLLER_LABELS
     from .serializers import (
         ActionSpecSerializer,
         DefinitionStatusSerializer,
@@ -51,6 +53,8 @@ def register_workflow_kinds() -> None:
         )
     )
     registry.watch(Run, on_run_change)  # a child Run's phase wakes its WorkflowRun
+    for label in CONTROLLER_LABELS:  # only the workflow controller sets them
+        register_controller_label(label, f"{GROUP}/{VERSION}", "WorkflowRun")
     registry.register(
         ResourceKind(
             group=GROUP,
