@@ -204,6 +204,7 @@ class Attempt:
                     run_uid=self.ref.uid,
                     attempt=self.ref.attempt,
                     pod_name=self.config.pod_name,
+                    pod_uid=self.config.pod_uid,
                     workspace=self.base,
                     run_dir=self.files.run_dir,
                 ),

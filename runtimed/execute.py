@@ -126,6 +126,7 @@ def identity_env(
     run_uid: str,
     attempt: int,
     pod_name: str,
+    pod_uid: str,
     workspace: Path,
     run_dir: Path,
 ) -> dict[str, str]:
@@ -135,6 +136,8 @@ def identity_env(
         "KRUNTIME_RUN_UID": run_uid,
         "KRUNTIME_ATTEMPT": str(attempt),
         "KRUNTIME_POD_NAME": pod_name,
+        # the pod's UID names it on this machine (a name may be reused, as a StatefulSet's)
+        "KRUNTIME_POD_UID": pod_uid,
         "KRUNTIME_WORKSPACE": str(workspace),
         "KRUNTIME_RUN_DIR": str(run_dir),
     }

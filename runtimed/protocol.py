@@ -281,6 +281,8 @@ class HeartbeatMessage(TypedDict):
     runtime: str
     podName: str
     podUID: str
+    # which start of the pod sent it (a restarted local pod keeps its name and UID)
+    podIncarnation: int
     capacity: dict[str, int]
     activeRuns: list[ActiveRun]
     recentReports: list[Report]

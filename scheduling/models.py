@@ -104,6 +104,10 @@ class RuntimePod(models.Model):
     # The runtimed heartbeat: when, and which Run UIDs (and attempts) it is executing.
     last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
     active_runs = models.JSONField(default=list, blank=True)
+    # Which start of the pod the row hears from (a local pod keeps its name, UID and disk across
+    # a restart of ``manage.py up``, as a StatefulSet pod does): bumped at each start and stop;
+    # a heartbeat of another one (queued before the restart) is refused.
+    incarnation = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(default=timezone.now)
     # the cluster resourceVersion of the pod's last recorded change (``pod_writer``)
     resource_version = models.BigIntegerField(default=0, db_index=True, editable=False)
