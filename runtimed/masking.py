@@ -1,7 +1,7 @@
 """Mask secret values in output, as GitHub Actions does: each one becomes ``***``.
 
 What is masked, for each secret value given: the value itself; each of its lines when it has
-more than one (a value read from a file usually ends in a newline); and, for values of at
+more than one (the final line break of a value, as a file has, is not part of it); and, for values of at
 least :data:`MIN_BASE64_BYTES` bytes, the part of their Base64 encoding that does not depend
 on the neighbouring bytes, at each of the 3 alignments a value can take inside a longer
 encoded text (``base64 <<< "user:$PW"``). Blank values and blank lines (whitespace only) are
@@ -45,11 +45,13 @@ def patterns(values: Iterable[str | bytes]) -> list[bytes]:
     found: set[bytes] = set()
     for value in values:
         raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        # a file's final newline is not part of the secret (nor is it masked)
+        raw = raw.rstrip(b"\r\n")
         if not raw.strip():
             continue
         pieces = {raw}
         lines = raw.splitlines()
-        if len(lines) > 1 or raw.endswith((b"\n", b"\r")):
+        if len(lines) > 1:
             pieces.update(line for line in lines if line.strip())
         for piece in list(pieces):
             if len(piece) >= MIN_BASE64_BYTES:

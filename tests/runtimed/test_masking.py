@@ -70,7 +70,7 @@ def test_the_longest_value_wins() -> None:
 def test_each_line_of_a_multi_line_value_is_masked() -> None:
     key = "-----BEGIN KEY-----\nMIIEvQIBADANBg\n-----END KEY-----\n"
     text = f"whole:\n{key}one line: MIIEvQIBADANBg\n"
-    assert mask_text(text, [key]) == "whole:\n***one line: ***\n"
+    assert mask_text(text, [key]) == "whole:\n***\none line: ***\n"
 
 
 def test_a_file_value_is_masked_without_its_newline() -> None:
