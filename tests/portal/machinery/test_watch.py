@@ -354,6 +354,22 @@ def test_secret_values_stay_out_of_watches_as_out_of_lists():
 
 
 @pytest.mark.django_db
+def test_the_watch_history_keeps_no_secret_value():
+    # the history is a plain JSON column: Secret data there would bypass encryption at rest
+    from tests.helpers.secrets import VALUE, VALUE_B64, secret
+
+    secrets = registry.get("", "v1", "secrets")
+    store.create(secrets, secret("s", {"k": VALUE_B64}), namespace="default", context=OPERATOR)
+    merge_patch_secret = {"data": {"k": VALUE_B64, "k2": VALUE_B64}}
+    store.patch(secrets, "default", "s", merge_patch_secret, context=OPERATOR)
+    store.delete(secrets, "default", "s", context=OPERATOR)
+    rows = list(WatchEvent.objects.filter(kind_key=secrets.key).values_list("type", "object"))
+    assert [kind for kind, _ in rows] == ["ADDED", "MODIFIED", "DELETED"]
+    stored = json.dumps([obj for _, obj in rows])
+    assert '"name": "s"' in stored and VALUE_B64 not in stored and VALUE not in stored
+
+
+@pytest.mark.django_db
 def test_a_watcher_that_falls_too_far_behind_is_ended():
     hub = Hub(background=False)
     stream, _ = watch(hub=hub)
