@@ -537,3 +537,27 @@ def test_an_open_watch_holds_no_database_connection(admin_api, default_namespace
     )
     assert connection.connection is None  # closed by the view before streaming
     assert http_events(response) == []
+
+
+@pytest.mark.django_db
+def test_the_migration_scrubs_secret_values_the_history_kept_before():
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("portal.migrations.0009_scrub_secret_history")
+    old = {"kind": "Secret", "metadata": {"name": "old"}, "data": {"k": "c2VjcmV0"}}
+    other = {"kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"k": "plain"}}
+    for version, (key, obj) in enumerate([("secrets", old), ("configmaps", other)], 10**12):
+        WatchEvent.objects.create(
+            resource_version=version,
+            kind_key=key,
+            namespace="default",
+            name=obj["metadata"]["name"],
+            type="ADDED",
+            object=obj,
+        )
+    migration.scrub(apps, None)
+    kept = dict(WatchEvent.objects.values_list("kind_key", "object"))
+    assert kept["secrets"] == {"kind": "Secret", "metadata": {"name": "old"}}
+    assert kept["configmaps"] == other
