@@ -80,7 +80,8 @@ class ResourceKind:
     # The validated body fields as stored, on every write before the validators run (a
     # Secret's write-only ``stringData`` folded into ``data``): (body, old|None) -> body.
     normalize: Callable[[dict[str, Any], Mapping[str, Any] | None], dict[str, Any]] | None = None
-    # An item as a list shows it (a Secret's values only on a GET of that one Secret).
+    # An item as a list shows it (a Secret's values only on a GET of that one Secret); also
+    # what the watch history stores, so applying it twice must change nothing.
     in_list: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # Served from rows others keep (a provider's Runtime Pods): get, list and watch; every
     # write through the API or the store is refused.
