@@ -11,6 +11,7 @@ from .errors import FieldError
 from .status_strategy import StatusStrategy
 
 if TYPE_CHECKING:
+    from .admission_warnings import WarningCheck
     from .serializers import BodySpec
     from .write_context import WriteContext
 
@@ -74,6 +75,9 @@ class ResourceKind:
     # Admission checks that need the writer: (kind, new, old|None, WriteContext) -> None,
     # raising a StatusError (e.g. RBAC escalation prevention). Run after validation.
     admission: tuple[AdmissionCheck, ...] = ()
+    # Warnings about an admitted write (manifest -> texts): answered as ``Warning`` headers
+    # and shown by the admin, the write goes ahead (``admission_warnings``).
+    warnings: tuple[WarningCheck, ...] = ()
     # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
     # model instance -> names; a deleted object stays while any remain.
     extra_finalizers: Callable[[Any], list[str]] | None = None
