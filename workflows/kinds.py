@@ -33,6 +33,7 @@ def register_workflow_kinds() -> None:
         WorkflowRunStatusSerializer,
         WorkflowSpecSerializer,
     )
+    from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .starting import freeze_workflow
     from .triggers import on_run_change, on_workflow_run_change
     from .validators import WORKFLOW_RUN_VALIDATORS
@@ -47,6 +48,7 @@ def register_workflow_kinds() -> None:
             short_names=("wf",),
             body={"spec": WorkflowSpecSerializer, "status": DefinitionStatusSerializer},
             subresources={RUN_SUBRESOURCE: ("create",)},
+            warnings=(jobs_warnings,),
             columns=(Column("READY", _ready),),
         )
     )
@@ -63,6 +65,7 @@ def register_workflow_kinds() -> None:
             body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
             defaulting=(freeze_workflow,),
             validators=WORKFLOW_RUN_VALIDATORS,
+            warnings=(workflow_run_warnings,),
             # the controller runs after each write (and from beat): workflows.controller
             on_change=(on_workflow_run_change,),
             columns=(
@@ -80,6 +83,7 @@ def register_workflow_kinds() -> None:
             plural="actions",
             model=Action,
             body={"spec": ActionSpecSerializer, "status": DefinitionStatusSerializer},
+            warnings=(action_warnings,),
             columns=(Column("READY", _ready),),
         )
     )

@@ -89,8 +89,8 @@ class DetailMixin:
     def admission_warnings_display(self, obj):
         return format_html_join(
             "",
-            "<p class='k-warning'>{}</p>",
-            ((text,) for text in self._admission_warnings(obj)),
+            "<p>{} {}</p>",
+            ((badge("Warning", "warn"), text) for text in self._admission_warnings(obj)),
         )
 
     def _metadata_fields(self, obj) -> list[str]:
