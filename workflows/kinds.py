@@ -33,6 +33,7 @@ def register_workflow_kinds() -> None:
         WorkflowRunStatusSerializer,
         WorkflowSpecSerializer,
     )
+    from .calls import call_cycle_causes
     from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .starting import freeze_workflow
     from .triggers import on_run_change, on_workflow_run_change
@@ -48,6 +49,7 @@ def register_workflow_kinds() -> None:
             short_names=("wf",),
             body={"spec": WorkflowSpecSerializer, "status": DefinitionStatusSerializer},
             subresources={RUN_SUBRESOURCE: ("create",)},
+            validators=(call_cycle_causes,),
             warnings=(jobs_warnings,),
             columns=(Column("READY", _ready),),
         )
