@@ -182,3 +182,18 @@ def test_the_admin_page_of_a_safe_workflow_has_no_warnings_section(console):
     workflow = create(hello_workflow(steps=[SAFE_STEP]))
     page = console.get(reverse("admin:workflows_workflow_change", args=[workflow.pk]))
     assert "Admission warnings" not in page.content.decode()
+
+
+def test_the_example_workflow_passes_values_through_env():
+    from pathlib import Path
+
+    import yaml
+
+    from workflows.injection import jobs_warnings
+
+    path = Path(__file__).parents[2] / "examples" / "50-workflow-ci-data-sharing-demo.yaml"
+    manifest = yaml.safe_load(path.read_text())
+    assert jobs_warnings(manifest) == []
+    deploy = manifest["spec"]["jobs"]["deploy"]["steps"][0]
+    assert deploy["env"] == {"TESTS": "${{ jobs.build.outputs.tests }}"}
+    assert "$TESTS" in deploy["run"]
