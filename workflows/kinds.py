@@ -25,6 +25,8 @@ def _ready(obj) -> str:
 def register_workflow_kinds() -> None:
     from scheduling.models import Run
 
+    from .calls import call_cycle_causes
+    from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .models import FINISHED_RUN_PHASES, Action, Workflow, WorkflowRun
     from .serializers import (
         ActionSpecSerializer,
@@ -33,8 +35,6 @@ def register_workflow_kinds() -> None:
         WorkflowRunStatusSerializer,
         WorkflowSpecSerializer,
     )
-    from .calls import call_cycle_causes
-    from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .starting import freeze_workflow
     from .triggers import on_run_change, on_workflow_run_change
     from .validators import WORKFLOW_RUN_VALIDATORS

@@ -15,16 +15,13 @@ is cut to 256, then the last ones dropped), texts in printable ASCII (anything e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .registry import ResourceKind
-
-# manifest -> warning texts about it
-WarningCheck = Callable[[dict[str, Any]], list[str]]
 
 HEADER = "Warning"
 CODE_AND_AGENT = '299 - "'

@@ -11,7 +11,6 @@ from .errors import FieldError
 from .status_strategy import StatusStrategy
 
 if TYPE_CHECKING:
-    from .admission_warnings import WarningCheck
     from .serializers import BodySpec
     from .write_context import WriteContext
 
@@ -31,6 +30,8 @@ Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 # A ``ResourceKind.defaulting`` hook: (kind, manifest, namespace|None, context) -> causes.
 # It may change the manifest's body fields in place (metadata is settled before it runs).
 Defaulter = Callable[["ResourceKind", dict[str, Any], str | None, "WriteContext"], list[FieldError]]
+# A ``ResourceKind.warnings`` hook: manifest -> warning texts about it (admission_warnings).
+WarningCheck = Callable[[dict[str, Any]], list[str]]
 # A ``ResourceKind.admission`` check: (kind, new, old|None, context), raising to refuse.
 AdmissionCheck = Callable[
     ["ResourceKind", dict[str, Any], dict[str, Any] | None, "WriteContext"], None

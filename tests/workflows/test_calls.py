@@ -82,7 +82,10 @@ def test_a_workflow_calling_itself_is_refused_with_the_cycle_named(admin_api):
 
 def test_a_cycle_through_other_workflows_is_refused_with_its_chain(admin_api):
     for name, target in (("x", "y"), ("y", "z")):
-        assert admin_api.post(url("workflows"), calling(name, target), format="json").status_code == 201
+        assert (
+            admin_api.post(url("workflows"), calling(name, target), format="json").status_code
+            == 201
+        )
     response = admin_api.post(url("workflows"), calling("z", "lib", "x"), format="json")
     assert causes(response) == {
         "spec.jobs.b.uses": 'Invalid value: "x": the call cycle z → x → y → z'
@@ -108,7 +111,10 @@ def test_calls_without_a_cycle_are_admitted(admin_api):
     for name, targets in (("left", ["leaf"]), ("right", ["leaf"]), ("top", ["left", "right"])):
         response = admin_api.post(url("workflows"), calling(name, *targets), format="json")
         assert response.status_code == 201, response.json()
-    assert admin_api.post(url("workflows"), calling("early", "later"), format="json").status_code == 201
+    assert (
+        admin_api.post(url("workflows"), calling("early", "later"), format="json").status_code
+        == 201
+    )
 
 
 def test_the_cycle_is_looked_for_only_when_uses_changes(admin_api):
@@ -188,12 +194,18 @@ def test_cancelling_the_root_of_a_self_calling_chain_stops_it():
     """The issue's case: a recursion the cancel chases, one level per pass as the recursion
     grows. A WorkflowRun whose caller (at any level) is cancelled calls nothing more: reconciled
     deepest first, not one WorkflowRun is made after the cancel, and every one ends Cancelled."""
-    root = self_calling_run()
+    self_calling_run()
     for _ in range(3):  # a few levels deep, still growing
         reconcile_each()
     grown = WorkflowRun.objects.count()
     assert 1 < grown < MAX_CALL_DEPTH
-    patch(kind("WorkflowRun"), "default", "root", {"spec": {"cancelRequested": True}}, context=OPERATOR)
+    patch(
+        kind("WorkflowRun"),
+        "default",
+        "root",
+        {"spec": {"cancelRequested": True}},
+        context=OPERATOR,
+    )
     drain(order="-pk")
     assert WorkflowRun.objects.count() == grown
     assert set(WorkflowRun.objects.values_list("phase", flat=True)) == {"Cancelled"}

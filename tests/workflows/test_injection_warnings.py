@@ -48,9 +48,7 @@ def runtime():
 
 
 def hello_workflow(name="greet", steps=None, **spec) -> dict:
-    return workflow_manifest(
-        name, {"a": job(*(steps or [step("hi", HELLO)]))}, inputs=WHO, **spec
-    )
+    return workflow_manifest(name, {"a": job(*(steps or [step("hi", HELLO)]))}, inputs=WHO, **spec)
 
 
 def test_an_input_in_run_answers_the_warning_with_the_field_and_env(admin_api):
@@ -80,8 +78,9 @@ def test_one_warning_per_expression_each_at_its_field(admin_api):
         "spec.jobs.a.steps[1].run: ${{ inputs.who }}",
         "spec.jobs.b.steps[0].run: ${{ jobs.a.outputs.tag }}",
     ]
-    assert 'use env: {ONE_TAG: "${{ steps.one.outputs.tag }}"} and "$ONE_TAG"' in (
-        warnings_of(response)[1]
+    assert (
+        'use env: {ONE_TAG: "${{ steps.one.outputs.tag }}"} and "$ONE_TAG"'
+        in (warnings_of(response)[1])
     )
 
 
