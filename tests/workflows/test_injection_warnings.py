@@ -152,6 +152,22 @@ def test_the_variable_named_in_the_warning(ref, name):
     assert env_name(parse_ref(ref)) == name
 
 
+def test_manage_py_apply_prints_the_warning_as_kubectl_does(tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    path = tmp_path / "greet.yaml"
+    path.write_text(dump(hello_workflow()))
+    out, err = io.StringIO(), io.StringIO()
+    call_command("apply", "-f", str(path), stdout=out, stderr=err)
+    assert "workflow" in out.getvalue() and "greet created" in out.getvalue()
+    assert err.getvalue().splitlines() == [f"Warning: {WARNING}"]
+    err = io.StringIO()
+    call_command("apply", "-f", str(path), stdout=io.StringIO(), stderr=err)
+    assert err.getvalue() == ""  # unchanged: nothing written, nothing to warn of
+
+
 # ------------------------------------------------------------------------------ the admin
 
 
