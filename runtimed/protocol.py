@@ -21,6 +21,7 @@ from .refs import ArtifactRef as ArtifactRef
 from .refs import Problem as Problem
 from .refs import artifact_name_problem as artifact_name_problem
 from .refs import location_path_problem as location_path_problem
+from .refs import ref_namespace as ref_namespace
 
 # A report as read back from disk or a heartbeat: not validated, so any mapping.
 Report = Mapping[str, Any]

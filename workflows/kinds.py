@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from portal.machinery.owner_admission import register_controller_label
 from portal.machinery.registry import Column, ResourceKind, registry
 from portal.machinery.status_strategy import StatusStrategy, final_phases
 
@@ -28,6 +29,7 @@ def register_workflow_kinds() -> None:
     from .calls import call_cycle_causes
     from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .models import FINISHED_RUN_PHASES, Action, Workflow, WorkflowRun
+    from .names import CONTROLLER_LABELS
     from .serializers import (
         ActionSpecSerializer,
         DefinitionStatusSerializer,
@@ -55,6 +57,8 @@ def register_workflow_kinds() -> None:
         )
     )
     registry.watch(Run, on_run_change)  # a child Run's phase wakes its WorkflowRun
+    for label in CONTROLLER_LABELS:  # only the workflow controller sets them
+        register_controller_label(label, f"{GROUP}/{VERSION}", "WorkflowRun")
     registry.register(
         ResourceKind(
             group=GROUP,

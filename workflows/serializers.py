@@ -265,6 +265,18 @@ class JobStatusSerializer(StrictSerializer):
     steps = BoundedListField(child=StepStatusSerializer(), max_items=MAX_STEPS, required=False)
 
 
+# a workspace or called WorkflowRun per job, a Run per step (or per step of its Action)
+MAX_CHILDREN = MAX_JOBS * (1 + MAX_STEPS * MAX_STEPS)
+
+
+class ChildSerializer(StrictSerializer):
+    """One object the controller created for the run: the only ones it reads."""
+
+    kind = serializers.ChoiceField(choices=("Run", "PersistentWorkspace", "WorkflowRun"))
+    name = SubdomainField()
+    uid = StrictCharField(max_length=36)
+
+
 class WorkflowRunStatusSerializer(StrictSerializer):
     phase = serializers.ChoiceField(choices=WorkflowRunPhase.values, required=False)
     observedGeneration = StrictIntegerField(min_value=0, required=False)
@@ -274,3 +286,4 @@ class WorkflowRunStatusSerializer(StrictSerializer):
     outputs = outputs_map()
     message = StrictCharField(max_length=MAX_MESSAGE, required=False, allow_blank=True)
     conditions = ConditionsField(required=False)
+    children = BoundedListField(child=ChildSerializer(), max_items=MAX_CHILDREN, required=False)

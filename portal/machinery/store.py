@@ -19,7 +19,7 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from . import admission_warnings, errors, gc_queue, history, patches
+from . import admission_warnings, errors, gc_queue, history, owner_admission, patches
 from .admission import WriteContext, authorize
 from .collectors import GARBAGE_COLLECTOR
 from .errors import FieldError
@@ -153,6 +153,7 @@ def _run_validators(
     for validator in kind.validators:
         causes += validator(new, old)
     _raise_invalid(kind, name, causes)
+    owner_admission.check(kind, new, old, context)
     for check in kind.admission:
         check(kind, new, old, context)
 

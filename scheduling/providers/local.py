@@ -23,7 +23,7 @@ from django.utils import timezone
 from portal.processes import Child, Supervisor
 from runtimed import proctree, protocol
 from scheduling import lifecycle, pod_writer, recovery, resources
-from scheduling.models import PodPhase, Runtime, RuntimePod
+from scheduling.models import PodPhase, Runtime, RuntimePod, runtimes_with_pods
 from scheduling.providers import pod_secrets, rows
 
 log = logging.getLogger(__name__)
@@ -181,9 +181,7 @@ class LocalProvider:
         return Child(name, runtimed_argv(), prepare=prepare, on_exit=on_exit)
 
     def desired(self) -> set[tuple[str, str, int]]:
-        rows = Runtime.objects.filter(deletion_timestamp__isnull=True).values_list(
-            "namespace", "name", "replicas"
-        )
+        rows = runtimes_with_pods().values_list("namespace", "name", "replicas")
         return {(ns, name, i) for ns, name, replicas in rows for i in range(replicas)}
 
     def sync(self) -> None:
