@@ -16,7 +16,9 @@ it again changes nothing until a child moves.
   produce fails the step deterministically.
 - ``uses: <Action>`` steps expand to the Action's run steps; ``uses: <Workflow>`` jobs run as a
   child WorkflowRun (which owns its own job workspaces).
-- ``cancelRequested`` cancels the active children and ends the run Cancelled.
+- ``cancelRequested`` cancels the active children (child WorkflowRuns too) and ends the run
+  Cancelled; a WorkflowRun whose caller at any level is cancelled is cancelled with it, and a
+  call that would nest WorkflowRuns too deep fails its job (``workflows.calls``).
 
 The scheduler and runtimed see none of this: only Runs, workspaces, labels and affinity.
 """
@@ -41,7 +43,7 @@ from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase
 from workspaces.models import PersistentWorkspace, WorkspacePhase
 from workspaces.ownership import WORKFLOW_CONTROLLER
 
-from . import expressions
+from . import calls, expressions
 from . import status as run_status
 from .expressions import Unresolved, Values
 from .models import Action, JobPhase, StepPhase, Workflow, WorkflowRun, WorkflowRunPhase
@@ -201,11 +203,14 @@ class Reconciler:
         now: datetime,
         children: Children,
         refused: dict[tuple[str, str], str] | None = None,
+        callers: list[WorkflowRun] | None = None,
     ) -> None:
         self.wfr, self.now, self.children = wfr, now, children
         self.spec = wfr.spec or {}
         self.jobs: dict[str, dict] = {}
-        self.cancel = wfr.cancel_requested
+        callers = callers or []
+        self.depth = len(callers) + 1  # levels of calls down to this WorkflowRun
+        self.cancel = wfr.cancel_requested or any(c.cancel_requested for c in callers)
         self.refused = refused or {}  # (kind, name) -> why its create was refused
         self.planned: list[Write] = []  # what this pass's state needs written, in order
 
@@ -352,6 +357,8 @@ class Reconciler:
                 return {"phase": JobPhase.FAILED, "message": str(exc)}
             if self.cancel:
                 return {"phase": JobPhase.SKIPPED, "message": "the WorkflowRun was cancelled"}
+            if self.depth >= calls.MAX_CALL_DEPTH:
+                return calls.depth_exceeded(spec["uses"], self.depth)
             made = self.create(
                 "WorkflowRun",
                 {
@@ -679,11 +686,12 @@ def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
     if wfr.is_finished or wfr.deletion_timestamp is not None:
         return False
     children = load_children(wfr)
+    callers = calls.callers(wfr)
     refused: dict[tuple[str, str], str] = {}
     done: set[Write] = set()
     created = 0
     while True:
-        reconciler = Reconciler(wfr, now, children, refused)
+        reconciler = Reconciler(wfr, now, children, refused, callers)
         status = reconciler.status()
         try:
             made, refusal = act(wfr, children, reconciler.planned, done)

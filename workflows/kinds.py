@@ -26,6 +26,8 @@ def _ready(obj) -> str:
 def register_workflow_kinds() -> None:
     from scheduling.models import Run
 
+    from .calls import call_cycle_causes
+    from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .models import FINISHED_RUN_PHASES, Action, Workflow, WorkflowRun
     from .names import CONTROLLER_LABELS
     from .serializers import (
@@ -49,6 +51,8 @@ def register_workflow_kinds() -> None:
             short_names=("wf",),
             body={"spec": WorkflowSpecSerializer, "status": DefinitionStatusSerializer},
             subresources={RUN_SUBRESOURCE: ("create",)},
+            validators=(call_cycle_causes,),
+            warnings=(jobs_warnings,),
             columns=(Column("READY", _ready),),
         )
     )
@@ -67,6 +71,7 @@ def register_workflow_kinds() -> None:
             body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
             defaulting=(freeze_workflow,),
             validators=WORKFLOW_RUN_VALIDATORS,
+            warnings=(workflow_run_warnings,),
             # the controller runs after each write (and from beat): workflows.controller
             on_change=(on_workflow_run_change,),
             columns=(
@@ -84,6 +89,7 @@ def register_workflow_kinds() -> None:
             plural="actions",
             model=Action,
             body={"spec": ActionSpecSerializer, "status": DefinitionStatusSerializer},
+            warnings=(action_warnings,),
             columns=(Column("READY", _ready),),
         )
     )

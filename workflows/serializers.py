@@ -255,6 +255,8 @@ class JobStatusSerializer(StrictSerializer):
     phase = serializers.ChoiceField(choices=JobPhase.values)
     # why the job waits, failed or was skipped, in words (never workspace binding details)
     message = StrictCharField(max_length=4096, required=False, allow_blank=True)
+    # why it failed, as a CamelCase word, when a machine may act on it (CallDepthExceeded)
+    reason = StrictCharField(max_length=128, required=False, allow_blank=True)
     workflowRunName = StrictCharField(max_length=253, required=False, allow_blank=True)
     outputs = outputs_map()
     artifacts = NamedMapField(

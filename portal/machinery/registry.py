@@ -30,6 +30,8 @@ Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 # A ``ResourceKind.defaulting`` hook: (kind, manifest, namespace|None, context) -> causes.
 # It may change the manifest's body fields in place (metadata is settled before it runs).
 Defaulter = Callable[["ResourceKind", dict[str, Any], str | None, "WriteContext"], list[FieldError]]
+# A ``ResourceKind.warnings`` hook: manifest -> warning texts about it (admission_warnings).
+WarningCheck = Callable[[dict[str, Any]], list[str]]
 # A ``ResourceKind.admission`` check: (kind, new, old|None, context), raising to refuse.
 AdmissionCheck = Callable[
     ["ResourceKind", dict[str, Any], dict[str, Any] | None, "WriteContext"], None
@@ -74,6 +76,9 @@ class ResourceKind:
     # Admission checks that need the writer: (kind, new, old|None, WriteContext) -> None,
     # raising a StatusError (e.g. RBAC escalation prevention). Run after validation.
     admission: tuple[AdmissionCheck, ...] = ()
+    # Warnings about an admitted write (manifest -> texts): answered as ``Warning`` headers
+    # and shown by the admin, the write goes ahead (``admission_warnings``).
+    warnings: tuple[WarningCheck, ...] = ()
     # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
     # model instance -> names; a deleted object stays while any remain.
     extra_finalizers: Callable[[Any], list[str]] | None = None
