@@ -70,8 +70,8 @@ class Stack:
         filename = name.replace("/", "_").replace(":", "-").replace("#", "-") + ".log"
         return LoggedChild(name, argv, log_path=self.log_dir / filename, **hooks)
 
-    def start(self, name: str, argv: list[str]) -> LoggedChild:
-        child = self._logged(name, argv)
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> LoggedChild:
+        child = self._logged(name, argv, env=dict(env or {}))
         self.supervisor.add(child)
         return child
 

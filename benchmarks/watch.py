@@ -44,7 +44,7 @@ class Tally:
     errors: list[str] = field(default_factory=list)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -57,12 +57,13 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
-def _token() -> str:
+def superuser_token(username: str = "bench-watch") -> str:
+    """The API token of superuser ``username`` (made if missing) in the configured database."""
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
     user, _ = get_user_model().objects.get_or_create(
-        username="bench-watch", defaults={"is_superuser": True, "is_staff": True}
+        username=username, defaults={"is_superuser": True, "is_staff": True}
     )
     if not user.is_superuser:
         user.is_superuser = True
@@ -236,8 +237,8 @@ def run_watch_bench(options: WatchBenchOptions, log: Callable[[str], None]) -> d
     from portal.machinery import history
 
     _fresh_namespace(options.namespace)
-    token = _token()
-    port = _free_port()
+    token = superuser_token()
+    port = free_port()
     log_dir = Path(settings.DATA_DIR) / "bench-watch"
     log_dir.mkdir(parents=True, exist_ok=True)
     server = _server(port, log_dir / "web.log")

@@ -67,6 +67,7 @@ JOBS: dict = {
                 'tar -czf "$KRUNTIME_ARTIFACTS_DIR/dist.tgz" src\n',
             },
         ],
+        "outputs": {"tests": "${{ steps.test.outputs.tests }}"},
     },
     "deploy": {
         "runs-on": RUNTIME,
@@ -75,7 +76,9 @@ JOBS: dict = {
             {
                 "name": "verify-artifact",
                 "artifacts": [{"from": "jobs.build.artifacts.dist.tgz", "path": "dist.tgz"}],
-                "run": 'tar -tzf dist.tgz\necho "artifact verified"\n',
+                # a value reaches the script through env:, never pasted into run
+                "env": {"TESTS": "${{ jobs.build.outputs.tests }}"},
+                "run": 'tar -tzf dist.tgz\necho "artifact verified (tests $TESTS)"\n',
             }
         ],
     },

@@ -64,6 +64,7 @@ def request_for(manifest: dict[str, Any], namespace: str) -> ExecutionRequest:
         parameters_name=params.name,
         env=env.resolve(job.namespace, job.spec.get("env")),
         effective_resources=status.get("effectiveResources") or {},
+        masked=tuple(env.secret_values(job.namespace, job.spec.get("env"))),
     )
 
 

@@ -3,7 +3,8 @@ with Kubernetes' ``optional`` semantics (a missing optional object or key leaves
 unset; a missing required one holds the Job with the object and key named, never a value).
 
 ``check`` is the acceptance test; ``resolve`` reads the values when the execution is created
-(the values go to the adapter only: never into status, events or logs).
+(the values go to the adapter only: never into status or events); ``secret_values`` are the
+values an adapter masks (``***``) in the Job's log and outputs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from portal.secrets import MissingReference, config_map_value, secret_value
 
-__all__ = ["MissingReference", "check", "resolve"]
+__all__ = ["MissingReference", "check", "resolve", "secret_values"]
 
 
 def _value(namespace: str, source: Mapping[str, Any]) -> str | None:
@@ -60,6 +61,22 @@ def check(namespace: str, env: Iterable[Mapping[str, Any]] | None) -> str:
     except MissingReference as exc:
         return str(exc)
     return ""
+
+
+def secret_values(namespace: str, env: Iterable[Mapping[str, Any]] | None) -> list[str]:
+    """The values the env takes from Secrets (to mask in logs and outputs); a missing
+    reference is left out."""
+    values = []
+    for var in env or ():
+        source = var.get("valueFrom") or {}
+        if "secretKeyRef" in source:
+            try:
+                value = _value(namespace, source)
+            except MissingReference:
+                continue
+            if value:
+                values.append(value)
+    return values
 
 
 def uses_secrets(env: Iterable[Mapping[str, Any]] | None) -> bool:

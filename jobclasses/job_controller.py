@@ -245,6 +245,7 @@ def _request(job: Job, status: dict, params: Any, values: dict[str, str]) -> Exe
         parameters_name=params.name,
         env=values,
         effective_resources=status.get("effectiveResources") or {},
+        masked=tuple(env.secret_values(job.namespace, (job.spec or {}).get("env"))),
     )
 
 
@@ -401,6 +402,8 @@ def _resume(job: Job, status: dict, adapter: Any, ref: dict) -> str | None:
         parameters_name="",
         env={},  # the pod has its env already
         effective_resources=status.get("effectiveResources") or {},
+        # the resumed driver masks the log it reads again: the values are read anew
+        masked=tuple(env.secret_values(job.namespace, (job.spec or {}).get("env"))),
     )
     try:
         adapter.resume(ref, request)

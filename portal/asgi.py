@@ -1,5 +1,6 @@
 """The ASGI application ``manage.py up`` serves (gunicorn with uvicorn workers): a long-lived
-response (a log follow, a watch) waits on the event loop instead of holding a server thread."""
+response (a log follow, a watch) waits on the event loop instead of holding a server thread,
+and watches open a few at a time (``portal.machinery.watch_gate``)."""
 
 import os
 
@@ -11,5 +12,9 @@ from portal.settle import settle
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 os.environ.setdefault("KRUNTIMES_ASGI", "1")  # the settings take database connections from a pool
 ensure_data_dir()
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+from portal.machinery.watch_gate import WatchGate  # noqa: E402 - needs the apps loaded
+
+application = WatchGate(django_application)
 settle()  # what the process loaded stays out of the collector's full passes

@@ -7,12 +7,17 @@ leaves the disk alone. ``manage.py``, the WSGI app, the Celery app and the test 
 
 The per-installation secret key of the embedded default is read (and made, 0600) the first time
 Django signs something, by ``secret_key()``: production sets ``SECRET_KEY`` and never gets here.
+
+``manage.py up`` holds ``lock_for_up()`` for its whole life: one ``up`` per data directory, as
+two would each take the other's Runtime Pods (same names, same disks) for their own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -53,3 +58,44 @@ def _read_or_make_key(path: str) -> str:
 def secret_key(path: Path):
     """A lazy str: the key in ``path``, made with mode 0600 on first use."""
     return lazy(_read_or_make_key, str)(str(path))
+
+
+UP_LOCK = "up.lock"
+
+
+class DataDirBusy(Exception):
+    """Another ``manage.py up`` holds the data directory."""
+
+
+@dataclass
+class UpLock:
+    """An exclusive ``flock`` on ``<data dir>/up.lock``, naming its holder's pid; the kernel
+    drops it when the holder exits, however it exits (``kill -9`` included)."""
+
+    path: Path
+    fd: int
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def lock_for_up(data_dir: Path) -> UpLock:
+    """Take the data directory for this ``up``, or raise ``DataDirBusy`` at once naming the
+    ``up`` that has it."""
+    path = Path(data_dir) / UP_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise DataDirBusy(
+            f"another `manage.py up` (pid {holder}) is running on the data directory "
+            f"{Path(data_dir)}; stop it first (its lock: {path})"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return UpLock(path, fd)

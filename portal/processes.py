@@ -1,7 +1,9 @@
 """A small foreground supervisor for ``manage.py up``: start child processes, restart one that
 dies (with backoff), and stop them all cleanly on Ctrl-C or SIGTERM.
 
-Later issues add the local Runtime Pods as supervised children that come back as new pods.
+The local Runtime Pods are supervised children too; their ``on_exit`` tells a crash (the pod
+comes back as a new one) from the stop of everything (``shutting_down``: the pod is kept for
+the next start).
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class Supervisor:
         self.stop_timeout = stop_timeout
         self.max_backoff = max_backoff
         self.stopping = False
+        # set once ``stop`` begins: children exiting now were stopped with everything, on
+        # purpose, and did not crash (a child's ``on_exit`` reads it)
+        self.shutting_down = False
 
     def _request_stop(self, signum, frame) -> None:
         log.info("received %s, stopping", signal.Signals(signum).name)
@@ -117,6 +122,7 @@ class Supervisor:
             log.exception("supervisor tick failed; retrying at the next poll")
 
     def stop(self) -> None:
+        self.shutting_down = True
         self._stop_children(self.children)
         log.info("all processes stopped")
 

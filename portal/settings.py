@@ -382,6 +382,9 @@ KRUNTIMES_WATCH_MAX_SECONDS = env.float("KRUNTIMES_WATCH_MAX_SECONDS", default=1
 # Watches held open per web process and per user (429 beyond; they hold no thread under ASGI).
 KRUNTIMES_MAX_WATCHES = env.int("KRUNTIMES_MAX_WATCHES", default=4096)
 KRUNTIMES_MAX_WATCHES_PER_USER = env.int("KRUNTIMES_MAX_WATCHES_PER_USER", default=1024)
+# Watches of one web process that open at once (their initial list and first database work);
+# the others wait on the event loop, so opening many never stalls other requests. 0: no limit.
+KRUNTIMES_WATCH_OPENINGS = env.int("KRUNTIMES_WATCH_OPENINGS", default=4)
 # Beat's level-triggered passes (django-celery-beat syncs these rows into its tables).
 CELERY_BEAT_SCHEDULE = {
     "garbage-collect": {

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import execute, persistent
+from . import execute, masking, persistent
 from .artifacts import ArtifactError, Packed, collect
 from .config import PodConfig
 from .execute import FAILED, SUCCEEDED, Clock, Result, Step, StepControl
@@ -121,6 +121,8 @@ class Attempt:
         self.grace, self.git_timeout = grace, git_timeout
         self.store_factory = store_factory
         self._store: ArtifactStore | None = None
+        # what reaches a Run from a Secret: the files of the Secrets mounted on its pod
+        self.masked = tuple(masking.secret_files(config.secrets_dir))
 
     def run(self, start: datetime) -> Outcome:
         try:
@@ -133,13 +135,22 @@ class Attempt:
         if result.phase != SUCCEEDED:
             return Outcome(result)
         try:
-            outputs = parse_outputs(self.files.outputs)
+            outputs = self._masked_outputs(parse_outputs(self.files.outputs))
             refs = self._upload(self._pack())
         except OutputsError as exc:
             return Outcome(self._failed(result, exc.reason, exc.message))
         except Failure as failure:
             return Outcome(self._failed(result, failure.reason, failure.message))
         return Outcome(result, outputs, refs)
+
+    def _masked_outputs(self, outputs: dict[str, str]) -> dict[str, str]:
+        """The outputs with every secret value masked; the file on disk is masked too."""
+        if not self.masked:
+            return outputs
+        masked = {key: masking.mask_text(value, self.masked) for key, value in outputs.items()}
+        if masked != outputs:
+            masking.mask_file(self.files.outputs, self.masked)
+        return masked
 
     @staticmethod
     def run_root(config: PodConfig, spec: RunPayload) -> Path:
@@ -204,6 +215,7 @@ class Attempt:
                     run_uid=self.ref.uid,
                     attempt=self.ref.attempt,
                     pod_name=self.config.pod_name,
+                    pod_uid=self.config.pod_uid,
                     workspace=self.base,
                     run_dir=self.files.run_dir,
                 ),
@@ -220,6 +232,7 @@ class Attempt:
             self.spec.timeout_seconds,
             on_output=self.on_output,
             control=self.control,
+            masked=self.masked,
         )
         return execute.run_step(step, clock=self.clock, grace=self.grace)
 

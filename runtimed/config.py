@@ -51,6 +51,9 @@ class PodConfig:
     max_artifact_bytes: int = DEFAULT_MAX_ARTIFACT_BYTES
     termination_grace_seconds: float = DEFAULT_TERMINATION_GRACE_SECONDS
     max_run_artifact_bytes: int = DEFAULT_MAX_RUN_ARTIFACT_BYTES
+    # Which start of the pod this process is (a local pod keeps its name and UID across a
+    # restart of ``manage.py up``): its heartbeats carry it, those of an older one are refused.
+    pod_incarnation: int = 0
 
     @property
     def queue(self) -> str:
@@ -116,6 +119,7 @@ class PodConfig:
             termination_grace_seconds=_positive(
                 env, "KRUNTIME_TERMINATION_GRACE_SECONDS", DEFAULT_TERMINATION_GRACE_SECONDS
             ),
+            pod_incarnation=_count(env, "KRUNTIME_POD_INCARNATION"),
         )
 
 
@@ -146,6 +150,15 @@ def _bytes(env: Mapping[str, str], name: str, default: int) -> int:
         return default
     if not raw.isdigit() or int(raw) <= 0:
         raise ConfigError(f"{name} must be a positive number of bytes, got {raw!r}")
+    return int(raw)
+
+
+def _count(env: Mapping[str, str], name: str) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit():
+        raise ConfigError(f"{name} must be a non-negative integer, got {raw!r}")
     return int(raw)
 
 

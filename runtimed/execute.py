@@ -1,7 +1,8 @@
 """Run one step: ``bash <script> <args...>`` in its own process group with a clean environment.
 
 The step sees only the Run's ``env`` plus the ``KRUNTIME_*`` identity variables (bash supplies
-its default ``PATH``). Its stdout and stderr go, merged, to ``<run dir>/attempt-<n>.log``. At the
+its default ``PATH``). Its stdout and stderr go, merged, to ``<run dir>/attempt-<n>.log`` (and
+to the log shipper), with the secret values of ``Step.masked`` replaced by ``***`` first. At the
 deadline the whole group gets SIGTERM, then SIGKILL after a grace period; after any ending,
 whatever the step left behind in its group is killed too.
 """
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from . import procgroup, proctree
+from . import masking, procgroup, proctree
 from .protocol import Phase, Reason
 from .staging import PrepareError
 
@@ -117,6 +118,8 @@ class Step:
     # a copy of every output chunk (the log shipper); must not block
     on_output: Callable[[bytes], object] | None = None
     control: StepControl | None = None
+    # secret values replaced by *** in the output before it is stored or shipped
+    masked: tuple[bytes, ...] = ()
 
 
 def identity_env(
@@ -126,6 +129,7 @@ def identity_env(
     run_uid: str,
     attempt: int,
     pod_name: str,
+    pod_uid: str,
     workspace: Path,
     run_dir: Path,
 ) -> dict[str, str]:
@@ -135,6 +139,8 @@ def identity_env(
         "KRUNTIME_RUN_UID": run_uid,
         "KRUNTIME_ATTEMPT": str(attempt),
         "KRUNTIME_POD_NAME": pod_name,
+        # the pod's UID names it on this machine (a name may be reused, as a StatefulSet's)
+        "KRUNTIME_POD_UID": pod_uid,
         "KRUNTIME_WORKSPACE": str(workspace),
         "KRUNTIME_RUN_DIR": str(run_dir),
     }
@@ -247,7 +253,8 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
         try:
             # stdout=PIPE with the default buffering is a BufferedReader; typeshed says IO[bytes]
             stdout = cast(io.BufferedReader, process.stdout)
-            reader = start_reader(stdout, _tee(sink, step.on_output))
+            write, flush_masked = masking.masking_writer(_tee(sink, step.on_output), step.masked)
+            reader = start_reader(stdout, write)
             timed_out = _wait(process, step.timeout)
             # On a timeout this kills the step; otherwise it kills what the step left running.
             procgroup.terminate_group(process.pid, grace, process)
@@ -264,6 +271,8 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
         reader.join(READER_JOIN_SECONDS)
         if reader.is_alive():
             log.warning("step %s: output still open after the group was killed", step.script)
+        else:
+            flush_masked()
     if control.cancelled and not timed_out:
         return stopped_result(control, start, clock())
     return outcome(process.returncode, timed_out, step.timeout, start, clock())

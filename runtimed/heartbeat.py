@@ -31,6 +31,7 @@ def heartbeat_message(
         "runtime": config.runtime,
         "podName": config.pod_name,
         "podUID": config.pod_uid,
+        "podIncarnation": config.pod_incarnation,
         "capacity": dict(config.capacity),
         "activeRuns": active.snapshot(),
         # repeated until they age out: the control plane applies any it missed

@@ -198,19 +198,41 @@ def kill_marked(root: int | None = None) -> int:
     return count
 
 
-def kill_pod_leftovers(pod_name: str) -> int:
-    """SIGKILL every process on this machine left by a step of the pod ``pod_name`` (its
-    runtimed is dead, so nothing is in its subtree any more): for the pod's provider. A step's
-    processes carry both ``KRUNTIME_STEP_ID`` and ``KRUNTIME_POD_NAME``."""
-    pod = f"KRUNTIME_POD_NAME={pod_name}".encode()
-    count = 0
+def _pod_processes(pod_uid: str) -> list[tuple[int, list[bytes]]]:
+    """Every process on this machine (but this one) started for the pod ``pod_uid``, with its
+    environment: the pod's runtimed and its steps carry ``KRUNTIME_POD_UID`` (a pod's name is
+    not enough: a restarted local pod, as a StatefulSet's, keeps it, and so may another
+    installation's)."""
+    mark = f"KRUNTIME_POD_UID={pod_uid}".encode()
+    found = []
     for pid in processes():
         entries = environ(pid)
-        if pid != os.getpid() and step_of(entries) and pod in entries:
+        if pid != os.getpid() and entries is not None and mark in entries:
+            found.append((pid, entries))
+    return found
+
+
+def kill_pod_leftovers(pod_uid: str) -> int:
+    """SIGKILL every process on this machine left by a step of the pod ``pod_uid`` (its
+    runtimed is dead, so nothing is in its subtree any more): for the pod's provider. A step's
+    processes carry both ``KRUNTIME_STEP_ID`` and ``KRUNTIME_POD_UID``."""
+    count = 0
+    for pid, entries in _pod_processes(pod_uid):
+        if step_of(entries):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 count += 1  # not reaped here: whoever is its parent does
     return count
+
+
+def pod_daemons(pod_uid: str) -> list[int]:
+    """The pod's own processes still alive (not its steps): a runtimed left running by a
+    supervisor that was killed (``kill -9`` of ``manage.py up``), for the next one to drain."""
+    return sorted(
+        pid
+        for pid, entries in _pod_processes(pod_uid)
+        if not step_of(entries) and not _is_zombie(pid)
+    )
 
 
 def _reap(pid: int) -> bool:

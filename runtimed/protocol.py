@@ -21,6 +21,7 @@ from .refs import ArtifactRef as ArtifactRef
 from .refs import Problem as Problem
 from .refs import artifact_name_problem as artifact_name_problem
 from .refs import location_path_problem as location_path_problem
+from .refs import ref_namespace as ref_namespace
 
 # A report as read back from disk or a heartbeat: not validated, so any mapping.
 Report = Mapping[str, Any]
@@ -280,6 +281,8 @@ class HeartbeatMessage(TypedDict):
     runtime: str
     podName: str
     podUID: str
+    # which start of the pod sent it (a restarted local pod keeps its name and UID)
+    podIncarnation: int
     capacity: dict[str, int]
     activeRuns: list[ActiveRun]
     recentReports: list[Report]

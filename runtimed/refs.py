@@ -86,3 +86,32 @@ def location_path_problem(path: object) -> Problem | None:
     if clean in (".", "..") or clean.startswith("../"):
         return Problem("must stay inside the store's root after cleaning")
     return None
+
+
+def ref_namespace(ref: object) -> str | None:
+    """The namespace an ArtifactRef points into, or None when its location does not say.
+
+    Every store keeps an artifact at ``namespaces/<ns>/runs/<uid>/<name>``: a filesystem
+    ``path`` is exactly that, an S3 ``key`` ends with it (the store strips its own prefix and
+    accepts nothing longer). A location of any other shape, or one whose driver's key is
+    missing, opens nothing; its namespace cannot be told, so it is None.
+    """
+    location = ref.get("location") if isinstance(ref, dict) else None
+    driver = ref.get("driver") if isinstance(ref, dict) else None
+    entry = location.get(driver) if isinstance(location, dict) and isinstance(driver, str) else None
+    if not isinstance(entry, dict):
+        return None
+    value = entry.get("path" if driver == "filesystem" else "key")
+    if not isinstance(value, str) or not value or value.startswith("/"):
+        return None
+    # a filesystem path is admitted once it stays inside its root after cleaning, so its
+    # cleaned form says where it points (the store itself opens only the exact form)
+    parts = (posixpath.normpath(value) if driver == "filesystem" else value).split("/")
+    if driver == "filesystem" and len(parts) != 5:
+        return None
+    tail = parts[-5:]
+    if len(tail) != 5 or tail[0] != "namespaces" or tail[2] != "runs":
+        return None
+    if any(part in ("", ".", "..") or "\x00" in part for part in tail):
+        return None
+    return tail[1]

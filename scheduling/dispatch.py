@@ -118,6 +118,18 @@ def dispatch(run_pks: list[int], now: datetime, app=None) -> int:
     return len(sent)
 
 
+def hand_over(namespace: str, pod_name: str, pod_uid: str, now: datetime) -> int:
+    """A restarted pod (same name and UID: its queue and disk kept) takes over the Scheduled
+    Runs its last incarnation had not started: they count as handed to it now, so the grace
+    before one is thought lost starts with the new process (re-sent if not started)."""
+    return Run.objects.filter(
+        namespace=namespace,
+        assigned_pod=pod_name,
+        assigned_pod_uid=pod_uid,
+        phase=RunPhase.SCHEDULED,
+    ).update(dispatched_at=now)
+
+
 def redispatch(now: datetime, batch: int = 500, app=None) -> int:
     """The level-triggered half: Scheduled Runs never sent, or sent a while ago and not started."""
     due = (

@@ -24,6 +24,7 @@ def _status(obj: Any, field: str) -> str:
 
 
 def register_scheduling_kinds() -> None:
+    from .artifact_access import check_artifact_inputs
     from .cleanup import ARTIFACT_CLEANUP
     from .models import TERMINAL_PHASES, Run, Runtime
     from .run_events import on_run_change as record_phase_event
@@ -67,6 +68,7 @@ def register_scheduling_kinds() -> None:
             body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
             validators=RUN_VALIDATORS,
             default_finalizers=(ARTIFACT_CLEANUP,),
+            admission=(check_artifact_inputs,),
             subresources={"log": ("get",), "artifacts": ("get",)},
             on_change=(on_run_change, record_phase_event),
             columns=(

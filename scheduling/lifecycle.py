@@ -276,6 +276,9 @@ def _lost_execution(run: Run, pod: RuntimePod) -> bool:
         return False
     since = _since(run)
     grace = UNSTARTED_GRACE if run.phase == RunPhase.SCHEDULED else EXECUTION_GRACE
+    if run.phase == RunPhase.SCHEDULED and run.dispatched_at is not None:
+        # counted from the last hand-over (a restarted pod takes its queue over when it starts)
+        since = max(since, run.dispatched_at) if since is not None else run.dispatched_at
     if since is None or pod.last_heartbeat < since + grace:
         return False
     active = {(r.get("uid"), int(r.get("attempt") or 0)) for r in pod.active_runs or []}
@@ -321,13 +324,20 @@ def reconcile_runs(
 
 
 def fail_runs_on_pod(
-    namespace: str, pod_name: str, pod_uid: str, reason: str, message: str, now: datetime
+    namespace: str,
+    pod_name: str,
+    pod_uid: str,
+    reason: str,
+    message: str,
+    now: datetime,
+    phases: tuple[str, ...] = ACTIVE_PHASES,
 ) -> int:
-    """A provider saw the pod end: its active Runs end (or retry) now, not at the next pass."""
+    """A provider saw the pod end: its active Runs (those in ``phases``) end (or retry) now,
+    not at the next pass."""
     runs = Run.objects.filter(
         namespace=namespace,
         assigned_pod=pod_name,
         assigned_pod_uid=pod_uid,
-        phase__in=ACTIVE_PHASES,
+        phase__in=phases,
     )
     return sum(fail(run, reason, message, now) for run in runs)

@@ -42,6 +42,9 @@ KUBERNETES_PROVIDER = "kubernetes"  # a Pod of a Runtime's Deployment
 ACTIVE_PHASES = (RunPhase.SCHEDULED, RunPhase.RUNNING, RunPhase.READY)
 TERMINAL_PHASES = (RunPhase.SUCCEEDED, RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED)
 PRIORITY_ANNOTATION = "scheduling.kruntimes.io/priority"
+# A deleted Runtime waits behind it while its pods hold a Retain workspace's data (the
+# workspaces app sets and removes it); the providers keep such a Runtime's pods running.
+RETAINED_WORKSPACES = "kruntimes.io/retained-workspaces"
 
 
 class Runtime(NamespacedObject):
@@ -56,6 +59,21 @@ class Runtime(NamespacedObject):
     def sync_columns(self) -> None:
         self.replicas = int((self.spec or {}).get("replicas") or 1)
         self.ready_replicas = int((self.status or {}).get("readyReplicas") or 0)
+
+
+def runtimes_with_pods() -> models.QuerySet[Runtime]:
+    """The Runtimes whose pods the providers keep: live ones, and deleted ones still waiting
+    for their Retain workspaces (their data lives on those pods)."""
+    waiting = [
+        pk
+        for pk, finalizers in Runtime.objects.filter(deletion_timestamp__isnull=False).values_list(
+            "pk", "finalizers"
+        )
+        if RETAINED_WORKSPACES in (finalizers or [])
+    ]
+    return Runtime.objects.filter(
+        models.Q(deletion_timestamp__isnull=True) | models.Q(pk__in=waiting)
+    )
 
 
 class RuntimePod(models.Model):
@@ -86,6 +104,10 @@ class RuntimePod(models.Model):
     # The runtimed heartbeat: when, and which Run UIDs (and attempts) it is executing.
     last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
     active_runs = models.JSONField(default=list, blank=True)
+    # Which start of the pod the row hears from (a local pod keeps its name, UID and disk across
+    # a restart of ``manage.py up``, as a StatefulSet pod does): bumped at each start and stop;
+    # a heartbeat of another one (queued before the restart) is refused.
+    incarnation = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(default=timezone.now)
     # the cluster resourceVersion of the pod's last recorded change (``pod_writer``)
     resource_version = models.BigIntegerField(default=0, db_index=True, editable=False)

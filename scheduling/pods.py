@@ -35,19 +35,27 @@ def is_stale(beat: dict, now: datetime) -> bool:
     return now - sent > NOT_READY_AFTER
 
 
+def incarnation(beat: dict) -> int:
+    """Which start of its pod sent the beat (0: a pod that never restarts under one UID)."""
+    value = beat.get("podIncarnation")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool]:
     """Update the pod a heartbeat names. Returns (pod, became_ready); (None, False) when the
     heartbeat is stale or names no pod its provider keeps.
 
     Providers own the rows: a heartbeat never creates one, and never revives a pod whose row
-    its provider removed or replaced (another UID under the name), so a late beat from a gone
-    pod cannot come back as a Ready ghost. A Terminating pod stays Terminating."""
+    its provider removed or replaced (another UID under the name) or started again (another
+    incarnation of the same UID: a local pod restarted with ``manage.py up``), so a late beat
+    from a gone or stopped pod cannot come back as a Ready ghost. A Terminating pod stays
+    Terminating."""
     if is_stale(beat, now):
         return None, False
     namespace, name, uid = beat["namespace"], beat["podName"], beat["podUID"]
     with transaction.atomic():
         pod = RuntimePod.objects.select_for_update().filter(namespace=namespace, name=name).first()
-        if pod is None or str(pod.uid) != uid:
+        if pod is None or str(pod.uid) != uid or incarnation(beat) != pod.incarnation:
             return None, False
         terminating = pod.phase == PodPhase.TERMINATING
         fields = {

@@ -232,6 +232,9 @@ class ChildRuns:
             .filter(query)
             .order_by("creation_timestamp", "pk")[:CHILD_RUNS_LOADED]
         )
+        # the children the controller recorded making, when it has (the labels alone may lie)
+        recorded = {as_dict(c).get("uid") for c in as_list(as_dict(run.status).get("children"))}
+        trusted = (lambda uid: uid in recorded) if "children" in as_dict(run.status) else bool
         self.by_name: dict[str, Run] = {}
         self.by_uid: dict[str, Run] = {}
         self.by_step: dict[tuple[str, str], Run] = {}
@@ -239,7 +242,7 @@ class ChildRuns:
             self.by_name[child.name] = child
             self.by_uid[str(child.uid)] = child
             labels = as_dict(child.labels)
-            if labels.get(WORKFLOWRUN_UID) == str(run.uid):
+            if labels.get(WORKFLOWRUN_UID) == str(run.uid) and trusted(str(child.uid)):
                 key = (compact(labels.get(WORKFLOW_JOB)), compact(labels.get(WORKFLOW_STEP)))
                 self.by_step[key] = child  # the newest wins
 

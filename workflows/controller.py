@@ -16,7 +16,9 @@ it again changes nothing until a child moves.
   produce fails the step deterministically.
 - ``uses: <Action>`` steps expand to the Action's run steps; ``uses: <Workflow>`` jobs run as a
   child WorkflowRun (which owns its own job workspaces).
-- ``cancelRequested`` cancels the active children and ends the run Cancelled.
+- ``cancelRequested`` cancels the active children (child WorkflowRuns too) and ends the run
+  Cancelled; a WorkflowRun whose caller at any level is cancelled is cancelled with it, and a
+  call that would nest WorkflowRuns too deep fails its job (``workflows.calls``).
 
 The scheduler and runtimed see none of this: only Runs, workspaces, labels and affinity.
 """
@@ -29,7 +31,9 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
+from portal import events_recorder
 from portal.auth.identities import controller
 from portal.machinery import store
 from portal.machinery.admission import WriteContext
@@ -39,11 +43,19 @@ from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase
 from workspaces.models import PersistentWorkspace, WorkspacePhase
 from workspaces.ownership import WORKFLOW_CONTROLLER
 
-from . import expressions
+from . import calls, expressions
 from . import status as run_status
 from .expressions import Unresolved, Values
 from .models import Action, JobPhase, StepPhase, Workflow, WorkflowRun, WorkflowRunPhase
-from .names import API_VERSION, JOB_LABEL, UID_LABEL, child_labels, child_name, owned_by
+from .names import (
+    API_VERSION,
+    JOB_LABEL,
+    UID_LABEL,
+    child_labels,
+    child_name,
+    owned_by,
+    second_name,
+)
 from .names import owner_reference as owner_of
 
 log = logging.getLogger(__name__)
@@ -51,6 +63,7 @@ log = logging.getLogger(__name__)
 TOPOLOGY = "kruntimes.io/runtime-pod"
 DONE_JOBS = (JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.SKIPPED)
 FAILED_RUN_PHASES = (RunPhase.FAILED, RunPhase.TIMEOUT, RunPhase.CANCELLED)
+TAKEN = "NameTaken"  # a create refused because another object holds the name (a 409)
 
 
 class StepError(Exception):
@@ -102,13 +115,31 @@ class ChildStep:
     first: bool
 
 
+KINDS = {"Run": Run, "PersistentWorkspace": PersistentWorkspace, "WorkflowRun": WorkflowRun}
+
+
 @dataclass
 class Children:
-    """What a WorkflowRun owns, by name (anything else under those names is not ours)."""
+    """What a WorkflowRun owns: the children it recorded creating (``status.children``), by
+    name; and the names it would give a child that others hold (``taken``: not ours)."""
 
     runs: dict[str, Run] = field(default_factory=dict)
     workspaces: dict[str, PersistentWorkspace] = field(default_factory=dict)
     workflow_runs: dict[str, WorkflowRun] = field(default_factory=dict)
+    recorded: list[dict] = field(default_factory=list)  # {kind, name, uid}, as in the status
+    taken: set[tuple[str, str]] = field(default_factory=set)  # (kind, name)
+
+    def by_kind(self, kind_name: str) -> dict[str, Any]:
+        return {
+            "Run": self.runs,
+            "PersistentWorkspace": self.workspaces,
+            "WorkflowRun": self.workflow_runs,
+        }[kind_name]
+
+    def find(self, kind_name: str, wfr: WorkflowRun, name: str) -> Any:
+        """The recorded child made for ``name``: under it, or under its second name."""
+        found = self.by_kind(kind_name)
+        return found.get(name) or found.get(second_name(wfr, name))
 
 
 def _names(wfr: WorkflowRun) -> tuple[set[str], set[str]]:
@@ -121,22 +152,44 @@ def _names(wfr: WorkflowRun) -> tuple[set[str], set[str]]:
     return runs, jobs
 
 
-def load_children(wfr: WorkflowRun) -> Children:
+def adopt(wfr: WorkflowRun) -> list[dict]:
+    """A WorkflowRun from before children were recorded: what it owned then (by name or its
+    label, and its controller ownerReference), recorded once and trusted from then on."""
     run_names, job_names = _names(wfr)
     ns = wfr.namespace
-    children = Children()
-    # by name (a foreign Run under a step's name is seen, and fails the job), and by label for
-    # the Runs of Action steps, named below their step
-    found = Run.objects.filter(namespace=ns, name__in=run_names) | Run.objects.filter(
-        namespace=ns, **{f"labels__{UID_LABEL}": str(wfr.uid)}
+    found = list(
+        Run.objects.filter(namespace=ns, name__in=run_names)
+        | Run.objects.filter(namespace=ns, **{f"labels__{UID_LABEL}": str(wfr.uid)})
     )
-    children.runs = {run.name: run for run in found}
-    children.workspaces = {
-        w.name: w for w in PersistentWorkspace.objects.filter(namespace=ns, name__in=job_names)
-    }
-    children.workflow_runs = {
-        w.name: w for w in WorkflowRun.objects.filter(namespace=ns, name__in=job_names)
-    }
+    found += PersistentWorkspace.objects.filter(namespace=ns, name__in=job_names)
+    found += WorkflowRun.objects.filter(namespace=ns, name__in=job_names)
+    kinds = {model: name for name, model in KINDS.items()}
+    return [
+        {"kind": kinds[type(obj)], "name": obj.name, "uid": str(obj.uid)}
+        for obj in found
+        if owned_by(obj, wfr)
+    ]
+
+
+def load_children(wfr: WorkflowRun) -> Children:
+    status = wfr.status or {}
+    recorded = status.get("children")
+    if recorded is None:
+        # a new WorkflowRun has no status yet; one the controller ran before has a phase
+        recorded = adopt(wfr) if status.get("phase") else []
+    children = Children(recorded=list(recorded))
+    run_names, job_names = _names(wfr)
+    for kind_name, model in KINDS.items():
+        uids = [c["uid"] for c in recorded if c.get("kind") == kind_name]
+        mine = children.by_kind(kind_name)
+        mine.update(
+            {o.name: o for o in model.objects.filter(namespace=wfr.namespace, uid__in=uids)}
+        )
+        names = run_names if kind_name == "Run" else job_names
+        held = model.objects.filter(namespace=wfr.namespace, name__in=names)
+        children.taken |= {(kind_name, n) for n in held.values_list("name", flat=True)} - {
+            (kind_name, n) for n in mine
+        }
     return children
 
 
@@ -150,11 +203,14 @@ class Reconciler:
         now: datetime,
         children: Children,
         refused: dict[tuple[str, str], str] | None = None,
+        callers: list[WorkflowRun] | None = None,
     ) -> None:
         self.wfr, self.now, self.children = wfr, now, children
         self.spec = wfr.spec or {}
         self.jobs: dict[str, dict] = {}
-        self.cancel = wfr.cancel_requested
+        callers = callers or []
+        self.depth = len(callers) + 1  # levels of calls down to this WorkflowRun
+        self.cancel = wfr.cancel_requested or any(c.cancel_requested for c in callers)
         self.refused = refused or {}  # (kind, name) -> why its create was refused
         self.planned: list[Write] = []  # what this pass's state needs written, in order
 
@@ -173,6 +229,7 @@ class Reconciler:
             "phase": phase,
             "jobs": self.jobs,
             "message": message,
+            "children": list(self.children.recorded),
         }
         if outputs is not None:
             status["outputs"] = outputs
@@ -264,9 +321,9 @@ class Reconciler:
     def workspace(self, job: str, spec: dict) -> tuple[str, dict | None]:
         """The job's workspace, made if missing; a problem status when the job cannot go on."""
         name = child_name(self.wfr.name, job)
-        ws = self.children.workspaces.get(name)
+        ws = self.children.find("PersistentWorkspace", self.wfr, name)
         if ws is None:
-            if not self.create(
+            made = self.create(
                 "PersistentWorkspace",
                 {
                     "metadata": {
@@ -280,21 +337,19 @@ class Reconciler:
                         "cleanupPolicy": "DeleteAfterTTL",
                     },
                 },
-            ):
+            )
+            if made is None:
                 return name, {"phase": JobPhase.FAILED, "message": self.last_error}
-            return name, None
-        if not owned_by(ws, self.wfr):
-            message = f"a PersistentWorkspace named {name} exists and is not this WorkflowRun's"
-            return name, {"phase": JobPhase.FAILED, "message": message}
+            return made, None
         if ws.phase == WorkspacePhase.LOST:
             message = "the job's workspace was lost with its Runtime Pod"
-            return name, {"phase": JobPhase.FAILED, "message": message}
-        return name, None
+            return ws.name, {"phase": JobPhase.FAILED, "message": message}
+        return ws.name, None
 
     def called_job(self, job: str, spec: dict) -> dict:
         """``uses: <Workflow>``: a child WorkflowRun, started once, followed to its end."""
         name = child_name(self.wfr.name, job)
-        child = self.children.workflow_runs.get(name)
+        child = self.children.find("WorkflowRun", self.wfr, name)
         if child is None:
             try:
                 body = self.called_spec(spec)
@@ -302,7 +357,9 @@ class Reconciler:
                 return {"phase": JobPhase.FAILED, "message": str(exc)}
             if self.cancel:
                 return {"phase": JobPhase.SKIPPED, "message": "the WorkflowRun was cancelled"}
-            if not self.create(
+            if self.depth >= calls.MAX_CALL_DEPTH:
+                return calls.depth_exceeded(spec["uses"], self.depth)
+            made = self.create(
                 "WorkflowRun",
                 {
                     "metadata": {
@@ -312,12 +369,11 @@ class Reconciler:
                     },
                     "spec": body,
                 },
-            ):
+            )
+            if made is None:
                 return {"phase": JobPhase.FAILED, "message": self.last_error}
-            return {"phase": JobPhase.RUNNING, "workflowRunName": name}
-        if not owned_by(child, self.wfr):
-            message = f"a WorkflowRun named {name} exists and is not this WorkflowRun's"
-            return {"phase": JobPhase.FAILED, "message": message}
+            return {"phase": JobPhase.RUNNING, "workflowRunName": made}
+        name = child.name
         if self.cancel and not child.is_finished and not child.cancel_requested:
             self.patch("WorkflowRun", name, {"spec": {"cancelRequested": True}})
         state = {"workflowRunName": name}
@@ -425,7 +481,7 @@ class Reconciler:
     def run_child(self, place: JobPlace, child: ChildStep) -> dict:
         step, name = child.step, child.name
         base = {"name": step["name"], "runName": name}
-        run = self.children.runs.get(name)
+        run = self.children.find("Run", self.wfr, name)
         if run is None:
             if self.cancel:
                 return {"status": {**base, "phase": StepPhase.PENDING}}
@@ -433,12 +489,12 @@ class Reconciler:
                 manifest = self.run_manifest(place, child)
             except StepError as exc:
                 return self.failed({"name": step["name"]}, f"step {step['name']}: {exc}")
-            if not self.create("Run", manifest):
+            made = self.create("Run", manifest)
+            if made is None:
                 return self.failed(base, f"step {step['name']}: {self.last_error}")
-            return self.pending(base)  # what the next pass reads from the new Pending Run
-        if not owned_by(run, self.wfr):
-            message = f"a Run named {name} exists and is not this WorkflowRun's"
-            return self.failed(base, message)
+            # what the next pass reads from the new Pending Run
+            return self.pending({**base, "runName": made})
+        name = base["runName"] = run.name
         if self.cancel and run.phase not in TERMINAL_PHASES and not run.cancel_requested:
             self.patch("Run", name, {"spec": {"cancelRequested": True}})
         return self.from_run(base, run)
@@ -525,16 +581,27 @@ class Reconciler:
 
     last_error = ""
 
-    def create(self, kind_name: str, manifest: dict) -> bool:
-        """Plan a child's creation; False when it was refused (in an earlier ``act`` of this
-        pass: ``last_error`` says why)."""
-        name = manifest["metadata"]["name"]
+    def create(self, kind_name: str, manifest: dict) -> str | None:
+        """Plan a child's creation under its name, or its second name when another object
+        holds the first (``taken`` when loaded, or a 409 in an earlier ``act`` of this pass);
+        the name, or None when it was refused (``last_error`` says why)."""
+        first = manifest["metadata"]["name"]
+        name = first
+        if (kind_name, first) in self.children.taken or self.refused.get(
+            (kind_name, first)
+        ) == TAKEN:
+            name = second_name(self.wfr, first)
         refused = self.refused.get((kind_name, name))
         if refused is not None:
-            self.last_error = refused
-            return False
-        self.planned.append(Write("create", kind_name, name, manifest))
-        return True
+            self.last_error = (
+                f"a {kind_name} named {name} exists and is not this WorkflowRun's"
+                if refused == TAKEN
+                else refused
+            )
+            return None
+        body = {**manifest, "metadata": {**manifest["metadata"], "name": name}}
+        self.planned.append(Write("create", kind_name, name, body, first if name != first else ""))
+        return name
 
     def patch(self, kind_name: str, name: str, body: dict) -> None:
         self.planned.append(Write("patch", kind_name, name, body))
@@ -548,60 +615,95 @@ class Write:
     kind: str
     name: str
     body: dict = field(compare=False)
+    instead_of: str = field(default="", compare=False)  # the name a stranger holds
 
 
-def act(wfr: WorkflowRun, writes: list[Write], done: set[Write]) -> tuple[int, dict]:
+class RaceLost(Exception):
+    """The WorkflowRun changed while a child was being made: the child is not made."""
+
+
+def make_child(wfr: WorkflowRun, children: Children, write: Write) -> None:
+    """Create the child and record its UID in the WorkflowRun's ``status.children`` in one
+    transaction: a child exists only if the controller knows it made it (RaceLost, and nothing
+    made, when the WorkflowRun was written in between)."""
+    body = {"apiVersion": API_VERSION, "kind": write.kind, **write.body}
+    with transaction.atomic():
+        obj = store.create(_kind(write.kind), body, namespace=wfr.namespace, context=context())
+        entry = {"kind": write.kind, "name": obj.name, "uid": str(obj.uid)}
+        if not run_status.record_children(wfr, [*children.recorded, entry]):
+            raise RaceLost(write.name)
+    children.recorded.append(entry)
+    if write.instead_of:
+        events_recorder.record(
+            wfr,
+            TAKEN,
+            f"a {write.kind} named {write.instead_of} exists and is not this WorkflowRun's: "
+            f"created {obj.name} instead",
+            type=events_recorder.WARNING,
+        )
+
+
+def act(
+    wfr: WorkflowRun, children: Children, writes: list[Write], done: set[Write]
+) -> tuple[int, dict]:
     """Make the planned writes in order, skipping those ``done`` already; stops at the first
-    create refused. Returns (children created, {(kind, name): why} of the refusal)."""
+    create refused. Returns (children created, {(kind, name): why} of the refusal); raises
+    RaceLost when the WorkflowRun changed under it."""
     created = 0
     for write in writes:
         if write in done:
             continue
         done.add(write)
-        kind = _kind(write.kind)
         if write.verb == "patch":
             try:
-                store.patch(kind, wfr.namespace, write.name, write.body, context=context())
+                store.patch(
+                    _kind(write.kind), wfr.namespace, write.name, write.body, context=context()
+                )
             except StatusError as exc:  # the next pass tries again
                 log.info("WorkflowRun %s: cancelling %s deferred: %s", wfr.name, write.name, exc)
             continue
-        body = {"apiVersion": API_VERSION, "kind": write.kind, **write.body}
         try:
-            store.create(kind, body, namespace=wfr.namespace, context=context())
+            make_child(wfr, children, write)
         except StatusError as exc:
-            if exc.code == 409:  # an earlier pass made it: fine
-                continue
+            why = TAKEN if exc.code == 409 else exc.message  # someone else's: not ours to read
             log.warning(
                 "WorkflowRun %s: %s %s refused: %s", wfr.name, write.kind, write.name, exc.message
             )
-            return created, {(write.kind, write.name): exc.message}
+            return created, {(write.kind, write.name): why}
         created += 1
     return created, {}
 
 
 def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
-    """One pass: observe (the WorkflowRun and the children it owns), compute the status and
-    the writes it needs (pure), act (make them), then write the status. A create refused is
-    a fact the next computation knows (its step or job fails with the reason); the pass
-    computes again until its writes are made. Returns whether the status changed."""
+    """One pass: observe (the WorkflowRun and the children it recorded making), compute the
+    status and the writes it needs (pure), act (make them, each child's UID recorded as it is
+    made), then write the status. A create refused is a fact the next computation knows (its
+    step or job fails with the reason, or a child whose name is held by another object gets
+    its second name); the pass computes again until its writes are made. Returns whether the
+    status changed."""
+    from .triggers import request_reconcile
+
     if wfr.is_finished or wfr.deletion_timestamp is not None:
         return False
     children = load_children(wfr)
+    callers = calls.callers(wfr)
     refused: dict[tuple[str, str], str] = {}
     done: set[Write] = set()
     created = 0
     while True:
-        reconciler = Reconciler(wfr, now, children, refused)
+        reconciler = Reconciler(wfr, now, children, refused, callers)
         status = reconciler.status()
-        made, refusal = act(wfr, reconciler.planned, done)
+        try:
+            made, refusal = act(wfr, children, reconciler.planned, done)
+        except RaceLost:
+            request_reconcile(str(wfr.uid))  # computed from a WorkflowRun that changed
+            return False
         created += made
         if not refusal:
             break
         refused.update(refusal)
-    changed = run_status.write(wfr, status)
+    changed = run_status.write(wfr, {**status, "children": list(children.recorded)})
     if created and not changed:
         # children were made but the status write lost a race: look again soon
-        from .triggers import request_reconcile
-
         request_reconcile(str(wfr.uid))
     return changed

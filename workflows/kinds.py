@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from portal.machinery.owner_admission import register_controller_label
 from portal.machinery.registry import Column, ResourceKind, registry
 from portal.machinery.status_strategy import StatusStrategy, final_phases
 
@@ -25,7 +26,10 @@ def _ready(obj) -> str:
 def register_workflow_kinds() -> None:
     from scheduling.models import Run
 
+    from .calls import call_cycle_causes
+    from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .models import FINISHED_RUN_PHASES, Action, Workflow, WorkflowRun
+    from .names import CONTROLLER_LABELS
     from .serializers import (
         ActionSpecSerializer,
         DefinitionStatusSerializer,
@@ -47,10 +51,14 @@ def register_workflow_kinds() -> None:
             short_names=("wf",),
             body={"spec": WorkflowSpecSerializer, "status": DefinitionStatusSerializer},
             subresources={RUN_SUBRESOURCE: ("create",)},
+            validators=(call_cycle_causes,),
+            warnings=(jobs_warnings,),
             columns=(Column("READY", _ready),),
         )
     )
     registry.watch(Run, on_run_change)  # a child Run's phase wakes its WorkflowRun
+    for label in CONTROLLER_LABELS:  # only the workflow controller sets them
+        register_controller_label(label, f"{GROUP}/{VERSION}", "WorkflowRun")
     registry.register(
         ResourceKind(
             group=GROUP,
@@ -63,6 +71,7 @@ def register_workflow_kinds() -> None:
             body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
             defaulting=(freeze_workflow,),
             validators=WORKFLOW_RUN_VALIDATORS,
+            warnings=(workflow_run_warnings,),
             # the controller runs after each write (and from beat): workflows.controller
             on_change=(on_workflow_run_change,),
             columns=(
@@ -80,6 +89,7 @@ def register_workflow_kinds() -> None:
             plural="actions",
             model=Action,
             body={"spec": ActionSpecSerializer, "status": DefinitionStatusSerializer},
+            warnings=(action_warnings,),
             columns=(Column("READY", _ready),),
         )
     )

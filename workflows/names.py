@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
+
+from django.conf import settings
 
 from workspaces.ownership import WORKFLOW_JOB_LABEL, WORKFLOWRUN_UID_LABEL
 
 UID_LABEL = WORKFLOWRUN_UID_LABEL  # kruntimes.io/workflowrun-uid
 JOB_LABEL = WORKFLOW_JOB_LABEL  # kruntimes.io/workflow-job
 STEP_LABEL = "kruntimes.io/workflow-step"
+CONTROLLER_LABELS = (UID_LABEL, JOB_LABEL, STEP_LABEL)
 API_VERSION = "kruntimes.io/v1alpha1"
 MAX_NAME = 253
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
@@ -24,6 +28,14 @@ def child_name(*parts: str) -> str:
     if name == raw and len(name) <= MAX_NAME:
         return name
     digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+    return f"{name[: MAX_NAME - 11].rstrip('-')}-{digest}"
+
+
+def second_name(wfr, name: str) -> str:
+    """The name a child gets when a stranger holds its deterministic one: ``name`` plus an HMAC
+    (keyed by SECRET_KEY) of the WorkflowRun's UID and ``name``, which nobody can take first."""
+    key = settings.SECRET_KEY.encode()
+    digest = hmac.new(key, f"{wfr.uid}/{name}".encode(), hashlib.sha256).hexdigest()[:10]
     return f"{name[: MAX_NAME - 11].rstrip('-')}-{digest}"
 
 

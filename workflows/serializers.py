@@ -255,12 +255,26 @@ class JobStatusSerializer(StrictSerializer):
     phase = serializers.ChoiceField(choices=JobPhase.values)
     # why the job waits, failed or was skipped, in words (never workspace binding details)
     message = StrictCharField(max_length=4096, required=False, allow_blank=True)
+    # why it failed, as a CamelCase word, when a machine may act on it (CallDepthExceeded)
+    reason = StrictCharField(max_length=128, required=False, allow_blank=True)
     workflowRunName = StrictCharField(max_length=253, required=False, allow_blank=True)
     outputs = outputs_map()
     artifacts = NamedMapField(
         max_properties=MAX_ARTIFACTS, child=ArtifactRefSerializer(), required=False
     )
     steps = BoundedListField(child=StepStatusSerializer(), max_items=MAX_STEPS, required=False)
+
+
+# a workspace or called WorkflowRun per job, a Run per step (or per step of its Action)
+MAX_CHILDREN = MAX_JOBS * (1 + MAX_STEPS * MAX_STEPS)
+
+
+class ChildSerializer(StrictSerializer):
+    """One object the controller created for the run: the only ones it reads."""
+
+    kind = serializers.ChoiceField(choices=("Run", "PersistentWorkspace", "WorkflowRun"))
+    name = SubdomainField()
+    uid = StrictCharField(max_length=36)
 
 
 class WorkflowRunStatusSerializer(StrictSerializer):
@@ -272,3 +286,4 @@ class WorkflowRunStatusSerializer(StrictSerializer):
     outputs = outputs_map()
     message = StrictCharField(max_length=MAX_MESSAGE, required=False, allow_blank=True)
     conditions = ConditionsField(required=False)
+    children = BoundedListField(child=ChildSerializer(), max_items=MAX_CHILDREN, required=False)

@@ -41,9 +41,14 @@ def pick(workspace_uid: str, ready: Sequence[Pod]) -> Pod:
 
 
 def desired(
-    ws: PersistentWorkspace, pods: Iterable[Pod], runtime_exists: bool, now: datetime
+    ws: PersistentWorkspace,
+    pods: Iterable[Pod],
+    runtime_exists: bool,
+    now: datetime,
+    runtime_deleting: bool = False,
 ) -> dict:
-    """The status the workspace should have, given its Runtime's pods as they are now."""
+    """The status the workspace should have, given its Runtime's pods as they are now (the
+    pods of a Runtime being deleted still hold what is bound there, but take nothing new)."""
     current = ws.status or {}
     pods = list(pods)
     if ws.phase == WorkspacePhase.LOST:
@@ -73,13 +78,16 @@ def desired(
     # Pending (rule 1, 2)
     if ws.deletion_timestamp is not None:
         return current  # being deleted before it ever held data: nothing to bind
-    ready = [pod for pod in pods if pod.ready]
+    ready = [pod for pod in pods if pod.ready and not runtime_deleting]
     if ready:
         chosen = pick(str(ws.uid), ready)
         return workspace_status.bound(current, ws, chosen.name, chosen.uid, now)
     if not runtime_exists:
         reason = "RuntimeNotFound"
         message = f'Runtime "{ws.runtime}" not found in namespace "{ws.namespace}"'
+    elif runtime_deleting:
+        reason = "RuntimeTerminating"
+        message = f'Runtime "{ws.runtime}" is being deleted: nothing new binds to its pods'
     else:
         reason = "WaitingForRuntimePod"
         message = f'waiting for a ready Runtime Pod of Runtime "{ws.runtime}"'
@@ -102,20 +110,25 @@ def reconcile(ws: PersistentWorkspace, now: datetime, pods: list[Pod] | None = N
     """Write the workspace's desired status; returns whether it changed."""
     if pods is None:
         pods = _pods(ws.namespace, ws.runtime).get(ws.runtime, [])
-    exists = bool(pods) or Runtime.objects.filter(namespace=ws.namespace, name=ws.runtime).exists()
-    return workspace_status.write(ws, desired(ws, pods, exists, now))
+    runtime = Runtime.objects.filter(namespace=ws.namespace, name=ws.runtime).first()
+    exists, deleting = (
+        bool(pods) or runtime is not None,
+        bool(runtime and runtime.deletion_timestamp),
+    )
+    return workspace_status.write(ws, desired(ws, pods, exists, now, deleting))
 
 
 def reconcile_namespace(namespace: str, now: datetime) -> int:
     """Every workspace of a namespace against one read of its pods; returns writes."""
     pods = _pods(namespace)
-    runtimes = set(Runtime.objects.filter(namespace=namespace).values_list("name", flat=True))
+    runtimes = dict(
+        Runtime.objects.filter(namespace=namespace).values_list("name", "deletion_timestamp")
+    )
     writes = 0
     for ws in PersistentWorkspace.objects.filter(namespace=namespace).exclude(
         phase=WorkspacePhase.LOST
     ):
         mine = pods.get(ws.runtime, [])
-        writes += workspace_status.write(
-            ws, desired(ws, mine, bool(mine) or ws.runtime in runtimes, now)
-        )
+        exists, deleting = ws.runtime in runtimes, runtimes.get(ws.runtime) is not None
+        writes += workspace_status.write(ws, desired(ws, mine, bool(mine) or exists, now, deleting))
     return writes

@@ -43,11 +43,19 @@ WORKFLOW_CONTROLLER_RULES = [
         "resources": ["persistentworkspaces"],
         "verbs": ["create", "get", "list", "delete"],
     },
-    # child WorkflowRuns of reusable-workflow jobs, and their cancel
+    # child WorkflowRuns of reusable-workflow jobs, and their cancel; ``delete`` too, as
+    # setting an ownerReference needs it (portal.machinery.owner_admission)
     {
         "apiGroups": ["kruntimes.io"],
         "resources": ["workflowruns"],
-        "verbs": ["get", "list", "create", "patch"],
+        "verbs": ["get", "list", "create", "patch", "delete"],
+    },
+    # what makes it the controller of a WorkflowRun's children: their controller ownerReference
+    # and labels need ``update`` on the WorkflowRun's finalizers, which users are not given
+    {
+        "apiGroups": ["kruntimes.io"],
+        "resources": ["workflowruns/finalizers"],
+        "verbs": ["update"],
     },
 ]
 

@@ -9,14 +9,15 @@ from portal.machinery.registry import registry
 
 
 def register_run_hooks() -> None:
-    from scheduling.models import Run, RuntimePod
+    from scheduling.models import Run, Runtime, RuntimePod
 
     from .ownership import register_workflow_controller
     from .review import check_run_workspace
-    from .triggers import on_pod_change, on_run_change
+    from .triggers import on_pod_change, on_run_change, on_runtime_change
 
     registry.watch(Run, on_run_change)
     registry.watch(RuntimePod, on_pod_change)
+    registry.watch(Runtime, on_runtime_change)
     kind = registry.for_model(Run)
     if check_run_workspace not in kind.admission:
         kind.admission = (*kind.admission, check_run_workspace)

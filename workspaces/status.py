@@ -8,7 +8,7 @@ flips (``set_condition``). ``write`` is the compare-and-set every workspace cont
 write that changes what the scheduler fences on wakes the scheduler.
 
 Conditions: ``Bound`` (True: BoundToRuntimePod; False: WaitingForRuntimePod, RuntimeNotFound,
-RuntimePodGone, RuntimePodReplaced), ``PodReady`` (while bound: RuntimePodReady /
+RuntimeTerminating, RuntimePodGone, RuntimePodReplaced), ``PodReady`` (while bound: RuntimePodReady /
 RuntimePodNotReady), ``Cleanup`` (True once cleanup was requested: TTLExpired, Deleted,
 ReleasedByOperator).
 """

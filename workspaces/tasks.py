@@ -8,15 +8,17 @@ from django.utils import timezone
 from portal.machinery import workqueue
 from runtimed import protocol
 
-from . import binding, cleanup, task_names, triggers
+from . import binding, cleanup, retention, task_names, triggers
 from .triggers import QUEUE
 
 
 def reconcile_namespace(namespace: str) -> dict:
-    """The work queue's handler: binding, then use tracking and cleanup, for one namespace."""
+    """The work queue's handler: binding, then use tracking and cleanup, then the Runtimes
+    that hold Retain workspaces, for one namespace."""
     now = timezone.now()
     bound = binding.reconcile_namespace(namespace, now)
-    return {"binding": bound, **cleanup.reconcile(now, namespace)}
+    counts = cleanup.reconcile(now, namespace)
+    return {"binding": bound, **counts, "retention": retention.reconcile_namespace(namespace, now)}
 
 
 @shared_task(name=task_names.RECONCILE, ignore_result=True)

@@ -26,10 +26,17 @@ def namespaces() -> list[str]:
 
 
 def on_workspace_change(ws, event: str) -> None:
-    """New, or asked something new (spec, labels, finalizers, a deletion): the controller's own
-    status writes do not wake it again."""
-    if event == "ADDED" or (event == "MODIFIED" and ws.desired_changed):
+    """New, gone (a Runtime it held may go now), or asked something new (spec, labels,
+    finalizers, a deletion): the controller's own status writes do not wake it again."""
+    if event in ("ADDED", "DELETED") or (event == "MODIFIED" and ws.desired_changed):
         request_reconcile(ws.namespace)
+
+
+def on_runtime_change(runtime, event: str) -> None:
+    """A watcher of the Runtime kind: a Runtime being deleted waits while Retain workspaces
+    hold data on its pods (``retention``), and no new workspace binds to it."""
+    if event == "MODIFIED" and runtime.deletion_timestamp is not None:
+        request_reconcile(runtime.namespace)
 
 
 def on_pod_change(pod, event: str) -> None:

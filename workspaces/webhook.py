@@ -33,6 +33,7 @@ from portal.auth.authorizer import UserInfo, budget, review
 from portal.machinery import errors
 from portal.machinery.decoding import DecodeError, load_json, max_request_bytes
 from portal.machinery.views import status_exception_handler
+from scheduling.artifact_access import admit as admit_artifact_inputs
 
 from .kinds import GROUP, VERSION
 from .review import admit
@@ -100,13 +101,18 @@ def decide(req: dict[str, Any]) -> dict[str, Any]:
     run = req.get("object")
     if not isinstance(run, dict) or not isinstance(run.get("spec", {}), dict):
         raise Refused("request.object must be a Run with an object spec")
-    if not (run.get("spec") or {}).get("workspace"):
+    spec = run.get("spec") or {}
+    if not spec.get("workspace") and not spec.get("artifactInputs"):
         return {"allowed": True}
     meta = run.get("metadata") or {}
     namespace = req.get("namespace") or (meta.get("namespace") if isinstance(meta, dict) else "")
     if not isinstance(namespace, str) or not namespace or not isinstance(meta, dict):
         raise Refused("request.namespace is required for a Run")
-    admit(run, namespace, user_of(req))
+    user = user_of(req)
+    if spec.get("artifactInputs"):
+        admit_artifact_inputs(run, namespace, user)
+    if spec.get("workspace"):
+        admit(run, namespace, user)
     return {"allowed": True}
 
 

@@ -79,6 +79,8 @@ class ExecutionRequest:
     parameters_name: str
     env: Mapping[str, str]  # resolved: Secret values included (never persisted)
     effective_resources: Mapping[str, Any]
+    # the values taken from Secrets: masked (***) in the log and outputs
+    masked: tuple[str, ...] = ()
 
 
 class Adapter(Protocol):

@@ -125,6 +125,8 @@ def driver_spec(request: ExecutionRequest, *, dry: bool) -> dict[str, Any]:
             getattr(settings, "KRUNTIMES_KUBERNETES_POD_READY_TIMEOUT_SECONDS", 600.0)
         ),
         "dryRun": dry,
+        # the values from Secrets: the driver masks them in what it reads from the pod
+        "masked": list(request.masked),
     }
 
 

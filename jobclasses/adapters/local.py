@@ -90,6 +90,7 @@ class LocalAdapter:
                 timeout_seconds=spec.get("timeoutSeconds"),
                 files=dict(source.get("inline") or {}),
                 working_dir=spec.get("workingDir") or "",
+                masked=tuple(request.masked),
             ),
         )
 

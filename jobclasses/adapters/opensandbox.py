@@ -37,11 +37,12 @@ from typing import Any
 
 from django.conf import settings
 
-from jobclasses.env import uses_secrets
+from jobclasses.env import secret_values, uses_secrets
 from jobclasses.localexec import result as results
 from jobclasses.localexec.layout import read_text, write_atomic
 from jobclasses.localexec.spec import check_relative_path
 from portal.secrets import MissingReference, secret_value
+from runtimed.masking import mask_file, mask_text
 
 from . import opensandbox_api as api
 from .base import BackendError, ExecutionRequest, NotReadyToStart, Observation, Readiness
@@ -192,6 +193,18 @@ class Record:
     def save_result(self, data: dict[str, Any]) -> None:
         write_atomic(self.path / "result.json", json.dumps(data))
 
+    def mask_values(self) -> list[str]:
+        """The values of the Secrets the env references: the state keeps the references,
+        never the values, which are read again here."""
+        secret_env = self.state().get("secretEnv") or {}
+        if not secret_env.get("env"):
+            return []
+        return secret_values(secret_env["namespace"], secret_env["env"])
+
+    def mask(self, text: str) -> str:
+        """``text`` with the Secret values masked."""
+        return mask_text(text, self.mask_values())
+
     def say(self, text: str) -> None:
         with open(self.path / "log", "a", encoding="utf-8") as handle:
             handle.write(text)
@@ -301,6 +314,14 @@ class OpenSandboxAdapter:
             if not sandbox_id:
                 sandbox_id = api.create(conn, self._sandbox_request(request))
             state["sandboxId"] = sandbox_id
+            state["secretEnv"] = {
+                "namespace": request.namespace,
+                "env": [
+                    var
+                    for var in spec.get("env") or ()
+                    if "secretKeyRef" in (var.get("valueFrom") or {})
+                ],
+            }
             record.save(state)
             with api.Sandbox(conn, sandbox_id) as sandbox:
                 if _sandbox_path(".steps/prepared") not in sandbox.files(_sandbox_path(".steps")):
@@ -439,7 +460,9 @@ class OpenSandboxAdapter:
             finishedAt=self._read_text(sandbox, index, "finished") or _now(),
         )
         log = sandbox.read(_sandbox_path(f"{_step_dir(index)}/log")) or b""
-        record.say(f"==> step {step['name']}\n" + log.decode("utf-8", errors="replace"))
+        record.say(
+            f"==> step {step['name']}\n" + record.mask(log.decode("utf-8", errors="replace"))
+        )
         return True
 
     def _present(self, sandbox: api.Sandbox, index: int) -> set[str]:
@@ -461,7 +484,10 @@ class OpenSandboxAdapter:
         for index, step in enumerate(steps):
             if step["status"] == results.RUNNING:
                 log = sandbox.read(_sandbox_path(f"{_step_dir(index)}/log")) or b""
-                record.say(f"==> step {step['name']}\n" + log.decode("utf-8", errors="replace"))
+                record.say(
+                    f"==> step {step['name']}\n"
+                    + record.mask(log.decode("utf-8", errors="replace"))
+                )
                 record.say(f"==> step {step['name']}: {message}\n")
                 step.update(
                     status=results.CANCELLED if phase == results.CANCELLED else results.FAILED,
@@ -488,6 +514,7 @@ class OpenSandboxAdapter:
             path = target / PurePosixPath(relative)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
+            mask_file(path, record.mask_values())
 
     def cancel(self, ref: Mapping[str, Any]) -> None:
         """Mark it cancelled: the next observe stops it (the step, then the sandbox)."""

@@ -34,6 +34,7 @@ from typing import Any, TextIO
 
 from jobclasses.localexec import result, runner
 from jobclasses.localexec.layout import ExecutionDir, read_text, write_atomic
+from runtimed.masking import StreamMasker, mask_file
 
 from . import record
 from .cluster import ApiCluster, Cluster, ClusterError, DryRunCluster
@@ -131,6 +132,17 @@ class Driver:
             "outputs": [],
         }
         self.log = open(directory.log, "ab", buffering=0)  # noqa: SIM115 - lives with us
+        self.masked = tuple(spec.get("masked") or ())
+        self.masker = StreamMasker(self.masked)
+
+    def output(self, chunk: bytes) -> None:
+        """What an exec prints, into the log with the secret values masked."""
+        if masked := self.masker.feed(chunk):
+            self.log.write(masked)
+
+    def flush_output(self) -> None:
+        if rest := self.masker.flush():
+            self.log.write(rest)
 
     # --- recording ---------------------------------------------------------------------------
 
@@ -146,6 +158,7 @@ class Driver:
         write_atomic(self.dir.result, json.dumps(self.result))
 
     def say(self, line: str) -> None:
+        self.flush_output()  # the exec's last bytes come before the line
         self.log.write(f"==> {line}\n".encode())
 
     def check_stop(self) -> Stop | None:
@@ -178,6 +191,7 @@ class Driver:
             self.say(f"the execution failed: {error}")
             stop = result.FAILED, f"the execution failed: {error}"
         finally:
+            self.flush_output()
             self.finish()
         for step in self.result["steps"]:
             if step["status"] == result.PENDING:
@@ -269,7 +283,7 @@ class Driver:
     def stream_in(self, what: str, argv: list[str], archive: bytes) -> Stop | None:
         self.say(f"streaming the {what} in ({len(archive)} bytes)")
         done = self.cluster.exec(
-            self.namespace, self.pod, argv, stdin=archive, output=self.log.write, stop=self.stopping
+            self.namespace, self.pod, argv, stdin=archive, output=self.output, stop=self.stopping
         )
         if done.stopped:
             return self.check_stop() or (result.CANCELLED, "stopped")
@@ -300,9 +314,10 @@ class Driver:
                 self.pod,
                 step_argv(index, step["run"]),
                 stdin=None,
-                output=self.log.write,
+                output=self.output,
                 stop=self.stopping,
             )
+            self.flush_output()
             record.update(finishedAt=result.now(), exitCode=done.exit_code)
             if done.stopped:
                 stop = self.check_stop() or (result.CANCELLED, "stopped")
@@ -336,7 +351,7 @@ class Driver:
                 self.pod,
                 kill_argv(index),
                 stdin=None,
-                output=self.log.write,
+                output=self.output,
                 stop=lambda: False,
             )
         except Exception as error:  # noqa: BLE001 - the batch Job's deletion ends it anyway
@@ -351,7 +366,7 @@ class Driver:
             self.pod,
             outputs_argv(),
             stdin=None,
-            output=self.log.write,
+            output=self.output,
             stop=self.stopping,
             keep_stdout=True,
         )
@@ -368,6 +383,8 @@ class Driver:
             for path in sorted(target.rglob("*"))
             if path.is_file()
         ]
+        for path in target.rglob("*"):
+            mask_file(path, self.masked)
 
     def finish(self) -> None:
         """The batch Job stays (the record) until the adapter has observed the result and

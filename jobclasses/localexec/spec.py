@@ -26,6 +26,8 @@ class ExecutionSpec:
     timeout_seconds: int | None = None
     files: Mapping[str, str] = field(default_factory=dict)
     working_dir: str = ""
+    # secret values the supervisor replaces by *** in the log
+    masked: tuple[str, ...] = ()
 
 
 def check_relative_path(path: str, what: str, *, allow_empty: bool = False) -> None:
@@ -70,6 +72,7 @@ def to_json(spec: ExecutionSpec, *, kill_grace_seconds: float) -> str:
             "timeoutSeconds": spec.timeout_seconds,
             "files": dict(spec.files),
             "workingDir": spec.working_dir,
+            "masked": list(spec.masked),
             "killGraceSeconds": kill_grace_seconds,
         }
     )
@@ -84,5 +87,6 @@ def from_json(text: str) -> tuple[ExecutionSpec, float]:
         timeout_seconds=data["timeoutSeconds"],
         files=dict(data["files"]),
         working_dir=data["workingDir"],
+        masked=tuple(data.get("masked") or ()),
     )
     return spec, float(data["killGraceSeconds"])

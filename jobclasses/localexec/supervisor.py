@@ -2,7 +2,10 @@
 
 It inherits the exclusive lock on ``<dir>/lock`` from ``start`` and holds it until it exits,
 so liveness is the lock. Each step is ``/bin/sh -ec <run>`` in its own process group, all
-steps in one work dir with one environment, their output appended to ``<dir>/log``. After
+steps in one work dir with one environment, their output appended to ``<dir>/log`` through a
+pipe, with the spec's ``masked`` (secret) values replaced by ``***``. Once read, ``spec.json``
+is rewritten without the env's values (masked) and the masked list, so the secrets stay on disk
+only until the supervisor has started. After
 every step ``result.json`` is rewritten. Cancel (the ``cancel`` marker, SIGTERM) and the
 overall timeout kill the running step's group, SIGKILL after the grace; at the end every
 group a step started is killed before the final result is written, so a final result means
@@ -16,16 +19,22 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from runtimed.masking import masking_writer
 
 from . import procs, result, runner
 from .layout import ExecutionDir, read_text, write_atomic
 from .spec import ExecutionSpec, Step, from_json
 
 POLL_SECONDS = 0.05
+CHUNK = 65536
+# a step's descendants may hold its output open: the log waits this long after its exit
+READER_JOIN_SECONDS = 5.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 Stop = tuple[str, str]  # (final phase, message)
@@ -49,6 +58,19 @@ class Supervisor:
             "steps": [result.new_step(step.name) for step in spec.steps],
         }
         self.log_fd = os.open(directory.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self.scrub_spec()
+
+    def scrub_spec(self) -> None:
+        """The spec on disk keeps no secret value once it is in this process's memory."""
+        if not self.spec.masked:
+            return
+        data = json.loads(self.dir.spec.read_text(encoding="utf-8"))
+        data["env"] = {
+            name: "***" if value in self.spec.masked else value
+            for name, value in data["env"].items()
+        }
+        data["masked"] = []
+        write_atomic(self.dir.spec, json.dumps(data), mode=0o600)
 
     # --- recording ---------------------------------------------------------------------------
 
@@ -135,14 +157,17 @@ class Supervisor:
             cwd=self.cwd(),
             env=self.environment(),
             stdin=subprocess.DEVNULL,
-            stdout=self.log_fd,
+            stdout=subprocess.PIPE if self.spec.masked else self.log_fd,
             stderr=subprocess.STDOUT,
             process_group=0,
             preexec_fn=partial(procs.die_with_parent, os.getpid()),
         )
+        reader = self.start_masking(process)
         self.groups.append({"pgid": process.pid, "start": procs.start_ticks(process.pid)})
         write_atomic(self.dir.groups, json.dumps(self.groups))
         code, stop = self.wait(process)
+        if reader is not None:
+            reader.join(READER_JOIN_SECONDS)
         record.update(finishedAt=result.now(), exitCode=code)
         if stop is not None:
             record["status"] = result.CANCELLED if stop[0] == result.CANCELLED else result.FAILED
@@ -155,6 +180,27 @@ class Supervisor:
         record["status"] = result.FAILED
         self.say(f"step {step.name} failed with exit code {code}")
         return result.FAILED, f"step {step.name} failed with exit code {code}"
+
+    def start_masking(self, process: subprocess.Popen[bytes]) -> threading.Thread | None:
+        """Copy the step's output into the log with the secret values masked."""
+        if process.stdout is None:
+            return None
+        stdout = process.stdout
+        write, flush = masking_writer(partial(os.write, self.log_fd), self.spec.masked)
+
+        def pump() -> None:
+            try:
+                while chunk := stdout.read1(CHUNK):  # type: ignore[attr-defined]
+                    write(chunk)
+                flush()
+            except (OSError, ValueError):
+                pass
+            finally:
+                stdout.close()
+
+        reader = threading.Thread(target=pump, name="log-masking", daemon=True)
+        reader.start()
+        return reader
 
     def wait(self, process: subprocess.Popen[bytes]) -> tuple[int | None, Stop | None]:
         """The step's exit code (shell style, 128+N for signal N), or why it was stopped."""

@@ -2,7 +2,8 @@
 
 Every write of every kind takes the next resourceVersion from one counter row
 (``ResourceVersionCounter``) and records a ``WatchEvent`` (ADDED, MODIFIED or DELETED, with
-the object as it is after the write) in the same transaction. Taking the counter locks its row
+the object as it is after the write, as a list shows it: ``ResourceKind.in_list``, which must
+be idempotent, is applied before it is stored) in the same transaction. Taking the counter locks its row
 until the transaction ends, so versions commit in the order they were given: a reader that has
 seen version N has seen every change up to N, and a watch resumed from N gets every later
 change, in order, once. No change is missed (the event commits with the write) or invented
@@ -25,7 +26,7 @@ from typing import Any
 from django.db import connection, models, transaction
 
 from . import bulk_insert, counter_row
-from .manifest import to_manifest
+from .manifest import list_item
 from .registry import ResourceKind, registry
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -82,7 +83,9 @@ def event_row(kind: ResourceKind, obj: Any, event_type: str) -> Any:
         namespace=getattr(obj, "namespace", "") or "",
         name=obj.name,
         type=event_type,
-        object=to_manifest(kind, obj),
+        # what a watch shows, no more: a Secret's values never reach the history (a plain
+        # JSON column, outside the Secret's encryption at rest)
+        object=list_item(kind, obj),
         previous_labels=previous,
     )
 

@@ -30,6 +30,8 @@ Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 # A ``ResourceKind.defaulting`` hook: (kind, manifest, namespace|None, context) -> causes.
 # It may change the manifest's body fields in place (metadata is settled before it runs).
 Defaulter = Callable[["ResourceKind", dict[str, Any], str | None, "WriteContext"], list[FieldError]]
+# A ``ResourceKind.warnings`` hook: manifest -> warning texts about it (admission_warnings).
+WarningCheck = Callable[[dict[str, Any]], list[str]]
 # A ``ResourceKind.admission`` check: (kind, new, old|None, context), raising to refuse.
 AdmissionCheck = Callable[
     ["ResourceKind", dict[str, Any], dict[str, Any] | None, "WriteContext"], None
@@ -74,13 +76,17 @@ class ResourceKind:
     # Admission checks that need the writer: (kind, new, old|None, WriteContext) -> None,
     # raising a StatusError (e.g. RBAC escalation prevention). Run after validation.
     admission: tuple[AdmissionCheck, ...] = ()
+    # Warnings about an admitted write (manifest -> texts): answered as ``Warning`` headers
+    # and shown by the admin, the write goes ahead (``admission_warnings``).
+    warnings: tuple[WarningCheck, ...] = ()
     # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
     # model instance -> names; a deleted object stays while any remain.
     extra_finalizers: Callable[[Any], list[str]] | None = None
     # The validated body fields as stored, on every write before the validators run (a
     # Secret's write-only ``stringData`` folded into ``data``): (body, old|None) -> body.
     normalize: Callable[[dict[str, Any], Mapping[str, Any] | None], dict[str, Any]] | None = None
-    # An item as a list shows it (a Secret's values only on a GET of that one Secret).
+    # An item as a list shows it (a Secret's values only on a GET of that one Secret); also
+    # what the watch history stores, so applying it twice must change nothing.
     in_list: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # Served from rows others keep (a provider's Runtime Pods): get, list and watch; every
     # write through the API or the store is refused.

@@ -1,5 +1,5 @@
-"""The one write path for every kind: authorize, default (on create), validate, admit, then
-persist with Kubernetes semantics.
+"""The one write path for every kind: authorize, default (on create), validate, admit (and
+record the kind's warnings), then persist with Kubernetes semantics.
 
 API views, the admin, ``manage.py apply`` and controllers all come through here with a
 ``WriteContext`` naming who writes (``admission``), so authorization, validation, admission
@@ -19,7 +19,7 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from . import errors, gc_queue, history, patches
+from . import admission_warnings, errors, gc_queue, history, owner_admission, patches
 from .admission import WriteContext, authorize
 from .collectors import GARBAGE_COLLECTOR
 from .errors import FieldError
@@ -153,6 +153,7 @@ def _run_validators(
     for validator in kind.validators:
         causes += validator(new, old)
     _raise_invalid(kind, name, causes)
+    owner_admission.check(kind, new, old, context)
     for check in kind.admission:
         check(kind, new, old, context)
 
@@ -248,6 +249,7 @@ def create(
         **body,
     }
     _run_validators(kind, new_manifest, None, name, context)
+    admission_warnings.admit(kind, new_manifest, None)
     if kind.namespaced:
         assert namespace is not None  # defaulted above
         _require_namespace(namespace)
@@ -377,6 +379,8 @@ def _replace(
             **body,
         }
         _run_validators(kind, new, old, name, context)
+        if subresource != "status":
+            admission_warnings.admit(kind, new, old)
         if any(body.get(f) != old.get(f) for f in kind.generation_fields):
             obj.generation += 1
         _apply_fields(kind, obj, meta, body)

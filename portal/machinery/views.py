@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import errors, patches, store, tables, watch
+from . import admission_warnings, errors, patches, store, tables, watch
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .listing import consistent_list, parse_field_selector
@@ -115,6 +115,12 @@ class KubeView(APIView):
 
     def get_exception_handler(self) -> Callable[[Exception, Mapping[str, Any]], Response]:
         return status_exception_handler
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        """Every request records the warnings of its writes: a ``Warning`` header each."""
+        with admission_warnings.recording() as warnings:
+            response = super().dispatch(request, *args, **kwargs)
+        return admission_warnings.attach(response, warnings)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
-from portal.machinery import store
+from portal.machinery import admission_warnings, store
 from portal.machinery.manifest import to_manifest
 from portal.machinery.registry import registry
 from portal.machinery.yaml import dump
@@ -54,6 +54,8 @@ class DetailMixin:
             status_fields = ["phase_display"] if self.has_phase() else []
             fieldsets.append(("Status", {"fields": [*status_fields, "conditions_table"]}))
         fieldsets += list(self.detail_fieldsets)
+        if self._admission_warnings(obj):
+            fieldsets.append(("Admission warnings", {"fields": ["admission_warnings_display"]}))
         if getattr(self, "show_events", False) and not _names_field(fieldsets, "events_table"):
             fieldsets.append(("Events", {"fields": ["events_table"]}))
         fieldsets.append(
@@ -73,6 +75,23 @@ class DetailMixin:
             )
         fieldsets.append(("Object (YAML)", {"fields": ["yaml_display"], "classes": ["collapse"]}))
         return fieldsets
+
+    def _admission_warnings(self, obj) -> list[str]:
+        """What the API warns of for this object as it is (the kind's warnings hooks)."""
+        if not self.resource_kind.warnings:
+            return []
+        try:
+            return admission_warnings.of(self.resource_kind, to_manifest(self.resource_kind, obj))
+        except Exception:  # a row too broken to read: its page stays up
+            return []
+
+    @admin.display(description="warnings")
+    def admission_warnings_display(self, obj):
+        return format_html_join(
+            "",
+            "<p>{} {}</p>",
+            ((badge("Warning", "warn"), text) for text in self._admission_warnings(obj)),
+        )
 
     def _metadata_fields(self, obj) -> list[str]:
         meta = ["name_display"]

@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 from django import forms
+from django.contrib import messages
 from django.core.serializers.json import DjangoJSONEncoder
 from django.utils.html import format_html
 
-from portal.machinery import store
+from portal.machinery import admission_warnings, store
 from portal.machinery.errors import StatusError
 from portal.machinery.manifest import to_manifest
 from portal.machinery.registry import ResourceKind
@@ -81,6 +82,8 @@ class ManifestForm(forms.ModelForm):
     # set by ResourceAdmin.get_form
     resource_kind: ResourceKind | None = None
     request: Any = None
+    # what the store warned of while it wrote (shown as messages after the save)
+    warnings_given: tuple[str, ...] = ()
 
     class Meta:
         fields: list[str] = []
@@ -141,6 +144,11 @@ class ManifestForm(forms.ModelForm):
     def _write(self, manifest: dict) -> None:
         kind = self.resource_kind
         context = store.WriteContext(user=getattr(self.request, "user", None))
+        with admission_warnings.recording() as warnings:
+            self._store_write(kind, manifest, context)
+        self.warnings_given = tuple(warnings)
+
+    def _store_write(self, kind: Any, manifest: dict, context: store.WriteContext) -> None:
         try:
             if self.adding:
                 obj = store.create(kind, manifest, context=context)
@@ -228,6 +236,8 @@ class ManifestFormMixin:
 
     def save_form(self, request, form, change):
         # The store already wrote the object while the form validated (ManifestForm._write).
+        for text in getattr(form, "warnings_given", ()):
+            messages.warning(request, text)
         return form.instance
 
     def save_model(self, request, obj, form, change):

@@ -20,6 +20,7 @@ from portal.machinery import store
 from portal.machinery.conditions import time_or_none
 from portal.machinery.errors import StatusError
 from portal.machinery.manifest import to_manifest
+from portal.machinery.owner_admission import controller_labels
 from portal.resource_admin import NONE, filter_by_label, human_duration, timestamp
 from scheduling.models import Run
 
@@ -72,12 +73,14 @@ COLLAPSED = ("Spec", "Metadata", "Labels and annotations", "Edit", "Object (YAML
 
 
 def retry_manifest(run: Run) -> dict[str, Any]:
-    """A new Run from ``run``'s spec: ``generateName``, its labels, and the link back."""
+    """A new Run from ``run``'s spec: ``generateName``, its labels but a controller's (no
+    ownerReferences either), and the link back."""
     original = to_manifest(registry_kind(), run)
     spec = copy.deepcopy(original.get("spec") or {})
     spec.pop("cancelRequested", None)
-    labels = dict(original["metadata"].get("labels") or {})
-    labels.pop(RETRY_OF, None)
+    # a controller's labels would claim the copy as its child: the retry is the user's own Run
+    kept = set(original["metadata"].get("labels") or {}) - controller_labels() - {RETRY_OF}
+    labels = {key: original["metadata"]["labels"][key] for key in sorted(kept)}
     if len(run.name) <= LABEL_VALUE_MAX:
         labels[RETRY_OF] = run.name
     prefix = run.name[: 253 - 12].rstrip("-.") + "-retry-"

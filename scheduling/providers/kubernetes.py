@@ -28,7 +28,7 @@ from django.utils import timezone
 from kubernetes.client.rest import ApiException
 
 from portal import kube
-from scheduling.models import Runtime
+from scheduling.models import runtimes_with_pods
 from scheduling.providers import deployment, kube_pods
 from scheduling.providers.leader import LeaseLock
 
@@ -83,9 +83,7 @@ class KubernetesProvider:
     # --- Deployments ------------------------------------------------------------------
 
     def runtimes(self) -> list[tuple[str, str, str, dict]]:
-        rows = Runtime.objects.filter(deletion_timestamp__isnull=True).values_list(
-            "namespace", "name", "uid", "spec"
-        )
+        rows = runtimes_with_pods().values_list("namespace", "name", "uid", "spec")
         return [(ns, name, str(uid), spec) for ns, name, uid, spec in rows.order_by("pk")]
 
     def existing(self) -> dict[tuple[str, str], dict]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from rest_framework.test import APIClient
 
@@ -58,7 +59,25 @@ def token_client(user) -> APIClient:
 def shown_text(error) -> str:
     """An admin form error as the page reads it (the YAML excerpt next to it left out)."""
     import html
-    import re
 
     text = re.sub(r"<pre .*?</pre>", "", str(error), flags=re.S)
     return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+WARNING = re.compile(r'\s*(\d{3}) (\S+) "((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+
+def warnings_of(response) -> list[str]:
+    """The texts of a response's ``Warning`` header, parsed as client-go parses it (code 299,
+    agent ``-``, a quoted string with backslash escapes; comma-separated); [] without one."""
+    header = response.headers.get("Warning")
+    if header is None:
+        return []
+    texts, position = [], 0
+    while position < len(header):
+        found = WARNING.match(header, position)
+        assert found is not None, f"malformed Warning header at {position}: {header!r}"
+        assert found.group(1) == "299" and found.group(2) == "-", header
+        texts.append(re.sub(r"\\(.)", r"\1", found.group(3)))
+        position = found.end()
+    return texts

@@ -41,7 +41,7 @@ def artifact_ref(name: str = "report", driver: str = "filesystem", **extra) -> d
     location = (
         {"filesystem": {"path": f"namespaces/default/runs/u/{name}"}}
         if driver == "filesystem"
-        else {"s3": {"bucket": "b", "key": f"k/{name}"}}
+        else {"s3": {"bucket": "b", "key": f"k/namespaces/default/runs/u/{name}"}}
     )
     return {
         "name": name,

@@ -92,6 +92,21 @@ def grant_runs(user: str = "alice") -> None:
     bind_role("run-writer", "run-writer", user)
 
 
+def grant_ownership(user: str = "alice") -> None:
+    """What lets ``user`` past owner admission with the controller's labels and owner reference
+    (``delete runs``, ``update workflowruns/finalizers``), so a test reaches the ``use`` review."""
+    rules = [
+        {"apiGroups": ["kruntimes.io"], "resources": ["runs"], "verbs": ["delete"]},
+        {
+            "apiGroups": ["kruntimes.io"],
+            "resources": ["workflowruns/finalizers"],
+            "verbs": ["update"],
+        },
+    ]
+    make_role("owner-claimer", rules)
+    bind_role("owner-claimer", "owner-claimer", user)
+
+
 def grant_use(names: list[str] | None = None, user: str = "alice") -> None:
     """``use`` on ``persistentworkspaces/use`` in ``default``, for ``names`` (None: any)."""
     rule = {

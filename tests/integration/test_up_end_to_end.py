@@ -26,7 +26,7 @@ def test_a_run_created_over_http_succeeds_on_a_local_runtime_pod(portal_up):
     latency = time.monotonic() - started
     run = session.get(f"{base}{API}/runs/hello", timeout=5).json()
     assert run["status"]["exitCode"] == 0
-    assert run["status"]["assignedPod"].startswith("bash-")
+    assert run["status"]["assignedPod"] in ("bash-0", "bash-1")  # <runtime>-<ordinal>
     types = {c["type"]: c["status"] for c in run["status"]["conditions"]}
     assert types == {"Scheduled": "True", "Running": "False", "Completed": "True"}
     print(f"echo Run: created -> Succeeded in {latency:.2f}s")
@@ -49,7 +49,8 @@ def test_a_failing_step_and_a_lost_pod(portal_up):
     assert wait_until(lambda: phase(session, base, "sleeps") == "Running", timeout=30)
     assert wait_until(lambda: running_with(f"sleep\0{marker}"), timeout=10)
     pod_name = session.get(f"{base}{API}/runs/sleeps", timeout=5).json()["status"]["assignedPod"]
-    pid = RuntimePod.objects.get(name=pod_name).pid
+    dead = RuntimePod.objects.get(name=pod_name)
+    pid = dead.pid
     os.kill(pid, signal.SIGKILL)  # the pod dies mid-Run
     killed = time.monotonic()
     assert wait_until(lambda: phase(session, base, "sleeps") == "Failed", timeout=30)
@@ -58,8 +59,10 @@ def test_a_failing_step_and_a_lost_pod(portal_up):
     print(f"pod killed -> Run {lost['reason']} in {time.monotonic() - killed:.1f}s")
     # the step died with its pod: nothing of it is left running
     assert wait_until(lambda: not running_with(f"sleep\0{marker}"), timeout=10)
-    # the supervisor brought the pod back as a new one
+    # the supervisor brought the pod back as a new one: its name (an ordinal, as a
+    # StatefulSet's), a new UID
     assert wait_until(
-        lambda: ready_pods() == 2 and not RuntimePod.objects.filter(name=pod_name).exists(),
+        lambda: ready_pods() == 2 and not RuntimePod.objects.filter(uid=dead.uid).exists(),
         timeout=60,
     )
+    assert RuntimePod.objects.get(name=pod_name).uid != dead.uid

@@ -299,3 +299,29 @@ def test_secret_and_config_map_values_reach_the_steps_and_nowhere_else():
     recorded = list(Event.objects.filter(involved_uid=str(job.uid)).values("reason", "message"))
     assert {e["reason"] for e in recorded} >= {"Scheduled", "Finished"}
     assert "s3cr3t-value" not in str(recorded)
+
+
+def test_secret_values_a_step_prints_are_masked_in_the_log_and_the_execution_dir(data_dir):
+    from tests.jobclasses.test_job_acceptance import make_config_map, make_secret
+
+    make_secret(token="s3cr3t-value")
+    make_config_map(mode="fast-mode")
+    local_class("default", default=True)
+    job = submit(
+        steps=[
+            {"name": "leak", "run": 'echo "TOKEN=$TOKEN MODE=$MODE"; printf %s "$TOKEN" >&2'},
+            {"name": "again", "run": "printf 'x:%s' \"$TOKEN\" | base64"},
+        ],
+        env=[
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+            {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}},
+        ],
+    )
+    job = run_until(job, {JobPhase.SUCCEEDED, JobPhase.FAILED})
+    assert job.phase == JobPhase.SUCCEEDED, job.status
+    log = job_controller.log_of(job)
+    assert "TOKEN=*** MODE=fast-mode\n***" in log  # a ConfigMap value is not masked
+    assert log.count("***") == 3, log
+    for path in data_dir.rglob("*"):  # spec.json too: the supervisor scrubbed it
+        if path.is_file():
+            assert b"s3cr3t-value" not in path.read_bytes(), path

@@ -298,3 +298,26 @@ def test_a_restarted_controller_never_starts_a_second_batch_job(pods):
     assert job.phase == JobPhase.SUCCEEDED
     assert job_creations(pods) == 1
     assert step_runs(pods) == ["sleep 1"]
+
+
+def test_secret_values_read_back_from_the_pod_are_masked_in_the_log_and_outputs(pods):
+    from tests.jobclasses.test_job_acceptance import make_secret
+
+    make_secret(token="s3cr3t-value")
+    job = submit(
+        steps=[
+            {"name": "leak", "run": 'echo "TOKEN=$TOKEN MODE=$MODE"'},
+            {"name": "keep", "run": 'printf "%s\\n" "$TOKEN" > /outputs/token.txt'},
+        ],
+        env=[
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+            {"name": "MODE", "value": "fast"},
+        ],
+    )
+    job = run_until(job, FINAL)
+    assert job.phase == JobPhase.SUCCEEDED, (job.status, job_controller.log_of(job))
+    log = job_controller.log_of(job)
+    assert "TOKEN=*** MODE=fast\n" in log
+    assert "s3cr3t-value" not in log
+    token = outputs_of(job.status["executionRef"]) / "token.txt"
+    assert token.read_text() == "***\n"

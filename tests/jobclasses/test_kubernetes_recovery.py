@@ -164,3 +164,20 @@ def test_a_batch_job_deleted_while_its_control_worker_was_away_is_execution_lost
     assert job.phase == JobPhase.UNKNOWN
     assert job_creations(pods) == 1 and batch_jobs(pods) == []
     assert [runs(tmp_path, s) for s in ("first", "second", "third")] == [1, 1, 0]
+
+
+def test_a_resumed_driver_masks_the_secret_values_it_reads_again_from_the_pod(pods, tmp_path):
+    from tests.jobclasses.test_job_acceptance import make_secret
+
+    make_secret(token="s3cr3t-value")
+    steps = three_steps(tmp_path, 0)
+    steps[1]["run"] = 'echo "token $TOKEN"; ' + steps[1]["run"]
+    env = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}}]
+    job = second_step_running(submit(steps=steps, env=env), tmp_path)
+    lose_the_control_worker(job, wipe=True)
+    (tmp_path / "go").touch()
+    job = run_until(job, FINAL)
+    assert job.phase == JobPhase.SUCCEEDED, (job.status, job_controller.log_of(job))
+    log = job_controller.log_of(job)
+    assert "step second (started earlier: following it)" in log
+    assert "token ***\n" in log and "s3cr3t-value" not in log

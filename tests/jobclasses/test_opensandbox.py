@@ -493,3 +493,20 @@ def test_a_job_without_an_image_is_refused(standin):
     sandbox_class(standin)
     job = reconcile_job(create(job_manifest("noimage"), namespace="default"))
     assert reason(job, "Accepted") == ("False", "ImageRequired")
+
+
+def test_secret_values_are_masked_in_the_log_outputs_and_record(standin):
+    sandbox_class(standin, allowSecretEnv=True)
+    make_secret("default", "creds", token="t0ken-s3cr3t")
+    steps = [
+        {"name": "a", "run": 'echo "TOKEN=$TOKEN"; echo "$TOKEN" > "$KRUNTIME_OUTPUTS_DIR/t.txt"'},
+        {"name": "b", "run": "printf 'u:%s' \"$TOKEN\" | base64"},
+    ]
+    job = run_until(submit(env=SECRET_ENV, steps=steps), FINAL)
+    assert job.phase == JobPhase.SUCCEEDED, job.status
+    log = job_controller.log_of(job)
+    assert "TOKEN=***\n" in log and log.count("***") == 2, log
+    assert (record_dir(job) / "outputs" / "t.txt").read_text() == "***\n"
+    for path in record_dir(job).rglob("*"):  # state.json keeps the reference, not the value
+        if path.is_file():
+            assert b"t0ken-s3cr3t" not in path.read_bytes(), path

@@ -121,3 +121,55 @@ def test_threads_of_one_process_making_the_key_at_once_agree(tmp_path):
         thread.join()
     assert errors == [] and len(set(keys)) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["secret_key"]
+
+
+def test_the_up_lock_is_held_once_and_names_its_holder(tmp_path):
+    from portal import datadir
+
+    lock = datadir.lock_for_up(tmp_path)
+    try:
+        with pytest.raises(datadir.DataDirBusy) as refused:
+            datadir.lock_for_up(tmp_path)
+        assert f"(pid {os.getpid()})" in str(refused.value)
+    finally:
+        lock.release()
+    datadir.lock_for_up(tmp_path).release()  # free again once released
+
+
+def test_a_second_up_on_the_data_directory_is_refused_at_once(tmp_path):
+    """Two ``up`` on one data directory would take each other's Runtime Pods (same names,
+    same disks) for their own: the second exits non-zero at once, naming the first."""
+    import time
+
+    from portal import datadir
+
+    data = tmp_path / "data"
+    lock = datadir.lock_for_up(data)  # the first ``up``
+    try:
+        started = time.monotonic()
+        second = subprocess.run(
+            [sys.executable, "manage.py", "up", "--port", "1"],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "portal.settings",
+                "KRUNTIMES_DATA_DIR": str(data),
+                "SECRET_KEY": "",
+                "DATABASE_URL": f"sqlite:///{data}/db.sqlite3",
+                "CELERY_BROKER_URL": "filesystem://localhost/",
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        took = time.monotonic() - started
+    finally:
+        lock.release()
+    assert second.returncode != 0
+    message = (
+        f"another `manage.py up` (pid {os.getpid()}) is running on the data directory {data}; "
+        f"stop it first (its lock: {data / 'up.lock'})"
+    )
+    assert message in second.stderr, second.stderr
+    assert "starting" not in second.stderr  # nothing was started
+    print(f"second up refused in {took:.2f}s: {second.stderr.strip()}")

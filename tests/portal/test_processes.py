@@ -46,3 +46,20 @@ def test_prepare_runs_before_each_start_so_a_restart_can_be_a_new_pod():
     deadline = time.monotonic() + 10
     supervisor.run(poll=0.02, until=lambda: len(seen) >= 2 or time.monotonic() > deadline)
     assert seen == ["pod-1", "pod-2"]
+
+
+def test_on_exit_tells_a_crash_from_the_stop_of_everything():
+    """A child that died while the rest runs is a crash (its pod comes back as a new one); one
+    stopped by ``stop`` exited on purpose (its pod is kept for the next start)."""
+    seen = []
+
+    def record(child: Child) -> None:
+        seen.append((child.name, supervisor.shutting_down))
+
+    crasher = Child("crasher", [sys.executable, "-c", "raise SystemExit(3)"], on_exit=record)
+    sleeper = Child("sleeper", SLEEPER, on_exit=record)
+    supervisor = Supervisor([crasher, sleeper], stop_timeout=5, max_backoff=60)
+    deadline = time.monotonic() + 10
+    supervisor.run(poll=0.02, until=lambda: bool(seen) or time.monotonic() > deadline)
+    assert seen[0] == ("crasher", False)
+    assert ("sleeper", True) in seen[1:]

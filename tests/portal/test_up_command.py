@@ -142,16 +142,38 @@ def test_in_kubernetes_mode_up_supervises_the_cluster_provider(
     settings.DATA_DIR = tmp_path
     settings.KRUNTIMES_CLUSTER = cluster
     seen: dict = {}
-    monkeypatch.setattr(
-        up.Supervisor, "run", lambda self, **kw: seen.update(children=self.children)
-    )
+
+    def run(self, **kw) -> None:
+        seen.update(children=self.children, locked=_locked(tmp_path))
+
+    monkeypatch.setattr(up.Supervisor, "run", run)
     if cluster == "local":
         from scheduling.providers import local
 
-        monkeypatch.setattr(local.LocalProvider, "cleanup_orphans", lambda self: 0)
+        monkeypatch.setattr(
+            local.LocalProvider,
+            "cleanup_orphans",
+            lambda self: seen.update(keep_on_stop=self.keep_on_stop) or 0,
+        )
     up.Command().run_from_argv(["manage.py", "up"])
     children = {child.name: child.argv for child in seen["children"]}
     if cluster == "kubernetes":
         assert children["cluster-provider"][1:] == ["-m", "django", "cluster-provider"]
     else:
         assert "cluster-provider" not in children
+        # a stop of ``up`` keeps its pods (name, UID, disk) for the next start
+        assert seen["keep_on_stop"] is True
+    from portal import datadir
+
+    assert seen["locked"]  # the data directory was ``up``'s while it ran
+    datadir.lock_for_up(tmp_path).release()  # and free once it returned
+
+
+def _locked(data_dir) -> bool:
+    from portal import datadir
+
+    try:
+        datadir.lock_for_up(data_dir).release()
+    except datadir.DataDirBusy:
+        return True
+    return False

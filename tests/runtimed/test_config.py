@@ -70,8 +70,10 @@ def test_redis_broker_needs_no_folder(tmp_path):
             KRUNTIMES_BROKER_DIR=None,
             KRUNTIME_CAPACITY='{"runs": 4, "gpu": 1}',
             KRUNTIME_HEARTBEAT_SECONDS="0.5",
+            KRUNTIME_POD_INCARNATION="3",
         )
     )
+    assert config.pod_incarnation == 3
     assert config.broker_dir is None
     assert config.transport_options() == {"visibility_timeout": 3600}
     assert config.capacity == {"runs": 4, "gpu": 1}
@@ -99,6 +101,7 @@ def test_missing_identity_is_named(tmp_path):
         ({"KRUNTIME_SECRETS_DIR": "secrets"}, "KRUNTIME_SECRETS_DIR must be an absolute"),
         ({"KRUNTIME_ARTIFACT_MAX_BYTES": "0"}, "positive number of bytes"),
         ({"KRUNTIME_RUN_ARTIFACT_MAX_BYTES": "1GiB"}, "positive number of bytes"),
+        ({"KRUNTIME_POD_INCARNATION": "-1"}, "KRUNTIME_POD_INCARNATION must be a non-negative"),
     ],
 )
 def test_bad_values_are_clear_errors(tmp_path, overrides, match):

@@ -10,6 +10,7 @@ import pytest
 
 from runtimed.execute import Step, identity_env, run_step, step_env, working_directory
 from runtimed.staging import PrepareError
+from tests.helpers.waiting import wait_until
 
 
 def script(tmp_path: Path, text: str) -> Path:
@@ -76,6 +77,7 @@ def test_environment_is_only_the_run_env_and_kruntime_vars(tmp_path, clock, monk
         run_uid="u1",
         attempt=2,
         pod_name="pod-a",
+        pod_uid="p1",
         workspace=tmp_path,
         run_dir=tmp_path / "run",
     )
@@ -91,6 +93,7 @@ def test_environment_is_only_the_run_env_and_kruntime_vars(tmp_path, clock, monk
     expected = {"GREETING": "hello world", "EMPTY": "", **identity}
     assert {k: v for k, v in seen.items() if k not in BASH_OWN} == expected
     assert seen["KRUNTIME_RUN_UID"] == "u1"  # runtimed's identity wins
+    assert seen["KRUNTIME_POD_UID"] == "p1"  # what the provider finds a dead pod's steps by
     assert "RUNTIMED_TEST_SECRET" not in seen
     assert not any(name.startswith("CELERY_") for name in seen)
 
@@ -329,19 +332,31 @@ def test_runtimed_exit_kills_what_any_step_left_outside_its_group(tmp_path, cloc
     assert not _alive(pid)
 
 
-def test_a_dead_runtimeds_escaped_processes_are_found_by_pod_name():
+def test_a_dead_runtimeds_escaped_processes_are_found_by_pod_uid():
+    """By UID, not name: another pod of the same name (a restarted local pod's next
+    incarnation keeps its UID, but another installation's ``bash-0`` does not) is left alone."""
     import subprocess
 
     from runtimed import proctree
 
-    env = {"KRUNTIME_POD_NAME": "pod-zz", "KRUNTIME_STEP_ID": "abc", "PATH": "/usr/bin:/bin"}
-    other = {**env, "KRUNTIME_POD_NAME": "pod-other"}
+    env = {
+        "KRUNTIME_POD_NAME": "pod-zz",
+        "KRUNTIME_POD_UID": "uid-zz",
+        "KRUNTIME_STEP_ID": "abc",
+        "PATH": "/usr/bin:/bin",
+    }
+    other = {**env, "KRUNTIME_POD_UID": "uid-other"}  # same name, another pod
+    daemon = {k: v for k, v in env.items() if k != "KRUNTIME_STEP_ID"}  # its runtimed
     mine = subprocess.Popen(["sleep", "1000"], env=env, start_new_session=True)
     theirs = subprocess.Popen(["sleep", "1000"], env=other, start_new_session=True)
+    runtimed = subprocess.Popen(["sleep", "1000"], env=daemon, start_new_session=True)
     try:
-        assert proctree.kill_pod_leftovers("pod-zz") == 1
+        assert wait_until(lambda: proctree.pod_daemons("uid-zz") == [runtimed.pid], timeout=5)
+        assert wait_until(lambda: len(proctree._pod_processes("uid-zz")) == 2, timeout=5)
+        assert proctree.kill_pod_leftovers("uid-zz") == 1
         assert mine.wait(5) == -9
-        assert theirs.poll() is None
+        assert theirs.poll() is None and runtimed.poll() is None
     finally:
-        theirs.kill()
-        theirs.wait()
+        for process in (theirs, runtimed):
+            process.kill()
+            process.wait()

@@ -166,6 +166,14 @@ def test_a_digest_mismatch_is_refused(base):
     rejected(base, b"data", "deps/f", "digest", kind="file", digest=digest(b"other"))
 
 
+def test_a_digest_mismatch_names_neither_digest(base):
+    claimed = digest(b"other")
+    error = rejected(base, b"data", "deps/f", "digest", kind="file", digest=claimed)
+    for told in (claimed, digest(b"data")):
+        assert told.removeprefix("sha256:") not in error.message
+        assert told.removeprefix("sha256:")[:12] not in error.message
+
+
 @pytest.mark.parametrize("size", [3, 5])
 def test_a_size_mismatch_is_refused(base, size):
     rejected(base, b"data", "deps/f", "4" if size == 5 else "3", kind="file", sizeBytes=size)

@@ -94,6 +94,7 @@ def test_heartbeat_message(config, clock):
     message = heartbeat_message(config, active, clock)
     assert message["namespace"] == "ci" and message["runtime"] == "bash"
     assert (message["podName"], message["podUID"]) == ("pod-a", "uid-pod-a")
+    assert message["podIncarnation"] == config.pod_incarnation
     assert message["capacity"] == {"runs": 2}
     assert message["activeRuns"] == [{"uid": "run-1", "attempt": 2}]
     assert message["time"] == "2026-01-02T03:04:05Z"

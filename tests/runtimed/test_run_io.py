@@ -302,3 +302,41 @@ def test_the_same_round_trip_through_s3(config, reporter, clock, s3_store):
         'set -e; test "$(cat in/dist/app.txt)" = hello; test -x in/dist/bin/run.sh',
     )
     assert (final["phase"], final["message"]) == ("Succeeded", "")
+
+
+# --- secret masking -------------------------------------------------------------------------
+
+SECRET = "wJalrXUtnFEMI-K7MDENG"
+
+
+def test_values_of_the_pods_mounted_secrets_are_masked_in_log_and_outputs(
+    config, reporter, clock, tmp_path
+):
+    secrets = tmp_path / "secrets"
+    (secrets / "s3-credentials").mkdir(parents=True)
+    (secrets / "s3-credentials" / "secretAccessKey").write_text(SECRET + "\n")
+    key_file = secrets / "s3-credentials" / "secretAccessKey"
+    service = RunService(replace(config, secrets_dir=secrets), reporter, clock=clock, grace=1.0)
+    script = f"""
+    KEY=$(cat {key_file})
+    echo "key=$KEY"
+    printf 'user:%s' "$KEY" | base64
+    head -c 65530 /dev/zero | tr '\\0' x; echo "$KEY"
+    echo "token=$KEY" >> "$KRUNTIME_OUTPUTS"
+    echo "plain=visible" >> "$KRUNTIME_OUTPUTS"
+    """
+    final = service.execute_run(make_payload(script, uid="masked-uid"))
+    assert final["phase"] == "Succeeded"
+    shipped = reporter.log_text()
+    assert SECRET not in shipped
+    assert shipped.count("***") == 3
+    assert "key=***\n" in shipped
+    assert final["outputs"] == {"token": "***", "plain": "visible"}
+    for path in config.workspace.parent.rglob("*"):
+        if path.is_file() and not path.is_relative_to(secrets):
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_without_mounted_secrets_nothing_is_masked(service, reporter):
+    service.execute_run(make_payload(f"echo {SECRET}"))
+    assert reporter.log_text() == SECRET + "\n"

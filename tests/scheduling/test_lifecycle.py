@@ -137,11 +137,32 @@ def test_a_heartbeat_of_a_pod_the_local_provider_removed_does_not_resurrect_it(t
     make_runtime()
     pod = local.new_identity("default", "bash")
     local.register(pod)
-    assert pods.record_heartbeat(_beat(pod.name, pod.uid), timezone.now())[1]
+    beat = _beat(pod.name, pod.uid, podIncarnation=pod.incarnation)
+    assert pods.record_heartbeat(beat, timezone.now())[1]
     local.unregister(pod)
-    late = _beat(pod.name, pod.uid)  # sent just before the process died, applied after
+    late = beat  # sent just before the process died, applied after
     assert pods.record_heartbeat(late, timezone.now()) == (None, False)
     assert not RuntimePod.objects.filter(name=pod.name).exists()
+
+
+def test_a_heartbeat_of_a_dead_incarnation_never_revives_the_pod():
+    """A local pod restarted with ``manage.py up`` keeps its name and UID: a heartbeat its last
+    process sent (queued while the control plane was down, fresh enough) is refused, the pod
+    stays as its provider left it, and no row is made; the running process's beats count."""
+    make_runtime()
+    row = make_pod("bash-0", ready=False)
+    RuntimePod.objects.filter(pk=row.pk).update(incarnation=2, phase="Pending")
+    dead = _beat("bash-0", str(row.uid), podIncarnation=1, pid=4242)
+    assert pods.record_heartbeat(dead, timezone.now()) == (None, False)
+    assert (_row(row).phase, _row(row).ready, _row(row).pid) == ("Pending", False, None)
+    assert pods.record_heartbeat(_beat("bash-0", str(row.uid)), timezone.now()) == (None, False)
+    assert RuntimePod.objects.count() == 1
+    _, became_ready = pods.record_heartbeat({**dead, "podIncarnation": 2}, timezone.now())
+    assert became_ready and _row(row).phase == "Running"
+    # the pod removed: no incarnation brings it back
+    RuntimePod.objects.all().delete()
+    assert pods.record_heartbeat({**dead, "podIncarnation": 2}, timezone.now()) == (None, False)
+    assert not RuntimePod.objects.exists()
 
 
 def test_a_stale_heartbeat_does_not_make_a_pod_ready():
@@ -336,6 +357,19 @@ def test_a_run_bound_while_the_broker_is_down_is_dispatched_when_it_returns(boun
     assert dispatch.redispatch(timezone.now(), app=app) == 0  # just sent: not yet due
     later = timezone.now() + dispatch.REDISPATCH_AFTER + timedelta(seconds=1)
     assert dispatch.redispatch(later, app=app) == 1  # not started: sent again (idempotent)
+
+
+def test_a_scheduled_run_handed_to_a_restarted_pod_gets_the_grace_again(bound):
+    """A restarted local pod takes its queue over: the Runs it had not started are not lost
+    for not being started at once by the new process, however long the pod was down."""
+    run, pod = bound
+    later = timezone.now() + lifecycle.UNSTARTED_GRACE + timedelta(seconds=1)
+    RuntimePod.objects.filter(pk=pod.pk).update(active_runs=[], last_heartbeat=later)
+    assert dispatch.hand_over(pod.namespace, pod.name, str(pod.uid), later) == 1
+    assert lifecycle.reconcile_runs(later)["ExecutionLost"] == 0
+    much_later = later + lifecycle.UNSTARTED_GRACE + timedelta(seconds=1)
+    RuntimePod.objects.filter(pk=pod.pk).update(last_heartbeat=much_later)
+    assert lifecycle.reconcile_runs(much_later)["ExecutionLost"] == 1
 
 
 def test_a_scheduled_run_that_never_starts_on_a_live_pod_fails_execution_lost(bound):

@@ -52,6 +52,7 @@ def beat(pod: RuntimePod, **extra) -> tuple:
         "namespace": pod.namespace,
         "podName": pod.name,
         "podUID": str(pod.uid),
+        "podIncarnation": pod.incarnation,
         "activeRuns": [],
         "time": format_time(timezone.now()),
         **extra,

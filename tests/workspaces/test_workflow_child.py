@@ -15,6 +15,7 @@ from portal.machinery.errors import StatusError
 from tests.helpers.workspace_access import (
     JOB_LABEL,
     UID_LABEL,
+    grant_ownership,
     grant_runs,
     kind,
     make_workflow_run,
@@ -64,6 +65,7 @@ def test_a_child_run_of_the_owning_workflow_run_is_admitted(workflow_controller,
 
 def test_another_user_with_copied_labels_and_owners_is_reviewed(user, wfr):
     grant_runs()
+    grant_ownership()  # past owner admission (which refuses most users before): still reviewed
     make_workspace("ws", **owned_by(wfr))
 
     assert_use_denied(workspace_run(metadata=owned_by(wfr)), user)
@@ -73,6 +75,7 @@ def test_a_name_like_the_controller_outside_the_controllers_group_is_reviewed(wf
     """A user named like the controller (allowed to create Runs by RBAC) is not the controller."""
     impostor = UserInfo(username="system:kruntimes:workflow-controller", groups=("devs",))
     grant_runs(impostor.username)
+    grant_ownership(impostor.username)
     make_workspace("ws", **owned_by(wfr))
 
     assert_use_denied(workspace_run(metadata=owned_by(wfr)), impostor)
@@ -152,4 +155,6 @@ def test_the_controller_rules_are_what_it_needs(workflow_controller):
         assert may(verb, "runs") and may(verb, "persistentworkspaces")
     assert may("get", "workflowruns")
     assert not may("use", "persistentworkspaces", "use")
-    assert not may("delete", "workflowruns")
+    # what setting its children's owner reference and labels takes (owner admission)
+    assert may("delete", "workflowruns") and may("update", "workflowruns", "finalizers")
+    assert not may("update", "runs", "finalizers")

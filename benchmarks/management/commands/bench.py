@@ -11,6 +11,8 @@ stderr.
 
 - ``bench watch --watchers N --writes M [--rate R]``: watch event delivery on one web process
   (p50/p99, events lost, memory per watch).
+- ``bench watch-open --watches N [--url URL]``: ordinary GET latency before, while and after N
+  watches open at once (``benchmarks.watch_open``).
 
 The logic lives in the ``benchmarks`` app (a checkout's, not the wheel's).
 """
@@ -33,6 +35,16 @@ WATCH_HELP = (
     "watcher), memory_per_watcher_kib (the web process's RSS growth over N), web_rss_mib. "
     "Uses the database of settings DATABASE_URL (must be migrated). Exits non-zero if an "
     "event was lost or duplicated."
+)
+WATCH_OPEN_HELP = (
+    "N watches opened at once against manage.py up's web command (started by the bench on a "
+    "free port, or a running server: --url), while a prober process GETs a ConfigMap over and "
+    "over. Prints ONE JSON line: before/during/open latency of the probe (p50_ms, p99_ms, "
+    "max_ms: before the watches, while they open, once all are open), open_all_s, "
+    "open_p50_s/open_p99_s, events_lost (open watches that missed a ConfigMap created after "
+    "all opened; must be 0), initial_incomplete, errors. Database: settings DATABASE_URL (for "
+    "the server started and the bench's token). Exits non-zero if a watch did not open or "
+    "lost the event."
 )
 SCHEDULER_HELP = (
     "Benchmark the scheduler: bind N pending Runs onto P Runtime Pods in a fresh "
@@ -95,7 +107,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         # each target has its own options: ``bench <target> --help``
         targets = parser.add_subparsers(
-            dest="target", required=True, metavar="{scheduler,runs,workflows,watch,idle,api}"
+            dest="target",
+            required=True,
+            metavar="{scheduler,runs,workflows,watch,watch-open,idle,api}",
         )
         idle = targets.add_parser(
             "idle",
@@ -276,11 +290,17 @@ class Command(BaseCommand):
             help="the namespace to (re)create; its ConfigMaps are deleted first",
         )
 
+        add_watch_open_arguments(
+            targets.add_parser("watch-open", help=WATCH_OPEN_HELP, description=WATCH_OPEN_HELP)
+        )
+
     def handle(self, *args, target, **options) -> None:
         if settings.DEBUG:
             self.stderr.write("warning: DEBUG=True records every query; numbers are slower")
         if target == "watch":
             self.handle_watch(**options)
+        elif target == "watch-open":
+            self.handle_watch_open(**options)
         elif target == "runs":
             self.handle_runs(**options)
         elif target == "workflows":
@@ -316,6 +336,27 @@ class Command(BaseCommand):
         if result["events_lost"] or result["duplicates"]:
             raise CommandError(
                 f"{result['events_lost']} events lost, {result['duplicates']} duplicated"
+            )
+
+    def handle_watch_open(self, **options) -> None:
+        from benchmarks.watch_open import WatchOpenError, WatchOpenOptions, run_watch_open_bench
+
+        fields = {k: options[k] for k in WatchOpenOptions.__dataclass_fields__ if k in options}
+        try:
+            bench = WatchOpenOptions(**fields)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.log(f"bench watch-open: {bench.watches} watches of {bench.objects} ConfigMaps")
+        try:
+            result = interruptible(lambda abort: run_watch_open_bench(bench, self.log))
+        except WatchOpenError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(json.dumps(result))
+        self.stdout.flush()
+        if result["events_lost"] or result["opened"] < bench.watches:
+            raise CommandError(
+                f"{bench.watches - result['opened']} watches did not open, "
+                f"{result['events_lost']} lost the event: {result['errors']}"
             )
 
     def log(self, line: str) -> None:
@@ -479,3 +520,36 @@ def interruptible(bench: Callable[[threading.Event], dict]) -> dict:
     finally:
         if restore is not None:
             signal.signal(signal.SIGTERM, restore)
+
+
+def add_watch_open_arguments(parser) -> None:
+    parser.add_argument("--watches", type=int, required=True, help="watches opened at once")
+    parser.add_argument(
+        "--objects",
+        type=int,
+        default=100,
+        help="ConfigMaps in the namespace (each watch's initial events)",
+    )
+    parser.add_argument("--namespace", default="bench-watch-open")
+    parser.add_argument("--url", default="", help="a running server (default: start one)")
+    parser.add_argument(
+        "--token",
+        default="",
+        help="with --url: a bearer token (default: a superuser's, made in the configured database)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="web workers of the server started (default KRUNTIMES_WEB_WORKERS)",
+    )
+    parser.add_argument(
+        "--openings",
+        type=int,
+        default=None,
+        help="KRUNTIMES_WATCH_OPENINGS of the server started (0: no gate; default: the setting)",
+    )
+    parser.add_argument("--baseline", type=float, default=3.0, help="seconds probed before")
+    parser.add_argument("--after", type=float, default=2.0, help="seconds probed once open")
+    parser.add_argument("--interval", type=float, default=0.02, help="seconds between probes")
+    parser.add_argument("--open-timeout", type=float, default=120.0)

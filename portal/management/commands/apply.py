@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from portal import cli
+from portal.machinery import admission_warnings
 
 
 class Command(BaseCommand):
@@ -49,13 +50,16 @@ class Command(BaseCommand):
         suffix = cli.dry_run_suffix(dry_run)
         for document in cli.namespaces_first(documents):
             try:
-                line = cli.apply_document(
-                    document, namespace=namespace, dry_run=dry_run != "none", user=user
-                )
+                with admission_warnings.recording() as warnings:
+                    line = cli.apply_document(
+                        document, namespace=namespace, dry_run=dry_run != "none", user=user
+                    )
             except cli.CLIError as exc:
                 failed += 1
                 cli.report(self.stderr, exc)
                 continue
+            for text in warnings:  # as kubectl prints the API's Warning headers
+                self.stderr.write(f"Warning: {text}")
             self.stdout.write(line + suffix)
         if failed:
             raise CommandError(f"{failed} error(s) while applying", returncode=1)

@@ -12,6 +12,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from portal import datadir
 from portal import tls as tls_files
 from portal.processes import Child, Supervisor
 from portal.tls import ServingFiles
@@ -195,6 +196,18 @@ class Command(BaseCommand):
         if workers < 1:
             raise CommandError("--web-workers must be at least 1")
         files = serving_files(bind, tls=tls, cert=tls_cert, key=tls_key)
+        try:
+            lock = datadir.lock_for_up(settings.DATA_DIR)
+        except datadir.DataDirBusy as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            self.serve(port, bind, workers, files, verbose_beat)
+        finally:
+            lock.release()
+
+    def serve(
+        self, port: int, bind: str, workers: int, files: ServingFiles | None, verbose_beat: bool
+    ) -> None:
         (settings.DATA_DIR / "beat.pid").unlink(missing_ok=True)
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir())
         supervisor = Supervisor(
@@ -207,7 +220,7 @@ class Command(BaseCommand):
         if settings.KRUNTIMES_CLUSTER == "local":
             from scheduling.providers.local import LocalProvider
 
-            provider = LocalProvider(supervisor)
+            provider = LocalProvider(supervisor, keep_on_stop=True)
             provider.cleanup_orphans()
             tick = provider.sync
         scheme = "https" if files else "http"

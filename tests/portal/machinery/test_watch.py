@@ -354,6 +354,22 @@ def test_secret_values_stay_out_of_watches_as_out_of_lists():
 
 
 @pytest.mark.django_db
+def test_the_watch_history_keeps_no_secret_value():
+    # the history is a plain JSON column: Secret data there would bypass encryption at rest
+    from tests.helpers.secrets import VALUE, VALUE_B64, secret
+
+    secrets = registry.get("", "v1", "secrets")
+    store.create(secrets, secret("s", {"k": VALUE_B64}), namespace="default", context=OPERATOR)
+    merge_patch_secret = {"data": {"k": VALUE_B64, "k2": VALUE_B64}}
+    store.patch(secrets, "default", "s", merge_patch_secret, context=OPERATOR)
+    store.delete(secrets, "default", "s", context=OPERATOR)
+    rows = list(WatchEvent.objects.filter(kind_key=secrets.key).values_list("type", "object"))
+    assert [kind for kind, _ in rows] == ["ADDED", "MODIFIED", "DELETED"]
+    stored = json.dumps([obj for _, obj in rows])
+    assert '"name": "s"' in stored and VALUE_B64 not in stored and VALUE not in stored
+
+
+@pytest.mark.django_db
 def test_a_watcher_that_falls_too_far_behind_is_ended():
     hub = Hub(background=False)
     stream, _ = watch(hub=hub)
@@ -521,3 +537,27 @@ def test_an_open_watch_holds_no_database_connection(admin_api, default_namespace
     )
     assert connection.connection is None  # closed by the view before streaming
     assert http_events(response) == []
+
+
+@pytest.mark.django_db
+def test_the_migration_scrubs_secret_values_the_history_kept_before():
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("portal.migrations.0009_scrub_secret_history")
+    old = {"kind": "Secret", "metadata": {"name": "old"}, "data": {"k": "c2VjcmV0"}}
+    other = {"kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"k": "plain"}}
+    for version, (key, obj) in enumerate([("secrets", old), ("configmaps", other)], 10**12):
+        WatchEvent.objects.create(
+            resource_version=version,
+            kind_key=key,
+            namespace="default",
+            name=obj["metadata"]["name"],
+            type="ADDED",
+            object=obj,
+        )
+    migration.scrub(apps, None)
+    kept = dict(WatchEvent.objects.values_list("kind_key", "object"))
+    assert kept["secrets"] == {"kind": "Secret", "metadata": {"name": "old"}}
+    assert kept["configmaps"] == other
