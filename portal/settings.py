@@ -103,6 +103,8 @@ if importlib.util.find_spec("benchmarks") is not None:
 INSTALLED_APPS += env.list("KRUNTIMES_EXTRA_APPS", default=[])
 
 MIDDLEWARE = [
+    # a chunked body (no Content-Length) is read before anything else looks at the body
+    "portal.machinery.chunked.chunked_body_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -298,6 +300,9 @@ KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(
 # The largest request body the API and the admin accept (413 beyond; Kubernetes' 3 MiB).
 KRUNTIMES_MAX_REQUEST_BYTES = env.int("KRUNTIMES_MAX_REQUEST_BYTES", default=3 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KRUNTIMES_MAX_REQUEST_BYTES
+# /metrics needs `get` on the non-resource URL /metrics (as kube-apiserver's); true opens it
+# to anyone, for a Prometheus scraper that sends no token.
+KRUNTIMES_METRICS_ANONYMOUS = env.bool("KRUNTIMES_METRICS_ANONYMOUS", default=False)
 # ``manage.py up``'s web server processes (gunicorn with uvicorn workers).
 KRUNTIMES_WEB_WORKERS = env.int("KRUNTIMES_WEB_WORKERS", default=4)
 # Long-lived responses (log follows) each hold a thread while they wait for output: at most

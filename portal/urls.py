@@ -3,9 +3,10 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
 from portal.machinery import server_info
+from portal.machinery.openapi.api_schema import APISchemaView
 from portal.machinery.openapi.views import openapi_urlpatterns
 from portal.machinery.routes import api_not_found_patterns, api_urlpatterns
 from portal.metrics import metrics_view
@@ -19,7 +20,7 @@ urlpatterns = [
     path("readyz", server_info.readyz),
     path("metrics", metrics_view),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", APISchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     path("", include("scheduling.urls")),  # subresources like runs/log, before the kinds

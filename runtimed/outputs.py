@@ -9,6 +9,7 @@ limit counts bytes of the trimmed UTF-8 text. Every failure is an
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -54,23 +55,48 @@ def parse_outputs(path: Path) -> dict[str, str]:
 
 
 def read_capped(path: Path) -> bytes | None:
-    """The file's bytes, or None if it does not exist; OutputsTooLarge past MAX_FILE_BYTES."""
+    """The file's bytes, or None if it does not exist; OutputsTooLarge past MAX_FILE_BYTES.
+
+    Only the regular file runtimed made is read: the step may have swapped it (or its
+    directory) for a symbolic link or a hard link to another file, such as a secret of the
+    pod's, which would then land in ``status.outputs``. Neither is followed; either fails the
+    step with OutputsInvalid, as a symlink among the artifacts does."""
     try:
-        # O_NONBLOCK: a FIFO left at the path must not hang runtimed.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = _open_regular(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise OutputsError(
+                OUTPUTS_INVALID, "the outputs file is a symbolic link, not a regular file"
+            ) from None
         raise OutputsError(OUTPUTS_INVALID, f"the outputs file cannot be opened: {exc}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
             raise OutputsError(OUTPUTS_INVALID, "the outputs file is not a regular file")
+        if found.st_nlink > 1:
+            raise OutputsError(OUTPUTS_INVALID, "the outputs file is a hard link to another file")
+    except OutputsError:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise OutputsError(
             OUTPUTS_TOO_LARGE, f"the outputs file is larger than {MAX_FILE_BYTES} bytes"
         )
     return data
+
+
+def _open_regular(path: Path) -> int:
+    """``path`` opened without following a symlink at its name or at its directory;
+    O_NONBLOCK, so a FIFO left there cannot hang runtimed."""
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        return os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    finally:
+        os.close(directory)
 
 
 def parse_line(raw: bytes, number: int) -> tuple[str, str] | None:

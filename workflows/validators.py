@@ -49,6 +49,13 @@ def _strings(value: Any) -> list[str]:
     return [item for item in _list(value) if isinstance(item, str)]
 
 
+def step_names(steps: Any) -> frozenset[str]:
+    """The names of ``steps`` that are strings (any other is the serializer's type error)."""
+    return frozenset(
+        name for step in _list(steps) if isinstance(name := _dict(step).get("name"), str)
+    )
+
+
 # --- one step, one job ------------------------------------------------------------------
 
 
@@ -206,7 +213,7 @@ def _job_causes(jobs: dict, job: str, inputs: Set[str]) -> list[FieldError]:
     causes += _artifact_causes(steps, f"{path}.steps", needs)
     for key, value in _dict(spec.get("with")).items():
         causes += _check(value, f"{path}.with[{key}]", Scope(inputs=inputs, jobs=needs))
-    own_steps = frozenset(_dict(s).get("name") for s in _list(steps)) - {None}
+    own_steps = step_names(steps)
     outputs_scope = Scope(
         inputs=inputs,
         steps=own_steps,
@@ -249,8 +256,7 @@ def action_causes(spec: dict) -> list[FieldError]:
     causes += steps_causes(
         steps, "steps", Scope(inputs=inputs, what_jobs="readable in an Action (it has no jobs)")
     )
-    names = frozenset(_dict(s).get("name") for s in steps) - {None}
-    scope = Scope(inputs=inputs, steps=names, what_steps="a step of this Action")
+    scope = Scope(inputs=inputs, steps=step_names(steps), what_steps="a step of this Action")
     for name, output in _dict(spec.get("outputs")).items():
         causes += _check(_dict(output).get("value"), f"outputs.{name}.value", scope)
     return causes

@@ -12,6 +12,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
 
 from .decoding import MAX_DEPTH, DecodeError, check_depth, load_json, read_limited
+from .yaml_aliases import check_aliases
 
 if TYPE_CHECKING:  # a base class must be static for the type checker: both have one API
     _BaseLoader = yaml.SafeLoader
@@ -19,15 +20,58 @@ else:
     _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _key_identity(node: yaml.Node) -> Any:
+    return (node.tag, node.value) if isinstance(node, yaml.ScalarNode) else id(node)
+
+
 class Loader(_BaseLoader):
     """YAML read as Kubernetes reads it: as JSON, so an unquoted date stays a string, and
-    strictly: a key given twice in one mapping is an error, not last-wins."""
+    strictly: a key given twice in one mapping is an error, not last-wins; and bounded: a
+    document whose aliases expand too far is refused before it is built (``yaml_aliases``)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        check_aliases(node)
+        return super().construct_document(node)
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        """Merge keys (``<<``) as YAML defines them: the mapping's own keys win, then each
+        merged mapping over the ones after it. (PyYAML 6.0.4 tells merged keys apart by the
+        identity of their strings, so which of two merged mappings wins varies.)"""
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
+        own: list[tuple[yaml.Node, yaml.Node]] = []
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE:
+                own.append((key_node, value_node))
+                continue
+            sources = (
+                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            )
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"expected a mapping or list of mappings for merging, found {source.id}",
+                        source.start_mark,
+                    )
+                self.flatten_mapping(source)
+                for pair in source.value:
+                    if (identity := _key_identity(pair[0])) not in seen:
+                        seen.add(identity)
+                        merged.append(pair)
+        if merged:
+            node.value = merged + own
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         if isinstance(node, yaml.MappingNode):
-            self.flatten_mapping(node)  # merge keys (<<) first, as the base class does
             seen: set[Any] = set()
             for key_node, _ in node.value:
+                if key_node.tag == _MERGE:  # merged keys are overridden, not duplicated
+                    continue
                 key = self.construct_object(key_node, deep=True)
                 try:
                     duplicate = key in seen

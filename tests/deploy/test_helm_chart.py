@@ -336,3 +336,23 @@ def test_image_replicas_and_resources_come_from_values():
     assert one(objects, "Deployment", "-control-worker")["spec"]["replicas"] == 2
     assert container(objects, "-control-worker", "cluster-provider")["resources"] == resources
     assert {c["image"] for c in containers(objects)} == {"registry.example/kruntimes:1.2.3"}
+
+
+def test_metrics_readers_get_exactly_the_metrics_url(objects):
+    assert not [o for o in objects if o["metadata"]["name"].endswith("-metrics-reader")]
+    prometheus = {"name": "prometheus-k8s", "namespace": "monitoring"}
+    rendered = render({"metrics": {"readers": [prometheus], "anonymous": False}})
+    role = one(rendered, "ClusterRole", "-metrics-reader")
+    binding = one(rendered, "ClusterRoleBinding", "-metrics-reader")
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", **prometheus}]
+    for found in containers(rendered):
+        assert "KRUNTIMES_METRICS_ANONYMOUS" not in {e["name"] for e in found["env"]}
+
+
+def test_metrics_can_be_opened_to_a_scraper_without_a_token():
+    rendered = render({"metrics": {"readers": [], "anonymous": True}})
+    for found in containers(rendered):
+        env = {e["name"]: e.get("value") for e in found["env"]}
+        assert env["KRUNTIMES_METRICS_ANONYMOUS"] == "true"

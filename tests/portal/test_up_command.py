@@ -17,7 +17,7 @@ def option(argv: list[str], name: str) -> str:
 def test_the_web_serves_the_asgi_app_with_uvicorn_workers():
     argv = web_command(8000, "127.0.0.1", workers=3)
     assert "portal.asgi:application" in argv
-    assert option(argv, "--worker-class") == "uvicorn_worker.UvicornWorker"
+    assert option(argv, "--worker-class") == "portal.web_server.StatusUvicornWorker"
     assert option(argv, "--workers") == "3"
     assert option(argv, "--bind") == "127.0.0.1:8000"
     assert "--certfile" not in argv

@@ -190,3 +190,47 @@ def test_a_fifo_does_not_hang(tmp_path):
     path = tmp_path / "outputs"
     os.mkfifo(path)
     fails(path, "OutputsInvalid")
+
+
+def secret_beside(tmp_path):
+    secret = tmp_path / "secret_key"
+    secret.write_text("SECRET=hunter2\n")
+    return secret
+
+
+def test_a_symlink_to_another_file_is_refused_not_followed(tmp_path):
+    path = tmp_path / "outputs"
+    path.symlink_to(secret_beside(tmp_path))
+    error = fails(path, "OutputsInvalid")
+    assert "symbolic link" in error.message and "hunter2" not in error.message
+
+
+def test_a_dangling_symlink_is_refused_not_read_as_no_outputs(tmp_path):
+    (tmp_path / "outputs").symlink_to(tmp_path / "nowhere")
+    fails(tmp_path / "outputs", "OutputsInvalid")
+
+
+def test_a_symlink_to_a_directory_is_refused(tmp_path):
+    (tmp_path / "outputs").symlink_to(tmp_path)
+    fails(tmp_path / "outputs", "OutputsInvalid")
+
+
+def test_a_directory_swapped_for_a_symlink_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "outputs").write_text("SECRET=hunter2\n")
+    (tmp_path / "attempt").symlink_to(elsewhere)
+    error = fails(tmp_path / "attempt" / "outputs", "OutputsInvalid")
+    assert "symbolic link" in error.message
+
+
+def test_a_hard_link_to_another_file_is_refused(tmp_path):
+    path = tmp_path / "outputs"
+    os.link(secret_beside(tmp_path), path)
+    error = fails(path, "OutputsInvalid")
+    assert "hard link" in error.message
+
+
+def test_a_directory_is_refused(tmp_path):
+    (tmp_path / "outputs").mkdir()
+    fails(tmp_path / "outputs", "OutputsInvalid")

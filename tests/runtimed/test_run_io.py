@@ -4,6 +4,7 @@ inputs staged from it, and cancel killing the whole process group."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
@@ -127,6 +128,23 @@ def test_invalid_outputs_fail_the_run_naming_the_key(service):
     )
     assert (too_big["phase"], too_big["reason"]) == ("Failed", "OutputsTooLarge")
     assert "big" in too_big["message"]
+
+
+@pytest.mark.parametrize(
+    "swap",
+    [
+        'ln -sf "$SECRET" "$KRUNTIME_OUTPUTS"',
+        'rm "$KRUNTIME_OUTPUTS" && mkfifo "$KRUNTIME_OUTPUTS"',
+        'ln -f "$SECRET" "$KRUNTIME_OUTPUTS"',
+    ],
+    ids=["symlink", "fifo", "hard-link"],
+)
+def test_outputs_swapped_for_another_file_fail_the_run_outputs_invalid(service, tmp_path, swap):
+    secret = tmp_path / "secret_key"
+    secret.write_text("SECRET_KEY=hunter2\n")
+    final = service.execute_run(make_payload(f'SECRET="{secret}"; {swap}'))
+    assert (final["phase"], final["reason"]) == ("Failed", "OutputsInvalid")
+    assert "hunter2" not in json.dumps(final)
 
 
 def test_a_symlinked_artifact_fails_the_run_artifact_invalid(service, volumes):

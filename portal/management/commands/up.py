@@ -32,7 +32,7 @@ def web_command(
         "--bind",
         f"[{bind}]:{port}" if ":" in bind else f"{bind}:{port}",
         "--worker-class",
-        "uvicorn_worker.UvicornWorker",
+        "portal.web_server.StatusUvicornWorker",
         "--workers",
         str(workers),
         "--timeout",

@@ -44,7 +44,7 @@ ALLOWED_LABELS = {
 }
 
 
-def test_metrics_expose_the_scheduler_series_with_bounded_labels(client):
+def test_metrics_expose_the_scheduler_series_with_bounded_labels(admin_client):
     make_runtime(name="secret-runtime-name", namespace="default")
     make_pod("secret-pod-name", runtime="secret-runtime-name", runs=1)
     group = {"secret-label": "secret-value"}
@@ -58,7 +58,7 @@ def test_metrics_expose_the_scheduler_series_with_bounded_labels(client):
     run_pass(default_framework(), timezone.now())
     ended = Run.objects.get(name="secret-run-0")
     lifecycle.fail(ended, "SecretMadeUpReason", "secret message", timezone.now())
-    body = client.get("/metrics").content.decode()
+    body = admin_client.get("/metrics").content.decode()
     assert re.search(
         r'kruntimes_run_attempts_ended_total\{phase="Failed",reason="Other",'
         r'retried="false"\} [1-9]',

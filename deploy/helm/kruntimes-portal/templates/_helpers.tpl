@@ -89,6 +89,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - name: KRUNTIMES_WORKFLOW_CONTROLLER_USERNAME
   value: {{ . | quote }}
 {{- end }}
+{{- if .Values.metrics.anonymous }}
+- name: KRUNTIMES_METRICS_ANONYMOUS
+  value: "true"
+{{- end }}
 - name: LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 - name: POD_NAMESPACE
