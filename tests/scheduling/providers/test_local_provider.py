@@ -23,7 +23,7 @@ from scheduling.models import Runtime, RuntimePod
 from scheduling.providers import local
 from scheduling.scheduler import default_framework, run_pass
 from tests.helpers.operator import OPERATOR
-from tests.helpers.records import RUNTIMES, fresh, make_run, make_runtime
+from tests.helpers.records import RUNTIMES, fresh, make_run, make_runtime, report
 from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db
@@ -187,17 +187,8 @@ def test_pods_get_a_termination_grace_shorter_than_the_providers(settings):
 def running(run, pod) -> None:
     """runtimed's Running report for the Run's attempt on ``pod``."""
     run = fresh(run)
-    report = {
-        "namespace": run.namespace,
-        "name": run.name,
-        "uid": str(run.uid),
-        "attempt": run.attempt,
-        "podName": pod.name,
-        "podUID": str(pod.uid),
-        "phase": "Running",
-        "startTime": format_time(timezone.now()),
-    }
-    assert lifecycle.apply_report(report, timezone.now())
+    running_report = report(run, pod, "Running", startTime=format_time(timezone.now()))
+    assert lifecycle.apply_report(running_report, timezone.now())
 
 
 @pytest.fixture
