@@ -278,7 +278,9 @@ MAX_CHILDREN = MAX_JOBS * (1 + MAX_STEPS * MAX_STEPS)
 class ChildSerializer(StrictSerializer):
     """One object the controller created for the run: the only ones it reads."""
 
-    kind = serializers.ChoiceField(choices=("Run", "PersistentWorkspace", "WorkflowRun"))
+    kind = serializers.ChoiceField(
+        choices=("Run", "PersistentWorkspace", "WorkflowRun", "ControllerRevision")
+    )
     name = SubdomainField()
     uid = StrictCharField(max_length=36)
 
