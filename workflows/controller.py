@@ -16,6 +16,9 @@ it again changes nothing until a child moves.
   produce fails the step deterministically.
 - ``uses: <Action>`` steps expand to the Action's run steps; ``uses: <Workflow>`` jobs run as a
   child WorkflowRun (which owns its own job workspaces).
+- Before its first child a run gets its snapshot (``workflows.snapshots``: the spec and the
+  Actions and Workflows it calls, in a ControllerRevision it owns, ``status.snapshotName``);
+  every pass computes from it. Each job's ``pre`` is its direct needs, sorted.
 - ``cancelRequested`` cancels the active children (child WorkflowRuns too) and ends the run
   Cancelled; a WorkflowRun whose caller at any level is cancelled is cancelled with it, and a
   call that would nest WorkflowRuns too deep fails its job (``workflows.calls``).

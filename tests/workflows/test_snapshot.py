@@ -216,3 +216,15 @@ def test_the_snapshot_goes_with_its_run(finished):
     workqueue.process(gc_queue.QUEUE)
     assert not WorkflowRun.objects.filter(name="wfr").exists()
     assert not ControllerRevision.objects.filter(name=name).exists()
+
+
+def test_the_admin_links_a_runs_snapshot_and_shows_its_data(admin_client, finished):
+    from django.urls import reverse
+
+    revision = ControllerRevision.objects.get(name=finished.status["snapshotName"])
+    run_page = admin_client.get(reverse("admin:workflows_workflowrun_change", args=[finished.pk]))
+    revision_url = reverse("admin:portal_controllerrevision_change", args=[revision.pk])
+    assert revision_url in run_page.content.decode()
+    page = admin_client.get(revision_url)
+    assert page.status_code == 200
+    assert "needs:" in page.content.decode() and "runs-on: bash" in page.content.decode()
