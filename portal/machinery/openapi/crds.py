@@ -8,7 +8,6 @@ from typing import Any
 from ..registry import ResourceKind, registry
 from .kinds import schema_for_kind
 
-
 # Kubernetes' own groups that do not end in .k8s.io (apps/v1 ControllerRevision is served here)
 BUILTIN_GROUPS = frozenset({"apps", "batch", "autoscaling", "policy"})
 
