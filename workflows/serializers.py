@@ -257,7 +257,9 @@ class JobStatusSerializer(StrictSerializer):
     phase = serializers.ChoiceField(choices=JobPhase.values)
     # the jobs it waits for: its direct needs, sorted (as kruntimes resolves them)
     pre = BoundedListField(
-        child=StrictCharField(max_length=MAX_JOB_NAME), max_items=MAX_PRE, required=False
+        child=StrictCharField(max_length=MAX_JOB_NAME, allow_blank=True),
+        max_items=MAX_PRE,
+        required=False,
     )
     # why the job waits, failed or was skipped, in words (never workspace binding details)
     message = StrictCharField(max_length=4096, required=False, allow_blank=True)

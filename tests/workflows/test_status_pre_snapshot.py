@@ -35,10 +35,11 @@ def wfr(admin_api):
         job_status(pre=[f"j{n}" for n in range(64)]),
         job_status(pre=["b" * 63]),
         job_status(pre=[]),
+        job_status(pre=[""]),  # kruntimes bounds only the length
         {"snapshotName": "s" * 253},
         {"snapshotName": ""},
     ],
-    ids=["64-names", "63-chars", "empty", "253-chars", "blank"],
+    ids=["64-names", "63-chars", "empty", "blank-name", "253-chars", "blank"],
 )
 def test_pre_and_snapshot_name_at_their_limits_are_accepted(admin_api, wfr, status):
     response = status_patch(admin_api, status)
