@@ -703,9 +703,13 @@ def act(
 def ensure_snapshot(wfr: WorkflowRun, children: Children) -> None:
     """Make the run's snapshot (``workflows.snapshots``) once, before anything else, recorded
     in ``status.children`` like every child: under its second name when another object holds
-    the first. Raises RaceLost, snapshots.TooLarge, or the StatusError of a refused create."""
+    the first. Raises RaceLost, snapshots.Unusable (too large, or recorded and gone: what the
+    run resolved is lost), or the StatusError of a refused create."""
     if children.revisions:
         return
+    lost = [c["name"] for c in children.recorded if c.get("kind") == snapshots.KIND]
+    if lost:
+        raise snapshots.Unusable(f"the snapshot {lost[0]} of what this WorkflowRun runs is gone")
     first = snapshots.snapshot_name(wfr)
     data = snapshots.resolve(wfr)
 
@@ -737,7 +741,7 @@ def snapshotted(wfr: WorkflowRun, children: Children, now: datetime) -> bool:
     except RaceLost:
         request_reconcile(str(wfr.uid))
         return False
-    except snapshots.TooLarge as exc:
+    except snapshots.Unusable as exc:
         failed = {**(wfr.status or {}), "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
         run_status.write(wfr, run_status.run_conditions(failed, wfr, now))
         return False

@@ -28,8 +28,8 @@ REVISION = 1
 SPEC_FIELDS = ("workflowRef", "inputs", "outputs", "jobs")
 
 
-class TooLarge(Exception):
-    """The resolved definitions exceed what one snapshot holds: the run fails."""
+class Unusable(Exception):
+    """The run cannot have the snapshot it runs from (too large, or gone): the run fails."""
 
 
 def snapshot_name(wfr: WorkflowRun) -> str:
@@ -71,10 +71,10 @@ def _specs(model, namespace: str, names: set[str]) -> dict[str, dict]:
 
 
 def manifest(wfr: WorkflowRun, name: str, data: dict[str, Any]) -> dict[str, Any]:
-    """The ControllerRevision holding ``data`` (TooLarge beyond 1 MiB of JSON)."""
+    """The ControllerRevision holding ``data`` (Unusable beyond 1 MiB of JSON)."""
     size = len(json.dumps(data, separators=(",", ":")).encode())
     if size > MAX_BYTES:
-        raise TooLarge(f"workflow snapshot is {size} bytes, exceeds {MAX_BYTES} byte limit")
+        raise Unusable(f"workflow snapshot is {size} bytes, exceeds {MAX_BYTES} byte limit")
     return {
         "apiVersion": API_VERSION,
         "metadata": {

@@ -155,6 +155,16 @@ def test_definitions_beyond_a_mebibyte_fail_the_run_before_anything_is_made(monk
     assert not revisions_of(wfr) and child(wfr, "a", "s") is None
 
 
+def test_a_run_whose_snapshot_is_gone_fails_rather_than_resolve_again():
+    wfr = settle(start({"a": job(step("s"), step("t"))}))
+    ControllerRevision.objects.filter(name=wfr.status["snapshotName"]).delete()
+    finish(child(wfr, "a", "s"))
+    wfr = settle(wfr)
+    assert wfr.phase == "Failed"
+    assert wfr.status["message"].endswith("of what this WorkflowRun runs is gone")
+    assert not revisions_of(wfr) and child(wfr, "a", "t") is None
+
+
 def test_the_snapshot_is_made_once_even_when_passes_repeat():
     wfr = settle(start({"a": job(step("s"))}))
     for _ in range(3):
