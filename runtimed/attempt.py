@@ -1,6 +1,7 @@
 """One attempt of a Run, from a claimed slot to its outcome: prepare, execute, collect.
 
-Prepare stages the source and the artifact inputs (failures: PrepareSource); the step runs
+Prepare stages the source and the artifact inputs and decides the command (``command``: a Run
+without source runs its args or a file of its workspace) (failures: PrepareSource); the step runs
 with ``KRUNTIME_OUTPUTS`` and ``KRUNTIME_ARTIFACTS_DIR`` pointing into the attempt's own
 directory; after a successful step the outputs are parsed (OutputsInvalid, OutputsTooLarge)
 and the artifacts packed (ArtifactInvalid) and uploaded to the Runtime's ArtifactStore.
@@ -20,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import execute, masking, persistent
+from . import command, execute, masking, persistent
 from .artifacts import ArtifactError, Packed, collect
 from .config import PodConfig
 from .execute import FAILED, SUCCEEDED, Clock, Result, Step, StepControl
@@ -126,12 +127,12 @@ class Attempt:
 
     def run(self, start: datetime) -> Outcome:
         try:
-            cwd, script = self._prepare()
+            cwd, argv = self._prepare()
         except Failure as failure:
             return Outcome(
                 Result(FAILED, failure.reason, failure.message, None, start, self.clock())
             )
-        result = self._execute(cwd, script)
+        result = self._execute(cwd, argv)
         if result.phase != SUCCEEDED:
             return Outcome(result)
         try:
@@ -161,7 +162,7 @@ class Attempt:
 
     # --- prepare ---------------------------------------------------------------------------
 
-    def _prepare(self) -> tuple[Path, Path]:
+    def _prepare(self) -> tuple[Path, tuple[str, ...]]:
         spec = self.spec
         try:
             if spec.mode != "task":
@@ -179,7 +180,10 @@ class Attempt:
             ) from None
         for index, item in enumerate(spec.artifact_inputs):
             self._stage_input(index, item.ref, item.path, cwd)
-        return cwd, staged.script
+        try:  # after the inputs: one of them may be the script
+            return cwd, command.build(staged.script, cwd, spec.entrypoint, spec.args)
+        except PrepareError as exc:
+            raise Failure(Reason.PREPARE_SOURCE, exc.message) from None
 
     def _stage_input(self, index: int, ref: Mapping[str, Any], path: str, cwd: Path) -> None:
         where = f"artifactInputs[{index}] ({ref.get('name', '?')} → {path})"
@@ -205,7 +209,7 @@ class Attempt:
 
     # --- execute ---------------------------------------------------------------------------
 
-    def _execute(self, cwd: Path, script: Path) -> Result:
+    def _execute(self, cwd: Path, argv: tuple[str, ...]) -> Result:
         env = execute.step_env(
             self.spec.env,
             {
@@ -224,8 +228,7 @@ class Attempt:
             },
         )
         step = Step(
-            script,
-            self.spec.args,
+            argv,
             cwd,
             env,
             self.files.log,

@@ -1,4 +1,5 @@
-"""Run one step: ``bash <script> <args...>`` in its own process group with a clean environment.
+"""Run one step (``bash <script> <args...>``, or what ``command`` made of a Run without source)
+in its own process group with a clean environment.
 
 The step sees only the Run's ``env`` plus the ``KRUNTIME_*`` identity variables (bash supplies
 its default ``PATH``). Its stdout and stderr go, merged, to ``<run dir>/attempt-<n>.log`` (and
@@ -109,8 +110,7 @@ class StepControl:
 
 @dataclass(frozen=True)
 class Step:
-    script: Path
-    args: tuple[str, ...]
+    command: tuple[str, ...]  # the program (bash or sh, found on PATH) and its arguments
     cwd: Path
     env: Mapping[str, str]
     log_path: Path
@@ -224,12 +224,14 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
     control = step.control or StepControl()
     if control.cancelled:
         return stopped_result(control, start, clock())
-    bash = shutil.which("bash") or "/bin/bash"
+    program = step.command[0]
+    executable = shutil.which(program) or f"/bin/{program}"
     step_id = uuid.uuid4().hex  # inherited by everything the step starts: see proctree
     with open(step.log_path, "wb", buffering=0) as sink:
         try:
             process = subprocess.Popen(
-                [bash, str(step.script), *step.args],
+                list(step.command),  # argv[0] stays "bash" or "sh", as $0 of a -c script
+                executable=executable,
                 cwd=step.cwd,
                 env={**step.env, proctree.STEP_ID_VARIABLE: step_id},
                 stdin=subprocess.DEVNULL,
@@ -270,7 +272,7 @@ def run_step(step: Step, *, clock: Clock = utc_now, grace: float = KILL_GRACE_SE
             pgid_file.unlink(missing_ok=True)
         reader.join(READER_JOIN_SECONDS)
         if reader.is_alive():
-            log.warning("step %s: output still open after the group was killed", step.script)
+            log.warning("step %s: output still open after the group was killed", step.command)
         else:
             flush_masked()
     if control.cancelled and not timed_out:

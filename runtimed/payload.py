@@ -3,13 +3,14 @@
 Shape (unknown keys are ignored)::
 
     {"run": {"namespace", "name", "uid", "attempt"}, "pod": {"name", "uid"},
-     "source": {"inline": str} | {"repoURL": str, "commitSHA": str?},
+     "source": {"inline": str} | {"repoURL": str, "commitSHA": str?} | {} | null,
      "mode": {"task": {"entrypoint": str?, "args": [str]}},
      "env": [{"name", "value"}], "timeoutSeconds": float | null, "workingDir": str | null,
      "artifactStore": Runtime.spec.artifactStore | null,
      "artifactInputs": [{"ref": ArtifactRef, "path": str}],
      "workspace": {"name": str}?}
 
+An empty or null ``source`` is a Run without one (``runtimed.command`` reads its args).
 ``workspace`` (absent for a Run without one) is validated again here: its name must be a
 DNS-1123 subdomain, since it names a directory (``runtimed.persistent``).
 """
@@ -121,6 +122,8 @@ def workspace_name(payload: Mapping[str, Any]) -> str | None:
 
 
 def _source(value: Any) -> Source:
+    if value is None or value == {}:
+        return Source()  # no source: the Runtime reads the args (runtimed.command)
     source = _mapping(value, "source")
     inline = source.get("inline")
     repo_url = source.get("repoURL")

@@ -1,8 +1,9 @@
 """Stage a Run's source into ``<workspace>/.kruntimes/runs/<run-uid>/``.
 
 Inline source becomes ``script.sh``; a ``repoURL`` is cloned with ``git`` into ``src`` and its
-``commitSHA`` checked out; a task entrypoint must stay inside that checkout. Every failure is a
-:class:`PrepareError`, which the Run reports as ``PrepareSource``.
+``commitSHA`` checked out; a task entrypoint must stay inside that checkout. A Run without
+source stages nothing: what it runs is read from its args and workspace (``runtimed.command``).
+Every failure is a :class:`PrepareError`, which the Run reports as ``PrepareSource``.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class PrepareError(Exception):
 @dataclass(frozen=True)
 class Staged:
     run_dir: Path
-    script: Path  # what bash runs
+    script: Path | None  # what bash runs; None for a Run without source
     checkout: Path | None = None
     commit: str | None = None  # the resolved commit of a repoURL source
 
@@ -81,6 +82,8 @@ def stage(
     """Put the source in place and return what to execute. Inline source ignores entrypoint."""
     if source.inline is not None:
         return Staged(directory, write_inline(directory, source.inline))
+    if source.repo_url is None:
+        return Staged(directory, None)
     if not entrypoint:
         raise PrepareError("mode.task.entrypoint is required with a repoURL source")
     checkout = directory / CHECKOUT_NAME

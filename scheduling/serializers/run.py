@@ -151,19 +151,13 @@ def _object(data: Any, key: str) -> dict:
 
 
 def _mode_source_errors(spec: dict) -> list[FieldError]:
-    """The rules between mode and source (upstream's RunSpec XValidation rules), and a task
-    Run's required source, checked on the raw spec so they are reported with every other
-    problem of the object."""
+    """The rules between mode and source (upstream's RunSpec XValidation rules), checked on
+    the raw spec so they are reported with every other problem of the object. A Run may come
+    without source: its Runtime interprets ``mode.task.args`` or runs an ``entrypoint`` its
+    workspace already holds (runtimed.command)."""
     mode, source = _object(spec, "mode"), _object(spec, "source")
     inline, causes = _has(source, "inline"), []
     task = _object(mode, "task")
-    if _has(mode, "task") and not _has(spec, "source"):
-        causes.append(
-            errors.required(
-                "source",
-                "Required value: a task Run needs a source: exactly one of inline or repoURL",
-            )
-        )
     entrypoint = task.get("entrypoint")
     if isinstance(entrypoint, str) and entrypoint and not inline:
         causes += [
@@ -192,7 +186,9 @@ class RunSpecSerializer(StrictSerializer):
         help_text="The name of the Runtime (in the Run's namespace) that runs this Run.",
     )
     source = CodeSourceSerializer(
-        required=False, help_text="Where the code comes from: inline text or a Git repository."
+        required=False,
+        help_text="Where the code comes from: inline text or a Git repository. Optional: "
+        "without it the Runtime runs mode.task.args, or an entrypoint its workspace holds.",
     )
     mode = RunModeSerializer(help_text="How the code runs: exactly one of task or function.")
     workspace = RunWorkspaceReferenceSerializer(

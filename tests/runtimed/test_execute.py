@@ -21,8 +21,7 @@ def script(tmp_path: Path, text: str) -> Path:
 
 def step(tmp_path, text, *, args=(), env=None, cwd=None, timeout=None) -> Step:
     return Step(
-        script(tmp_path, text),
-        tuple(args),
+        ("bash", str(script(tmp_path, text)), *args),
         cwd or tmp_path,
         env or {},
         tmp_path / "attempt-1.log",
@@ -268,7 +267,12 @@ def test_a_cancelled_step_leaves_no_escaped_process(tmp_path, clock):
     control = StepControl()
     text = f"for i in $(seq 5); do setsid sleep 1000 & echo $! >> {pidfile}; done\nsleep 1000\n"
     the_step = Step(
-        script(tmp_path, text), (), tmp_path, {}, tmp_path / "a.log", None, control=control
+        ("bash", str(script(tmp_path, text))),
+        tmp_path,
+        {},
+        tmp_path / "a.log",
+        None,
+        control=control,
     )
     results = []
     worker = threading.Thread(

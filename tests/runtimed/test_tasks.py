@@ -152,14 +152,6 @@ def test_a_spec_runtimed_cannot_execute_is_prepare_source(service):
     assert final["reason"] == "PrepareSource" and "env" in final["message"]
 
 
-def test_a_run_without_source_is_prepare_source_in_one_line(service):
-    final = service.execute_run(make_payload(source={}))  # what a Run without one sends
-    assert (final["phase"], final["reason"]) == ("Failed", "PrepareSource")
-    assert final["message"] == (
-        "the Run cannot be executed: source needs exactly one of inline or repoURL"
-    )
-
-
 @pytest.mark.parametrize(
     "repo", ["missing-repo", "file:///nonexistent/repo.git", "https://127.0.0.1:1/unreachable.git"]
 )

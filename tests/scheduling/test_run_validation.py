@@ -461,8 +461,19 @@ CASES = [
         ref_input(driver="s3", location={"s3": {"bucket": "b", "key": "a/../../escape"}}),
         {"spec.artifactInputs[0].ref.location.s3.key": INV},
     ),
-    # a task Run needs its source; a function Run may come without one
-    case("source-missing", {"source": None}, {"spec.source": REQ}),
+    # source is optional: the Runtime interprets the args, or runs a file of the workspace
+    case("source-missing", {"source": None}, OK),
+    case("source-missing-args-only", {"source": None, "mode": {"task": {"args": ["make"]}}}, OK),
+    case(
+        "source-missing-entrypoint-only",
+        {"source": None, "mode": {"task": {"entrypoint": "ci/build.sh"}}},
+        OK,
+    ),
+    case(
+        "source-missing-entrypoint-escaping",
+        {"source": None, "mode": {"task": {"entrypoint": "../build.sh"}}},
+        {"spec.mode.task.entrypoint": INV},
+    ),
     case(
         "function-without-source",
         {"source": None, "mode": {"task": None, "function": {"handler": "main.handle"}}},
@@ -663,12 +674,6 @@ spec:
   mode:
     task: {}
 """
-# The seed shows only the fields it introduces ("existing fields omitted"); a task Run also
-# needs its source, so the example applies with one added.
-SEED_SOURCE = """\
-  source:
-    inline: make test
-"""
 
 
 def test_seed_example_run_applies_unchanged(admin_api, tmp_path, capsys):
@@ -676,7 +681,7 @@ def test_seed_example_run_applies_unchanged(admin_api, tmp_path, capsys):
         admin_api.post(runtimes_url(), runtime_manifest("bash"), format="json").status_code == 201
     )
     path = tmp_path / "run.yaml"
-    path.write_text(SEED_RUN + SEED_SOURCE)
+    path.write_text(SEED_RUN)  # verbatim: no source, no args
     call_command("apply", "-f", str(path))
     call_command("apply", "-f", str(path))
     out = capsys.readouterr().out
@@ -696,16 +701,19 @@ def test_seed_example_run_applies_unchanged(admin_api, tmp_path, capsys):
         == "kruntimes.io/runtime-pod"
     )
     assert run.spec["mode"] == {"task": {}}
-    assert run.spec["source"] == {"inline": "make test"}
+    assert "source" not in run.spec
     assert (run.runtime, run.phase, run.generation) == ("bash", "Pending", 1)
 
 
-def test_the_seed_example_without_a_source_is_refused_for_that_alone(admin_api):
-    import yaml
-
-    response = admin_api.post(runs_url(), yaml.safe_load(SEED_RUN), format="json")
-    assert causes(response) == {"spec.source": REQ}
-    assert not Run.objects.exists()
+def test_a_run_with_neither_source_nor_args_is_admitted(admin_api):
+    """Whether a file is there to run is known only on the pod (runtimed.command)."""
+    manifest = run_manifest(name="nothing")
+    del manifest["spec"]["source"]
+    manifest["spec"]["mode"] = {"task": {}}
+    manifest["spec"]["retryPolicy"] = {"maxAttempts": 3}
+    response = admin_api.post(runs_url(), manifest, format="json")
+    assert response.status_code == 201, response.json()
+    assert "source" not in response.json()["spec"]
 
 
 def test_metadata_and_spec_problems_are_reported_together(admin_api):
