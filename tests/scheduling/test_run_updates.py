@@ -143,7 +143,15 @@ def test_changing_an_execution_input_is_rejected(admin_api, method, field, spec_
 def test_removing_the_source_of_a_task_run_is_rejected(admin_api, method):
     before = _create(admin_api, FULL_SPEC)
     response = _write(admin_api, method, {"source": None})
-    assert causes(response) == {"spec.source": "FieldValueRequired"}
+    assert causes(response) == {"spec.source": "FieldValueInvalid"}
+    # the field rule and the immutability rule, in one answer
+    assert [(c["field"], c["message"]) for c in response.json()["details"]["causes"]] == [
+        (
+            "spec.source",
+            "Required value: a task Run needs a source: exactly one of inline or repoURL",
+        ),
+        ("spec.source", "field is immutable"),
+    ]
     assert admin_api.get(URL).json() == before
 
 
