@@ -9,9 +9,11 @@ import json
 import pytest
 
 from portal.machinery import errors
+from portal.machinery.best_effort import body_value
 from portal.machinery.registry import registry
 from tests.helpers.runs import run_manifest, runs_url
 from tests.helpers.secrets import b64, secret, secrets_url
+from tests.testapp.kinds import WidgetSpecSerializer
 
 pytestmark = pytest.mark.django_db
 
@@ -151,3 +153,13 @@ def test_a_create_answers_the_kind_rules_with_the_field_rules(admin_api):
     manifest["metadata"]["labels"] = {"a": "-b-"}
     response = admin_api.post(secrets_url(), manifest, format="json")
     assert [field for field, _ in _causes(response)] == ["metadata.labels[a]", "data[bad key!]"]
+
+
+def test_the_best_effort_body_keeps_what_validates_and_what_was_sent():
+    sent = {"size": 99, "parts": [{"name": "a"}, {"name": "x" * 20}]}
+    assert body_value(WidgetSpecSerializer, sent) == {
+        "size": 99,  # failed: as sent
+        "color": "red",  # absent: its default
+        "parts": [{"name": "a", "count": 1}, {"name": "x" * 20, "count": 1}],
+    }
+    assert body_value(WidgetSpecSerializer, None) == {"color": "red"}
