@@ -1,4 +1,4 @@
-"""The admin of v1 Secret and ConfigMap.
+"""The admin of v1 Secret and ConfigMap, and of apps/v1 ControllerRevision (read only).
 
 A Secret's values are never shown: its list and change page show keys and their sizes, its
 YAML leaves ``data`` out, and its edit form holds ``data`` back. An operator sets a key's
@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from portal.config_kinds import decoded, secret_in_list
 from portal.machinery.manifest import to_manifest
 from portal.machinery.yaml import dump
-from portal.models import ConfigMap, Secret
+from portal.models import ConfigMap, ControllerRevision, Secret
 from portal.resource_admin import NONE, ManifestForm, ResourceAdmin, simple_table
 
 SECRET_EDIT_HELP = (
@@ -105,3 +105,20 @@ class ConfigMapAdmin(ResourceAdmin):
             for key, value in sorted((obj.binary_data or {}).items())
         ]
         return simple_table(("key", "size"), rows) if rows else NONE
+
+
+@admin.register(ControllerRevision)
+class ControllerRevisionAdmin(ResourceAdmin):
+    """A controller's snapshot (a WorkflowRun's resolved definitions): read, never edited."""
+
+    detail_fieldsets = [("Data", {"fields": ["revision", "data_display"]})]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.display(description="data")
+    def data_display(self, obj):
+        return format_html('<pre class="k-yaml">{}</pre>', dump(obj.data))

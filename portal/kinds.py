@@ -1,5 +1,5 @@
-"""The kinds the portal itself serves: v1 Namespace, Secret, ConfigMap and the
-rbac.authorization.k8s.io kinds."""
+"""The kinds the portal itself serves: v1 Namespace, Secret, ConfigMap, apps/v1
+ControllerRevision and the rbac.authorization.k8s.io kinds."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from portal.event_kinds import register_event_kinds
 from portal.machinery import errors
 from portal.machinery.registry import Column, ResourceKind, ReviewKind, registry
 from portal.machinery.serializers import StrictSerializer
+from portal.revision_kinds import register_revision_kinds
 
 
 class NamespaceSpecSerializer(StrictSerializer):
@@ -85,6 +86,7 @@ def register_portal_kinds() -> None:
     )
     register_config_kinds()
     register_event_kinds()
+    register_revision_kinds()
     rules = {"rules": PolicyRuleSerializer(many=True)}
     binding = {"roleRef": RoleRefSerializer, "subjects": SubjectSerializer(many=True)}
     role_ref_column = Column("ROLE", lambda o: f"{o.role_ref.get('kind')}/{o.role_ref.get('name')}")

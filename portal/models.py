@@ -16,6 +16,7 @@ __all__ = [
     "ClusterRole",
     "ClusterRoleBinding",
     "ConfigMap",
+    "ControllerRevision",
     "Event",
     "Namespace",
     "OwnerLink",
@@ -65,6 +66,17 @@ class ConfigMap(NamespacedObject):
 
     class Meta(NamespacedObject.Meta):
         constraints = [unique_name_constraint("configmap", namespaced=True)]
+
+
+class ControllerRevision(NamespacedObject):
+    """apps/v1 ControllerRevision: ``data`` is an immutable snapshot a controller keeps of
+    what it runs (a WorkflowRun's resolved definitions), ``revision`` its number."""
+
+    data = models.JSONField(null=True, blank=True)
+    revision = models.BigIntegerField(default=0)
+
+    class Meta(NamespacedObject.Meta):
+        constraints = [unique_name_constraint("controllerrevision", namespaced=True)]
 
 
 class Event(NamespacedObject):

@@ -28,6 +28,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from portal import overview
 from portal.machinery.conditions import time_or_none
+from portal.models import ControllerRevision
 from portal.resource_admin import (
     NONE,
     ResourceAdmin,
@@ -382,6 +383,7 @@ class WorkflowRunAdmin(ResourceAdmin):
                     "message_display",
                     "inputs_display",
                     "outputs_display",
+                    "snapshot_display",
                     "cancel_display",
                 ]
             },
@@ -626,6 +628,23 @@ class WorkflowRunAdmin(ResourceAdmin):
             for key in sorted({*values, *expressions})
         ]
         return simple_table(("name", "value", "from"), rows)
+
+    @admin.display(description="snapshot")
+    def snapshot_display(self, obj):
+        """The ControllerRevision of what the run resolved at its start: the recorded one."""
+        status = as_dict(obj.status)
+        name = compact(status.get("snapshotName"))
+        if not name:
+            return NONE
+        revision = ControllerRevision.objects.filter(namespace=obj.namespace, name=name).first()
+        recorded = {
+            as_dict(c).get("uid")
+            for c in as_list(status.get("children"))
+            if as_dict(c).get("kind") == "ControllerRevision"
+        }
+        if revision is None or str(revision.uid) not in recorded:
+            return format_html('{} <span class="k-muted">(not found)</span>', name)
+        return link_to(revision, name, self.admin_site)
 
     @admin.display(description="cancel requested")
     def cancel_display(self, obj):

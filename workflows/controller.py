@@ -16,6 +16,9 @@ it again changes nothing until a child moves.
   produce fails the step deterministically.
 - ``uses: <Action>`` steps expand to the Action's run steps; ``uses: <Workflow>`` jobs run as a
   child WorkflowRun (which owns its own job workspaces).
+- Before its first child a run gets its snapshot (``workflows.snapshots``: the spec and the
+  Actions and Workflows it calls, in a ControllerRevision it owns, ``status.snapshotName``);
+  every pass computes from it. Each job's ``pre`` is its direct needs, sorted.
 - ``cancelRequested`` cancels the active children (child WorkflowRuns too) and ends the run
   Cancelled; a WorkflowRun whose caller at any level is cancelled is cancelled with it, and a
   call that would nest WorkflowRuns too deep fails its job (``workflows.calls``).
@@ -39,14 +42,15 @@ from portal.machinery import store
 from portal.machinery.admission import WriteContext
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
+from portal.models import ControllerRevision
 from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase
 from workspaces.models import PersistentWorkspace, WorkspacePhase
 from workspaces.ownership import WORKFLOW_CONTROLLER
 
-from . import calls, expressions
+from . import calls, expressions, snapshots
 from . import status as run_status
 from .expressions import Unresolved, Values
-from .models import Action, JobPhase, StepPhase, Workflow, WorkflowRun, WorkflowRunPhase
+from .models import JobPhase, StepPhase, WorkflowRun, WorkflowRunPhase
 from .names import (
     API_VERSION,
     JOB_LABEL,
@@ -74,8 +78,8 @@ def context() -> WriteContext:
     return WriteContext(user=controller(WORKFLOW_CONTROLLER))
 
 
-def _kind(name: str):
-    return registry.for_manifest(API_VERSION, name)
+def _kind(name: str, api_version: str = API_VERSION):
+    return registry.for_manifest(api_version, name)
 
 
 def order(jobs: dict[str, Any]) -> list[str]:
@@ -115,7 +119,12 @@ class ChildStep:
     first: bool
 
 
-KINDS = {"Run": Run, "PersistentWorkspace": PersistentWorkspace, "WorkflowRun": WorkflowRun}
+KINDS = {
+    "Run": Run,
+    "PersistentWorkspace": PersistentWorkspace,
+    "WorkflowRun": WorkflowRun,
+    snapshots.KIND: ControllerRevision,
+}
 
 
 @dataclass
@@ -126,6 +135,7 @@ class Children:
     runs: dict[str, Run] = field(default_factory=dict)
     workspaces: dict[str, PersistentWorkspace] = field(default_factory=dict)
     workflow_runs: dict[str, WorkflowRun] = field(default_factory=dict)
+    revisions: dict[str, ControllerRevision] = field(default_factory=dict)  # the snapshot
     recorded: list[dict] = field(default_factory=list)  # {kind, name, uid}, as in the status
     taken: set[tuple[str, str]] = field(default_factory=set)  # (kind, name)
 
@@ -134,6 +144,7 @@ class Children:
             "Run": self.runs,
             "PersistentWorkspace": self.workspaces,
             "WorkflowRun": self.workflow_runs,
+            snapshots.KIND: self.revisions,
         }[kind_name]
 
     def find(self, kind_name: str, wfr: WorkflowRun, name: str) -> Any:
@@ -163,6 +174,7 @@ def adopt(wfr: WorkflowRun) -> list[dict]:
     )
     found += PersistentWorkspace.objects.filter(namespace=ns, name__in=job_names)
     found += WorkflowRun.objects.filter(namespace=ns, name__in=job_names)
+    found += ControllerRevision.objects.filter(namespace=ns, name=snapshots.snapshot_name(wfr))
     kinds = {model: name for name, model in KINDS.items()}
     return [
         {"kind": kinds[type(obj)], "name": obj.name, "uid": str(obj.uid)}
@@ -185,7 +197,9 @@ def load_children(wfr: WorkflowRun) -> Children:
         mine.update(
             {o.name: o for o in model.objects.filter(namespace=wfr.namespace, uid__in=uids)}
         )
-        names = run_names if kind_name == "Run" else job_names
+        names = {"Run": run_names, snapshots.KIND: {snapshots.snapshot_name(wfr)}}.get(
+            kind_name, job_names
+        )
         held = model.objects.filter(namespace=wfr.namespace, name__in=names)
         children.taken |= {(kind_name, n) for n in held.values_list("name", flat=True)} - {
             (kind_name, n) for n in mine
@@ -206,7 +220,11 @@ class Reconciler:
         callers: list[WorkflowRun] | None = None,
     ) -> None:
         self.wfr, self.now, self.children = wfr, now, children
-        self.spec = wfr.spec or {}
+        # what the run runs: its recorded snapshot (what it would hold, before one is made)
+        recorded = next(iter(children.revisions.values()), None)
+        self.snapshot_name = recorded.name if recorded is not None else ""
+        self.snapshot: dict = recorded.data if recorded is not None else snapshots.resolve(wfr)
+        self.spec = self.snapshot.get("spec") or {}
         self.jobs: dict[str, dict] = {}
         callers = callers or []
         self.depth = len(callers) + 1  # levels of calls down to this WorkflowRun
@@ -223,6 +241,9 @@ class Reconciler:
             self.jobs[job] = self.job(job, specs[job], previous.get(job) or {})
         for job in set(specs) - set(self.jobs):  # only a cycle can leave one out
             self.jobs[job] = {"phase": JobPhase.FAILED, "message": "job is in a needs cycle"}
+        for job, spec in specs.items():
+            if spec.get("needs"):  # kruntimes' JobStatus.pre: the direct needs, sorted
+                self.jobs[job] = {**self.jobs[job], "pre": sorted(spec["needs"])}
         phase, message, outputs = self.overall()
         status = {
             **(self.wfr.status or {}),
@@ -231,6 +252,8 @@ class Reconciler:
             "message": message,
             "children": list(self.children.recorded),
         }
+        if self.snapshot_name:
+            status["snapshotName"] = self.snapshot_name
         if outputs is not None:
             status["outputs"] = outputs
         return run_status.run_conditions(status, self.wfr, self.now)
@@ -352,7 +375,7 @@ class Reconciler:
         child = self.children.find("WorkflowRun", self.wfr, name)
         if child is None:
             try:
-                body = self.called_spec(spec)
+                body = self.called_spec(job, spec)
             except StepError as exc:
                 return {"phase": JobPhase.FAILED, "message": str(exc)}
             if self.cancel:
@@ -385,19 +408,20 @@ class Reconciler:
             return {**state, "phase": JobPhase.FAILED, "message": f"workflow {name}: {why}"}
         return {**state, "phase": JobPhase.RUNNING}
 
-    def called_spec(self, spec: dict) -> dict:
-        workflow = Workflow.objects.filter(namespace=self.wfr.namespace, name=spec["uses"]).first()
+    def called_spec(self, job: str, spec: dict) -> dict:
+        workflow = snapshots.workflow(self.snapshot, job)
         if workflow is None:
             raise StepError(f'Workflow "{spec["uses"]}" not found')
+        called = workflow["spec"]
         values = self.values(needs=spec.get("needs") or [])
         given = self.resolve_map(spec.get("with") or {}, values)
-        declared = (workflow.spec or {}).get("inputs") or {}
-        inputs = self.inputs_for(declared, given, f'Workflow "{workflow.name}"')
+        declared = called.get("inputs") or {}
+        inputs = self.inputs_for(declared, given, f'Workflow "{workflow["name"]}"')
         return {
-            "workflowRef": {"name": workflow.name},
+            "workflowRef": {"name": workflow["name"]},
             "inputs": inputs,
-            "outputs": (workflow.spec or {}).get("outputs") or {},
-            "jobs": (workflow.spec or {}).get("jobs") or {},
+            "outputs": called.get("outputs") or {},
+            "jobs": called.get("jobs") or {},
         }
 
     @staticmethod
@@ -435,22 +459,23 @@ class Reconciler:
     def action_step(self, place: JobPlace, index: int, step: dict, outputs: dict) -> dict:
         """``uses: <Action>``: its run steps in order, one child Run each, inside this step."""
         base = {"name": step["name"]}
-        action = Action.objects.filter(namespace=self.wfr.namespace, name=step["uses"]).first()
+        action = snapshots.action(self.snapshot, place.job, step["name"])
         if action is None:
             return self.failed(base, f'step {step["name"]}: Action "{step["uses"]}" not found')
+        action_spec, action_name = action["spec"], action["name"]
         try:
             given = self.resolve_map(
                 step.get("with") or {}, self.values(outputs, place.spec.get("needs"))
             )
             inputs = self.inputs_for(
-                (action.spec or {}).get("inputs") or {}, given, f'Action "{action.name}"'
+                action_spec.get("inputs") or {}, given, f'Action "{action_name}"'
             )
         except StepError as exc:
             return self.failed(base, f"step {step['name']}: {exc}")
         inner: dict[str, dict] = {}
         statuses: list[dict] = []
         artifacts: list[dict] = []
-        for position, action_step in enumerate((action.spec or {}).get("steps") or []):
+        for position, action_step in enumerate(action_spec.get("steps") or []):
             values = Values(inputs=inputs, steps=inner, jobs={})
             name = child_name(self.wfr.name, place.job, step["name"], action_step["name"])
             first = index == 0 and position == 0
@@ -467,7 +492,7 @@ class Reconciler:
             values = Values(inputs=inputs, steps=inner, jobs={})
             result = {
                 key: expressions.resolve(str(out.get("value", "")), values)
-                for key, out in ((action.spec or {}).get("outputs") or {}).items()
+                for key, out in (action_spec.get("outputs") or {}).items()
             }
         except Unresolved as exc:
             return self.failed(base, f"step {step['name']}: Action outputs: {exc}")
@@ -628,7 +653,8 @@ def make_child(wfr: WorkflowRun, children: Children, write: Write) -> None:
     made, when the WorkflowRun was written in between)."""
     body = {"apiVersion": API_VERSION, "kind": write.kind, **write.body}
     with transaction.atomic():
-        obj = store.create(_kind(write.kind), body, namespace=wfr.namespace, context=context())
+        kind = _kind(write.kind, body["apiVersion"])
+        obj = store.create(kind, body, namespace=wfr.namespace, context=context())
         entry = {"kind": write.kind, "name": obj.name, "uid": str(obj.uid)}
         if not run_status.record_children(wfr, [*children.recorded, entry]):
             raise RaceLost(write.name)
@@ -674,6 +700,57 @@ def act(
     return created, {}
 
 
+def ensure_snapshot(wfr: WorkflowRun, children: Children) -> None:
+    """Make the run's snapshot (``workflows.snapshots``) once, before anything else, recorded
+    in ``status.children`` like every child: under its second name when another object holds
+    the first. Raises RaceLost, snapshots.Unusable (too large, or recorded and gone: what the
+    run resolved is lost), or the StatusError of a refused create."""
+    if children.revisions:
+        return
+    lost = [c["name"] for c in children.recorded if c.get("kind") == snapshots.KIND]
+    if lost:
+        raise snapshots.Unusable(f"the snapshot {lost[0]} of what this WorkflowRun runs is gone")
+    first = snapshots.snapshot_name(wfr)
+    data = snapshots.resolve(wfr)
+
+    def create(name: str) -> None:
+        body = snapshots.manifest(wfr, name, data)
+        make_child(
+            wfr, children, Write("create", snapshots.KIND, name, body, first * (name != first))
+        )
+
+    if (snapshots.KIND, first) in children.taken:
+        create(second_name(wfr, first))
+    else:
+        try:
+            create(first)
+        except StatusError as exc:
+            if exc.code != 409:
+                raise
+            create(second_name(wfr, first))
+    revision = ControllerRevision.objects.get(uid=children.recorded[-1]["uid"])
+    children.revisions[revision.name] = revision
+
+
+def snapshotted(wfr: WorkflowRun, children: Children, now: datetime) -> bool:
+    """Snapshot a run that has none; True when it has one (the pass goes on)."""
+    from .triggers import request_reconcile
+
+    try:
+        ensure_snapshot(wfr, children)
+    except RaceLost:
+        request_reconcile(str(wfr.uid))
+        return False
+    except snapshots.Unusable as exc:
+        failed = {**(wfr.status or {}), "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
+        run_status.write(wfr, run_status.run_conditions(failed, wfr, now))
+        return False
+    except StatusError as exc:  # the beat tries again
+        log.warning("WorkflowRun %s: its snapshot was refused: %s", wfr.name, exc.message)
+        return False
+    return True
+
+
 def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
     """One pass: observe (the WorkflowRun and the children it recorded making), compute the
     status and the writes it needs (pure), act (make them, each child's UID recorded as it is
@@ -686,6 +763,8 @@ def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
     if wfr.is_finished or wfr.deletion_timestamp is not None:
         return False
     children = load_children(wfr)
+    if not snapshotted(wfr, children, now):
+        return False
     callers = calls.callers(wfr)
     refused: dict[tuple[str, str], str] = {}
     done: set[Write] = set()

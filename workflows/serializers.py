@@ -41,6 +41,8 @@ MAX_JOBS, MAX_NEEDS, MAX_STEPS, MAX_WITH, MAX_ARGS, MAX_ENV = 64, 64, 128, 256, 
 MAX_RUN = 262144  # Run.spec.source.inline
 MAX_ARTIFACTS = 32  # Run.spec.artifactInputs
 MAX_MESSAGE = 4096
+MAX_PRE, MAX_JOB_NAME = 64, 63  # status.jobs.<job>.pre (kruntimes' JobStatus.Pre)
+MAX_SNAPSHOT_NAME = 253
 
 
 class NamedMapField(serializers.DictField):
@@ -253,6 +255,12 @@ class StepStatusSerializer(ActionStepStatusSerializer):
 
 class JobStatusSerializer(StrictSerializer):
     phase = serializers.ChoiceField(choices=JobPhase.values)
+    # the jobs it waits for: its direct needs, sorted (as kruntimes resolves them)
+    pre = BoundedListField(
+        child=StrictCharField(max_length=MAX_JOB_NAME, allow_blank=True),
+        max_items=MAX_PRE,
+        required=False,
+    )
     # why the job waits, failed or was skipped, in words (never workspace binding details)
     message = StrictCharField(max_length=4096, required=False, allow_blank=True)
     # why it failed, as a CamelCase word, when a machine may act on it (CallDepthExceeded)
@@ -272,7 +280,9 @@ MAX_CHILDREN = MAX_JOBS * (1 + MAX_STEPS * MAX_STEPS)
 class ChildSerializer(StrictSerializer):
     """One object the controller created for the run: the only ones it reads."""
 
-    kind = serializers.ChoiceField(choices=("Run", "PersistentWorkspace", "WorkflowRun"))
+    kind = serializers.ChoiceField(
+        choices=("Run", "PersistentWorkspace", "WorkflowRun", "ControllerRevision")
+    )
     name = SubdomainField()
     uid = StrictCharField(max_length=36)
 
@@ -287,3 +297,5 @@ class WorkflowRunStatusSerializer(StrictSerializer):
     message = StrictCharField(max_length=MAX_MESSAGE, required=False, allow_blank=True)
     conditions = ConditionsField(required=False)
     children = BoundedListField(child=ChildSerializer(), max_items=MAX_CHILDREN, required=False)
+    # the apps/v1 ControllerRevision holding the definitions the run resolved at its start
+    snapshotName = StrictCharField(max_length=MAX_SNAPSHOT_NAME, required=False, allow_blank=True)

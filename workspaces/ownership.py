@@ -50,6 +50,12 @@ WORKFLOW_CONTROLLER_RULES = [
         "resources": ["workflowruns"],
         "verbs": ["get", "list", "create", "patch", "delete"],
     },
+    # each WorkflowRun's snapshot of what it runs (status.snapshotName); ``delete`` as above
+    {
+        "apiGroups": ["apps"],
+        "resources": ["controllerrevisions"],
+        "verbs": ["create", "get", "list", "delete"],
+    },
     # what makes it the controller of a WorkflowRun's children: their controller ownerReference
     # and labels need ``update`` on the WorkflowRun's finalizers, which users are not given
     {

@@ -3,7 +3,8 @@ the registered kinds and ensured after every migrate.
 
 As in Kubernetes: ``view`` reads every namespaced kind but Secrets (reading a Secret can
 mean acting as whoever owns its credentials) and RBAC; ``edit`` also reads Secrets and writes
-every namespaced kind but RBAC; ``admin`` adds Roles and RoleBindings. A role whose
+every namespaced kind but RBAC and ControllerRevisions (a controller's snapshots, only read);
+``admin`` adds Roles and RoleBindings. A role whose
 ``rbac.authorization.kubernetes.io/autoupdate`` annotation is ``"true"`` (the default) is
 brought back to these rules; set it to ``"false"`` to keep an edited copy.
 """
@@ -20,6 +21,8 @@ BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]
 SECRETS = ("", "secrets")
+# Kubernetes' edit and admin only read these: a controller's snapshots are its own
+CONTROLLER_OWNED = (("apps", "controllerrevisions"),)
 
 
 def _resources(kind) -> list[str]:
@@ -51,7 +54,8 @@ def default_cluster_roles() -> dict[str, list[dict[str, Any]]]:
     namespaces = {"apiGroups": [""], "resources": ["namespaces"], "verbs": list(READ)}
     view = [*_with_verbs(readable, READ), namespaces]
     secrets = {"apiGroups": [""], "resources": ["secrets"], "verbs": list(READ)}
-    edit = [*view, secrets, *_with_verbs(_by_group(not_rbac), WRITE)]
+    writable = lambda kind: not_rbac(kind) and (kind.group, kind.plural) not in CONTROLLER_OWNED  # noqa: E731
+    edit = [*view, secrets, *_with_verbs(_by_group(writable), WRITE)]
     rbac = {"apiGroups": [RBAC_GROUP], "resources": ["rolebindings", "roles"]}
     admin = [*edit, {**rbac, "verbs": [*READ, *WRITE]}]
     return {"view": view, "edit": edit, "admin": admin}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from portal.machinery import history
-from portal.models import Event
+from portal.models import ControllerRevision, Event
 from scheduling.models import Run
 from tests.helpers.records import make_run
 from tests.workflows.test_controller import finish, job, make, settle, start, step, tick
@@ -31,6 +31,12 @@ def recorded(wfr) -> dict[tuple[str, str], str]:
     return {(c["kind"], c["name"]): c["uid"] for c in wfr.status["children"]}
 
 
+def snapshot_of(wfr) -> dict[tuple[str, str], str]:
+    """The recorded entry of the run's snapshot (``workflows.snapshots``), made first."""
+    revision = ControllerRevision.objects.get(name=wfr.status["snapshotName"])
+    return {("ControllerRevision", revision.name): str(revision.uid)}
+
+
 def forge(wfr, name, job_name="build", step_name="s"):
     """What a privileged writer (past admission) can make: the name, the labels, the owner."""
     return make_run(
@@ -49,6 +55,7 @@ def test_each_child_is_recorded_by_uid_when_it_is_made():
     ws = PersistentWorkspace.objects.get(name=child_name("wfr", "build"))
     s = Run.objects.get(name=child_name("wfr", "build", "s"))
     assert recorded(wfr) == {
+        **snapshot_of(wfr),
         ("PersistentWorkspace", ws.name): str(ws.uid),
         ("Run", s.name): str(s.uid),
     }
@@ -67,6 +74,7 @@ def test_a_name_a_stranger_holds_gets_a_second_name_and_a_warning():
     own = Run.objects.get(name=second)
     assert own.spec["source"]["inline"] == "echo me"
     assert recorded(wfr) == {
+        **snapshot_of(wfr),
         ("PersistentWorkspace", "wfr-build"): recorded(wfr)[("PersistentWorkspace", "wfr-build")],
         ("Run", second): str(own.uid),
     }

@@ -8,10 +8,13 @@ from typing import Any
 from ..registry import ResourceKind, registry
 from .kinds import schema_for_kind
 
+# Kubernetes' own groups that do not end in .k8s.io (apps/v1 ControllerRevision is served here)
+BUILTIN_GROUPS = frozenset({"apps", "batch", "autoscaling", "policy"})
+
 
 def is_builtin_group(group: str) -> bool:
-    """Kubernetes' own groups (core, ``*.k8s.io``): a cluster already serves those."""
-    return not group or group == "k8s.io" or group.endswith(".k8s.io")
+    """Kubernetes' own groups (core, ``*.k8s.io``, apps...): a cluster already serves those."""
+    return not group or group in BUILTIN_GROUPS or group == "k8s.io" or group.endswith(".k8s.io")
 
 
 def crd_name(kind: ResourceKind) -> str:

@@ -49,6 +49,7 @@ def test_every_portal_kind_and_no_builtin_one_has_a_crd():
         "jobs.execution.ayatori.ddupan.top",
     } <= names
     assert not any(name.endswith((".k8s.io", ".")) for name in names)
+    assert "controllerrevisions.apps" not in names  # apps/v1 is Kubernetes' own
     defined = {
         f"{k.plural}.{k.group}"
         for k in registry.kinds
