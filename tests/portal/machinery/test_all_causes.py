@@ -119,6 +119,20 @@ CASES: dict[str, Case] = {
         "subjects[0].kind",
         {"subjects": [{"kind": "User", "name": "bob"}]},
     ),
+    "controllerrevisions.apps": Case(
+        lambda: {
+            "apiVersion": "apps/v1",
+            "kind": "ControllerRevision",
+            "metadata": {"name": "x"},
+            "data": {"jobs": {"a": {}}},
+            "revision": 1,
+        },
+        {"data": {"jobs": {"b": {}}}},
+        ("data", IMMUTABLE),
+        {"revision": -1},
+        "revision",
+        {"revision": 2},
+    ),
     "widgets.testing.kruntimes.io": Case(
         lambda: {
             "apiVersion": "testing.kruntimes.io/v1",
