@@ -14,18 +14,19 @@ import secrets
 import string
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from . import admission_warnings, errors, gc_queue, history, owner_admission, patches
+from . import admission_warnings, errors, gc_queue, history, owner_admission, patches, rules
 from .admission import WriteContext, authorize
 from .collectors import GARBAGE_COLLECTOR
 from .errors import FieldError
 from .manifest import check_type_meta, to_manifest, validate_metadata
 from .registry import ResourceKind
-from .serializers import ObjectMetaSerializer, flatten_errors, validate_with
+from .serializers import ObjectMetaSerializer, flatten_errors
 
 WRITABLE_META = ("labels", "annotations", "finalizers", "ownerReferences")
 META_ATTRS = {
@@ -105,7 +106,10 @@ def _validate_body(
     old: Mapping[str, Any] | None,
     subresource: str | None,
 ) -> tuple[dict[str, Any], list[FieldError]]:
-    """Validated body fields: the main resource never writes status, /status writes only it."""
+    """Validated body fields: the main resource never writes status, /status writes only it.
+
+    A field that fails keeps its best-effort value (``rules.validate_field``), so the kind's
+    rules still compare it; the causes say the write is refused."""
     known = {"apiVersion", "kind", "metadata", *kind.body}
     causes = [
         errors.forbidden(key, f'unknown field "{key}"') for key in sorted(set(manifest) - known)
@@ -116,17 +120,17 @@ def _validate_body(
         if (is_status and subresource != "status") or (subresource == "status" and not is_status):
             body[wire] = old.get(wire) if old else ({} if is_status else None)
             continue
-        value, field_causes = validate_with(serializer_class, manifest.get(wire), wire)
-        body[wire] = value
+        body[wire], field_causes = rules.validate_field(serializer_class, manifest.get(wire), wire)
         causes += field_causes
-    if kind.normalize is not None and not causes:
-        body = kind.normalize(body, old)
+    if kind.normalize is not None:
+        normalize = kind.normalize
+        body = rules.run_if_seen(causes, lambda: normalize(body, old), body)
     return body, causes
 
 
 def _raise_invalid(kind: ResourceKind, name: str, causes: list[FieldError]) -> None:
-    if causes:
-        raise errors.invalid_object(kind.kind, kind.group, name, causes)
+    if causes:  # a cause reported twice (by two rules) is named once, where it came first
+        raise errors.invalid_object(kind.kind, kind.group, name, list(dict.fromkeys(causes)))
 
 
 def _run_defaulting(
@@ -142,17 +146,10 @@ def _run_defaulting(
     return defaulted
 
 
-def _run_validators(
-    kind: ResourceKind,
-    new: dict[str, Any],
-    old: dict[str, Any] | None,
-    name: str,
-    context: WriteContext,
+def _admit(
+    kind: ResourceKind, new: dict[str, Any], old: dict[str, Any] | None, context: WriteContext
 ) -> None:
-    causes: list[FieldError] = []
-    for validator in kind.validators:
-        causes += validator(new, old)
-    _raise_invalid(kind, name, causes)
+    """The admission checks that need a valid object and the writer (after every cause)."""
     owner_admission.check(kind, new, old, context)
     for check in kind.admission:
         check(kind, new, old, context)
@@ -241,14 +238,15 @@ def create(
     manifest = _run_defaulting(kind, manifest, namespace, name, context)
     body, causes = _validate_body(kind, manifest, None, None)
     causes = _meta_shape_causes(manifest.get("metadata")) + validate_metadata(kind, meta) + causes
-    _raise_invalid(kind, name, causes)
     new_manifest = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
         "metadata": {**meta, "namespace": namespace} if kind.namespaced else meta,
         **body,
     }
-    _run_validators(kind, new_manifest, None, name, context)
+    causes += rules.causes(causes, [partial(v, new_manifest, None) for v in kind.validators])
+    _raise_invalid(kind, name, causes)
+    _admit(kind, new_manifest, None, context)
     admission_warnings.admit(kind, new_manifest, None)
     if kind.namespaced:
         assert namespace is not None  # defaulted above
@@ -363,22 +361,19 @@ def _replace(
         if subresource == "status":
             meta = old["metadata"]
         body, causes = _validate_body(kind, manifest, old, subresource)
-        if subresource == "status" and kind.status is not None and not causes:
-            field = kind.status.field
-            causes = kind.status.validate_update(body.get(field), old.get(field))
         causes = (
             _meta_shape_causes(manifest.get("metadata"))
             + validate_metadata(kind, {**meta, "name": name})
             + causes
         )
-        _raise_invalid(kind, name, causes)
-        _forbid_new_finalizers_when_terminating(kind, obj, meta)
         new = {
             **old,
             "metadata": {**old["metadata"], **{k: meta.get(k) for k in WRITABLE_META}},
             **body,
         }
-        _run_validators(kind, new, old, name, context)
+        causes += rules.causes(causes, _update_rules(kind, obj, meta, new, old, subresource))
+        _raise_invalid(kind, name, causes)
+        _admit(kind, new, old, context)
         if subresource != "status":
             admission_warnings.admit(kind, new, old)
         if any(body.get(f) != old.get(f) for f in kind.generation_fields):
@@ -392,25 +387,37 @@ def _replace(
     return obj
 
 
-def _forbid_new_finalizers_when_terminating(
-    kind: ResourceKind, obj: Any, meta: Mapping[str, Any]
-) -> None:
+def _update_rules(
+    kind: ResourceKind,
+    obj: Any,
+    meta: Mapping[str, Any],
+    new: dict[str, Any],
+    old: dict[str, Any],
+    subresource: str | None,
+) -> list[rules.Rule]:
+    """An update's (old, new) rules, in the order their causes are listed: the status
+    strategy's (on /status), the metadata's, then the kind's validators."""
+    found: list[rules.Rule] = []
+    if subresource == "status" and kind.status is not None:
+        strategy, field = kind.status, kind.status.field
+        found.append(lambda: strategy.validate_update(new.get(field), old.get(field)))
+    found.append(partial(_no_new_finalizers_when_terminating, obj, meta))
+    return found + [partial(validator, new, old) for validator in kind.validators]
+
+
+def _no_new_finalizers_when_terminating(obj: Any, meta: Mapping[str, Any]) -> list[FieldError]:
     if obj.deletion_timestamp is None:
-        return
+        return []
     added = set(meta.get("finalizers") or []) - set(obj.finalizers or [])
-    if added:
-        raise errors.invalid_object(
-            kind.kind,
-            kind.group,
-            obj.name,
-            [
-                errors.forbidden(
-                    "metadata.finalizers",
-                    "no new finalizers can be added if the object is being deleted, "
-                    f"found new finalizers {sorted(added)}",
-                )
-            ],
+    if not added:
+        return []
+    return [
+        errors.forbidden(
+            "metadata.finalizers",
+            "no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers {sorted(added)}",
         )
+    ]
 
 
 # An unconditional patch or delete re-applies after a concurrent write, as kube-apiserver's

@@ -104,8 +104,15 @@ def test_a_refused_write_shows_each_cause_at_its_line(client):
         assert value in lines[line - 1]
         assert error.startswith(f"{field}: ") and f"(line {line})" in error
         assert 'class="k-error-line"' in error
+    # both fields are also immutable: those causes come with the field rules' (and their lines)
+    assert [e.split(":")[0] for e in errors] == [
+        "spec.runtime",
+        "spec.timeout",
+        "spec.runtime",
+        "spec.timeout",
+    ]
     page = response.content.decode()
-    assert page.count('class="k-yaml-excerpt"') == 2
+    assert page.count('class="k-yaml-excerpt"') == 4
 
 
 FIELDS = (

@@ -325,6 +325,17 @@ def test_invalid_edit_names_the_field_and_changes_nothing(client, change, field)
     )
 
 
+def test_an_edit_breaking_an_immutable_field_and_a_field_rule_shows_both(client):
+    widget = make_widget("alpha")
+    rv, manifest = edit(client, widget, lambda m: m["spec"].update(size=99, color="blue"))
+    response = post_edit(client, widget, manifest, rv)
+    assert response.status_code == 200
+    errors = form_errors(response)
+    assert [e.split(":")[0] for e in errors] == ["spec.size", "spec.color"], errors
+    assert any("field is immutable" in e for e in errors), errors
+    assert Widget.objects.get(pk=widget.pk).resource_version == widget.resource_version
+
+
 def test_bad_yaml_is_a_form_error(client):
     widget = make_widget("alpha")
     for text in ("spec: [unclosed", "- just\n- a list\n"):

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from portal.machinery.yaml import dump, load_one
 from scheduling.admin.run_page import RETRY_OF
 from scheduling.models import Run
 from tests.helpers.records import make_run
@@ -126,3 +127,24 @@ def test_the_run_list_is_newest_first(admin_client):
     make_run("second")
     listing = admin_client.get(reverse("admin:scheduling_run_changelist"))
     assert [r.name for r in listing.context["cl"].result_list] == ["second", "first"]
+
+
+def test_an_edit_changing_the_mode_and_breaking_a_field_rule_shows_both(admin_client):
+    run = make_run("build")
+    form = admin_client.get(change_url(run)).context["adminform"].form
+    manifest = load_one(form.initial["manifest"])
+    manifest["spec"]["mode"] = {"task": {"args": ["other"]}}
+    manifest["spec"]["ttlSecondsAfterFinished"] = -1
+    response = admin_client.post(
+        change_url(run),
+        {
+            "manifest": dump(manifest),
+            "loaded_resource_version": form.initial["loaded_resource_version"],
+            "_save": "Save",
+        },
+    )
+    assert response.status_code == 200
+    errors = [str(e) for errs in response.context["adminform"].form.errors.values() for e in errs]
+    assert [e.split(":")[0] for e in errors] == ["spec.ttlSecondsAfterFinished", "spec.mode"]
+    assert "field is immutable" in errors[1]
+    assert Run.objects.get(pk=run.pk).resource_version == run.resource_version
