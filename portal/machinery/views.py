@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -16,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import admission_warnings, errors, patches, store, tables, watch
+from . import admission_warnings, delete_options, errors, patches, store, tables, watch
 from .admission import authorize
 from .decoding import max_request_bytes, too_large
 from .listing import consistent_list, parse_field_selector
@@ -134,7 +135,7 @@ class KubeView(APIView):
         returned context (which remembers the grant) on to the store."""
         context = (
             self.context(request)
-            if verb in ("create", "update", "patch", "delete")
+            if verb in ("create", "update", "patch")
             else store.WriteContext(user=request.user)
         )
         return authorize(context, self.kind, verb, namespace, name, self.subresource)
@@ -148,6 +149,12 @@ class KubeView(APIView):
                     [errors.not_supported("dryRun", value, ["All"])],
                 )
         return store.WriteContext(user=request.user, dry_run=bool(dry_run))
+
+    def delete_options(self, request: Request) -> delete_options.DeleteOptions:
+        """DeleteOptions from the body, or from the query string when there is no body."""
+        data: Any = request.data
+        present = request.stream is not None  # DRF reads no stream for an empty body
+        return delete_options.read(present, data, request.query_params, self.kind.api_version)
 
     def body(self, request: Request) -> Any:
         """The parsed body: any JSON value (DRF's stubs say ``request.data`` is a dict)."""
@@ -282,20 +289,15 @@ class ObjectView(KubeView):
     def delete(self, request: Request, name: str, namespace: str | None = None) -> Response:
         if self.subresource:
             raise errors.method_not_allowed("DELETE is not allowed on a subresource")
+        options = self.delete_options(request)
         context = self.authorize(request, "delete", namespace, name)
-        options = request.data if isinstance(request.data, dict) else {}
-        propagation = (
-            request.query_params.get("propagationPolicy")
-            or options.get("propagationPolicy")
-            or "Background"
-        )
         obj, gone = store.delete(
             self.kind,
             namespace,
             name,
-            propagation=propagation,
-            preconditions=options.get("preconditions"),
-            context=context,
+            propagation=options.propagation,
+            preconditions=options.preconditions,
+            context=replace(context, dry_run=bool(options.dry_run)),
         )
         if not gone:
             return Response(self.manifest(obj))
