@@ -16,7 +16,7 @@ from .registry import ResourceKind, ReviewKind, registry
 from .serializers import ObjectMetaSerializer, StrictSerializer, fresh_field
 from .views import CollectionView, KubeView, ObjectView, ReviewView
 
-VERBS_COLLECTION = ["create", "delete", "get", "list", "patch", "update"]
+VERBS_COLLECTION = ["create", "delete", "deletecollection", "get", "list", "patch", "update"]
 VERBS_READ = ["get", "list"]
 
 

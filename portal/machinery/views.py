@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from . import admission_warnings, delete_options, errors, patches, store, tables, watch
 from .admission import authorize
+from .collection_delete import delete_collection
 from .decoding import max_request_bytes, too_large
 from .listing import consistent_list, parse_field_selector
 from .manifest import list_item, to_manifest
@@ -233,6 +234,22 @@ class CollectionView(KubeView):
         context = self.authorize(request, "create", namespace)
         obj = store.create(self.kind, body, namespace=namespace, context=context)
         return Response(self.manifest(obj), status=201)
+
+    def delete(self, request: Request, namespace: str | None = None) -> Response:
+        """deletecollection: every object the selectors match, with the same DeleteOptions."""
+        if self.kind.namespaced and namespace is None:
+            raise errors.method_not_allowed("deletecollection needs a namespace in the path")
+        options = self.delete_options(request)
+        context = store.WriteContext(user=request.user)
+        deleted = delete_collection(self.kind, namespace, request.query_params, options, context)
+        return Response(
+            {
+                "apiVersion": self.kind.api_version,
+                "kind": f"{self.kind.kind}List",
+                "metadata": {},
+                "items": [self.manifest(obj) for obj in deleted],
+            }
+        )
 
 
 def _has_control_characters(value: str) -> bool:

@@ -249,3 +249,69 @@ def test_a_dry_run_still_checks_the_preconditions(admin_api):
     admin_api.post(widgets(), widget("a"), format="json")
     body = {**DRY_RUN, "preconditions": {"uid": "not-it"}}
     assert_status(delete(admin_api, f"{widgets()}/a", body), 409, "Conflict")
+
+
+def test_a_collection_delete_deletes_what_the_selector_matches(admin_api):
+    for name, team in (("a", "x"), ("b", "x"), ("c", "y")):
+        admin_api.post(widgets(), widget(name, metadata={"labels": {"team": team}}), format="json")
+    response = admin_api.delete(f"{widgets()}?labelSelector=team%3Dx")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert (body["kind"], body["apiVersion"]) == ("WidgetList", API_VERSION)
+    assert [i["metadata"]["name"] for i in body["items"]] == ["a", "b"]
+    assert names(admin_api) == ["c"]
+
+
+@pytest.mark.parametrize(
+    "url_suffix, body",
+    [("", DRY_RUN), ("", {"dryRun": ["All"]}), ("?dryRun=All", None)],
+    ids=["body", "body-without-type", "query"],
+)
+def test_a_collection_dry_run_deletes_nothing(admin_api, url_suffix, body):
+    admin_api.post(
+        widgets(), widget("a", metadata={"finalizers": ["example.com/hold"]}), format="json"
+    )
+    admin_api.post(widgets(), widget("b"), format="json")
+    response = delete(admin_api, f"{widgets()}{url_suffix}", body)
+    assert response.status_code == 200, response.json()
+    items = {i["metadata"]["name"]: i["metadata"] for i in response.json()["items"]}
+    assert sorted(items) == ["a", "b"] and items["a"]["deletionTimestamp"]
+    assert names(admin_api) == ["a", "b"]
+    assert "deletionTimestamp" not in admin_api.get(f"{widgets()}/a").json()["metadata"]
+
+
+def test_a_collection_delete_orphans_from_the_body(
+    admin_api, owner, django_capture_on_commit_callbacks
+):
+    admin_api.post(widgets(), child_of(owner), format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = delete(admin_api, gadgets(), {"propagationPolicy": "Orphan"})
+    assert response.status_code == 200, response.json()
+    assert_status(admin_api.get(f"{gadgets()}/owner"), 404, "NotFound")
+    assert "ownerReferences" not in admin_api.get(f"{widgets()}/child").json()["metadata"]
+
+
+def test_a_collection_delete_checks_its_options_and_preconditions(admin_api):
+    admin_api.post(widgets(), widget("a"), format="json")
+    assert_status(delete(admin_api, widgets(), {"kind": "Widget"}), 400, "BadRequest")
+    assert_status(delete(admin_api, f"{widgets()}?dryRun=Some"), 422, "Invalid")
+    conflict = delete(admin_api, widgets(), {"preconditions": {"uid": "not-it"}})
+    assert_status(conflict, 409, "Conflict")
+    assert names(admin_api) == ["a"]
+
+
+def test_a_collection_delete_needs_the_deletecollection_verb(user_api, admin_api):
+    from tests.helpers.rbac import TESTING, bind_role, make_role
+
+    def allow(name: str, verbs: list[str]) -> None:
+        rules = [{"apiGroups": [TESTING], "resources": ["widgets"], "verbs": verbs}]
+        make_role(admin_api, name, rules)
+        bind_role(admin_api, name, "Role", name)
+
+    admin_api.post(widgets(), widget("a"), format="json")
+    allow("deleter", ["delete", "list"])
+    assert_status(user_api.delete(widgets()), 403, "Forbidden")
+    assert names(admin_api) == ["a"]
+    allow("collector", ["deletecollection"])
+    assert user_api.delete(widgets()).status_code == 200
+    assert names(admin_api) == []
