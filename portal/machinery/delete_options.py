@@ -65,7 +65,7 @@ def _integer(value: Any, path: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise _bad(path, "must be an integer")
-    return value
+    return int(value)
 
 
 def _boolean(value: Any, path: str) -> bool | None:
