@@ -239,8 +239,8 @@ class CollectionView(KubeView):
         """deletecollection: every object the selectors match, with the same DeleteOptions."""
         if self.kind.namespaced and namespace is None:
             raise errors.method_not_allowed("deletecollection needs a namespace in the path")
+        context = self.authorize(request, "deletecollection", namespace)
         options = self.delete_options(request)
-        context = store.WriteContext(user=request.user)
         deleted = delete_collection(self.kind, namespace, request.query_params, options, context)
         return Response(
             {
@@ -306,8 +306,8 @@ class ObjectView(KubeView):
     def delete(self, request: Request, name: str, namespace: str | None = None) -> Response:
         if self.subresource:
             raise errors.method_not_allowed("DELETE is not allowed on a subresource")
+        context = self.authorize(request, "delete", namespace, name)  # before the body, as kube
         options = self.delete_options(request)
-        context = self.authorize(request, "delete", namespace, name)
         obj, gone = store.delete(
             self.kind,
             namespace,

@@ -315,3 +315,11 @@ def test_a_collection_delete_needs_the_deletecollection_verb(user_api, admin_api
     allow("collector", ["deletecollection"])
     assert user_api.delete(widgets()).status_code == 200
     assert names(admin_api) == []
+
+
+def test_authorization_comes_before_the_options(user_api, admin_api):
+    """As kube-apiserver: a user who may not delete learns nothing about the body."""
+    admin_api.post(widgets(), widget("a"), format="json")
+    bad = {"kind": "Widget"}
+    assert_status(user_api.delete(f"{widgets()}/a", bad, format="json"), 403, "Forbidden")
+    assert_status(user_api.delete(widgets(), bad, format="json"), 403, "Forbidden")
