@@ -143,6 +143,8 @@ class ReviewKind:
     kind: str
     plural: str
     answer: Callable[[Any, Any], dict[str, Any]]
+    # A review with nothing to ask but who asks (SelfSubjectReview) has no ``spec``.
+    has_spec: bool = True
 
     @property
     def api_version(self) -> str:
