@@ -20,7 +20,10 @@ def whoami(client, body=BODY) -> dict:
     response = client.post(URL, body, format="json")
     assert response.status_code == 201, response.json()
     answer = response.json()
-    assert (answer["apiVersion"], answer["kind"]) == ("authentication.k8s.io/v1", "SelfSubjectReview")
+    assert (answer["apiVersion"], answer["kind"]) == (
+        "authentication.k8s.io/v1",
+        "SelfSubjectReview",
+    )
     return answer["status"]["userInfo"]
 
 
@@ -47,7 +50,9 @@ def test_a_cluster_authenticated_user_keeps_its_extra():
     from portal.auth.tokenreview import ClusterUser
 
     client = APIClient()
-    info = UserInfo("system:serviceaccount:ci:bot", "u-1", ("system:serviceaccounts",), {"k": ["v"]})
+    info = UserInfo(
+        "system:serviceaccount:ci:bot", "u-1", ("system:serviceaccounts",), {"k": ["v"]}
+    )
     client.force_authenticate(ClusterUser(info))
     assert whoami(client) == {
         "username": "system:serviceaccount:ci:bot",
@@ -81,14 +86,20 @@ def test_nothing_is_written(user_api):
     user_api.post(URL, BODY, format="json")  # the token's first use may touch its row
     with CaptureQueriesContext(connection) as queries:
         whoami(user_api)
-    writes = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+    writes = [
+        q["sql"]
+        for q in queries
+        if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    ]
     assert writes == []
 
 
 def test_metadata_is_echoed_and_a_wrong_kind_refused(user_api):
     response = user_api.post(URL, {**BODY, "metadata": {"name": "me"}}, format="json")
     assert response.json()["metadata"]["name"] == "me"
-    body = assert_status(user_api.post(URL, {**BODY, "kind": "TokenReview"}, format="json"), 400, "BadRequest")
+    body = assert_status(
+        user_api.post(URL, {**BODY, "kind": "TokenReview"}, format="json"), 400, "BadRequest"
+    )
     assert body["details"]["causes"][0]["field"] == "kind"
 
 

@@ -60,7 +60,11 @@ def test_the_emulated_kubernetes_is_the_one_kubectl_supports(anon_api):
 def test_the_emulated_version_is_a_setting(anon_api, settings):
     settings.KRUNTIMES_KUBERNETES_VERSION = "1.36"
     body = anon_api.get("/version").json()
-    assert (body["minor"], body["emulationMinor"], body["minCompatibilityMinor"]) == ("36", "36", "35")
+    assert (body["minor"], body["emulationMinor"], body["minCompatibilityMinor"]) == (
+        "36",
+        "36",
+        "35",
+    )
     assert body["gitVersion"].startswith("v1.36.0-kruntimes+")
 
 
