@@ -121,3 +121,22 @@ def test_discovery_lists_it_create_only(user_api):
         "kind": "SelfSubjectReview",
         "verbs": ["create"],
     }
+
+
+def test_kubectls_protobuf_body_is_read(user_api):
+    """kubectl encodes built-in kinds as protobuf: k8s\\x00 + runtime.Unknown{typeMeta, raw}."""
+
+    def field(number: int, payload: bytes) -> bytes:
+        return bytes([number << 3 | 2, len(payload)]) + payload
+
+    type_meta = field(1, b"authentication.k8s.io/v1") + field(2, b"SelfSubjectReview")
+    raw = field(1, field(1, b"me")) + field(2, field(1, b""))  # metadata.name, an empty status
+    response = user_api.generic(
+        "POST",
+        URL,
+        b"k8s\x00" + field(1, type_meta) + field(2, raw),
+        content_type="application/vnd.kubernetes.protobuf",
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["metadata"]["name"] == "me"
+    assert response.json()["status"]["userInfo"]["username"] == "alice"
