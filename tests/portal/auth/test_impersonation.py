@@ -237,3 +237,34 @@ def test_default_roles_grant_only_service_account_impersonation():
     for role in ("view", "edit", "admin"):
         assert not may(role, "users") and not may(role, "groups")
         assert not may(role, "uids", "authentication.k8s.io")
+
+
+def test_the_cluster_authorizes_impersonation_then_sees_bob(
+    sar_backend, access_reviews, user_api, user
+):
+    """Under the SubjectAccessReview authorizer the cluster is asked both questions."""
+    access_reviews.allow()
+    headers = {**AS_BOB, "HTTP_IMPERSONATE_GROUP": "devs", "HTTP_IMPERSONATE_EXTRA_SCOPES": "view"}
+    assert user_api.get(widgets(), **headers).status_code == 200
+    asked = [body["spec"] for body in access_reviews.bodies]
+    alice = {"user": "alice", "uid": str(user.pk), "groups": ["system:authenticated"]}
+    assert asked[:3] == [
+        {**alice, "resourceAttributes": {"verb": "impersonate", "resource": "users",
+                                         "name": "bob"}},
+        {**alice, "resourceAttributes": {"verb": "impersonate", "resource": "groups",
+                                         "name": "devs"}},
+        {**alice, "resourceAttributes": {"verb": "impersonate", "group": "authentication.k8s.io",
+                                         "resource": "userextras", "subresource": "scopes",
+                                         "name": "view"}},
+    ]  # fmt: skip
+    assert asked[3]["user"] == "bob" and "uid" not in asked[3]
+    assert asked[3]["groups"] == ["devs", "system:authenticated"]
+    assert asked[3]["extra"] == {"scopes": ["view"]}
+    assert asked[3]["resourceAttributes"]["verb"] == "list"
+
+    access_reviews.deny("no impersonation here")
+    assert_forbidden(
+        user_api.get(widgets(), **AS_BOB),
+        'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API '
+        'group "" at the cluster scope: no impersonation here',
+    )
