@@ -268,3 +268,19 @@ def test_the_cluster_authorizes_impersonation_then_sees_bob(
         'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API '
         'group "" at the cluster scope: no impersonation here',
     )
+
+
+def test_the_workspace_use_review_judges_the_impersonated_user(admin_api):
+    from tests.helpers.runs import runs_url
+    from tests.helpers.workspace_access import grant_runs, grant_use, workspace_run
+    from tests.helpers.workspaces import make_workspace
+
+    make_workspace("ws")
+    grant_runs("bob")
+    assert_forbidden(
+        admin_api.post(runs_url(), workspace_run(), format="json", **AS_BOB),
+        'persistentworkspaces.kruntimes.io "ws" is forbidden: User "bob" cannot use',
+    )
+    grant_use(["ws"], user="bob")
+    created = admin_api.post(runs_url(), workspace_run(), format="json", **AS_BOB)
+    assert created.status_code == 201, created.json()
