@@ -68,6 +68,9 @@ def test_whoami_get_all_and_get_kruntimes_with_no_warning(live):
         "groups": ["runners", "system:authenticated"],
     }
 
+    impersonated = run(admin, "auth", "whoami", "--as", "carol", "--as-group", "devs")
+    assert "carol" in impersonated and "[devs system:authenticated]" in impersonated
+
     runtime = {**RUNTIME, "spec": {**RUNTIME["spec"], "replicas": 1}}
     manifests = [runtime, script_run("hello", "echo hello"), action_manifest("greet")]
     applied = run(

@@ -140,3 +140,15 @@ def test_kubectls_protobuf_body_is_read(user_api):
     assert response.status_code == 201, response.content
     assert response.json()["metadata"]["name"] == "me"
     assert response.json()["status"]["userInfo"]["username"] == "alice"
+
+
+def test_an_impersonated_request_is_told_who_it_acts_as(admin_api):
+    """``kubectl auth whoami --as bob --as-group devs``: the user the request runs as."""
+    response = admin_api.post(
+        URL, BODY, format="json", HTTP_IMPERSONATE_USER="bob", HTTP_IMPERSONATE_GROUP="devs"
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["status"]["userInfo"] == {
+        "username": "bob",
+        "groups": ["devs", "system:authenticated"],
+    }
