@@ -61,6 +61,18 @@ def register_access_reviews() -> None:
         ("SelfSubjectRulesReview", "selfsubjectrulesreviews", reviews.self_subject_rules_review),
     ):
         registry.register_review(ReviewKind(reviews.GROUP, reviews.VERSION, kind, plural, answer))
+    from portal.auth import self_subject_review as whoami
+
+    registry.register_review(
+        ReviewKind(
+            whoami.GROUP,
+            whoami.VERSION,
+            whoami.KIND,
+            whoami.PLURAL,
+            whoami.self_subject_review,
+            has_spec=False,
+        )
+    )
 
 
 def register_portal_kinds() -> None:

@@ -297,6 +297,10 @@ KRUNTIMES_SCHEDULER_GC_FREEZE = env.bool("KRUNTIMES_SCHEDULER_GC_FREEZE", defaul
 KRUNTIMES_POD_TERMINATION_GRACE_SECONDS = env.float(
     "KRUNTIMES_POD_TERMINATION_GRACE_SECONDS", default=30.0
 )
+# The Kubernetes API level served (``/version``'s major.minor): the shapes follow Kubernetes
+# 1.37's API (discovery, SelfSubjectReview, version.Info with the emulation fields), and
+# kubectl warns about a server more than one minor from its own.
+KRUNTIMES_KUBERNETES_VERSION = env.str("KRUNTIMES_KUBERNETES_VERSION", default="1.37")
 # The largest request body the API and the admin accept (413 beyond; Kubernetes' 3 MiB).
 KRUNTIMES_MAX_REQUEST_BYTES = env.int("KRUNTIMES_MAX_REQUEST_BYTES", default=3 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KRUNTIMES_MAX_REQUEST_BYTES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.registry import IN_ALL, Column, ResourceKind, registry
 from portal.machinery.status_strategy import StatusStrategy, final_phases
 
 GROUP = "kruntimes.io"
@@ -44,6 +44,7 @@ def register_scheduling_kinds() -> None:
             kind="Runtime",
             plural="runtimes",
             model=Runtime,
+            categories=IN_ALL,
             short_names=("rt",),
             body={"spec": RuntimeSpecSerializer, "status": RuntimeStatusSerializer},
             validators=RUNTIME_VALIDATORS,
@@ -62,6 +63,7 @@ def register_scheduling_kinds() -> None:
             kind="Run",
             plural="runs",
             model=Run,
+            categories=IN_ALL,
             short_names=("rn",),
             # a finished Run is never run again, whoever writes its status
             status=StatusStrategy(rules=(final_phases("Run", *TERMINAL_PHASES),)),
@@ -107,6 +109,7 @@ def register_runtime_pods() -> None:
             kind="RuntimePod",
             plural="runtimepods",
             model=RuntimePod,
+            categories=IN_ALL,
             short_names=("rp",),
             body={"spec": RuntimePodSpecSerializer, "status": RuntimePodStatusSerializer},
             read_only=True,

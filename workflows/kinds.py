@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from portal.machinery.owner_admission import register_controller_label
-from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.registry import IN_ALL, KRUNTIMES, Column, ResourceKind, registry
 from portal.machinery.status_strategy import StatusStrategy, final_phases
 
 GROUP = "kruntimes.io"
@@ -48,6 +48,7 @@ def register_workflow_kinds() -> None:
             kind="Workflow",
             plural="workflows",
             model=Workflow,
+            categories=IN_ALL,
             short_names=("wf",),
             body={"spec": WorkflowSpecSerializer, "status": DefinitionStatusSerializer},
             subresources={RUN_SUBRESOURCE: ("create",)},
@@ -66,6 +67,7 @@ def register_workflow_kinds() -> None:
             kind="WorkflowRun",
             plural="workflowruns",
             model=WorkflowRun,
+            categories=IN_ALL,
             short_names=("wfr",),
             status=StatusStrategy(rules=(final_phases("WorkflowRun", *FINISHED_RUN_PHASES),)),
             body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
@@ -88,6 +90,7 @@ def register_workflow_kinds() -> None:
             kind="Action",
             plural="actions",
             model=Action,
+            categories=KRUNTIMES,
             body={"spec": ActionSpecSerializer, "status": DefinitionStatusSerializer},
             warnings=(action_warnings,),
             columns=(Column("READY", _ready),),

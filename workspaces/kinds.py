@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from portal.machinery.registry import Column, ResourceKind, registry
+from portal.machinery.registry import KRUNTIMES, Column, ResourceKind, registry
 from portal.machinery.status_strategy import StatusStrategy, final_phases, set_once
 
 GROUP = "kruntimes.io"
@@ -26,6 +26,7 @@ def register_workspace_kind() -> ResourceKind:
             kind="PersistentWorkspace",
             plural="persistentworkspaces",
             model=PersistentWorkspace,
+            categories=KRUNTIMES,
             short_names=("pw",),
             # Released is terminal for scheduling, a Lost workspace is never rebound, and a
             # bound one stays on its pod (name and UID): no status write moves its data

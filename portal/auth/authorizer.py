@@ -130,6 +130,11 @@ BASIC_RULES = (
         "apiGroups": ["authorization.k8s.io"],
         "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
     },
+    {
+        "verbs": ["create"],
+        "apiGroups": ["authentication.k8s.io"],
+        "resources": ["selfsubjectreviews"],
+    },
 )
 DISCOVERY_RULES = ({"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*"]},)
 EVERYTHING = RuleList(

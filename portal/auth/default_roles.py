@@ -4,7 +4,9 @@ the registered kinds and ensured after every migrate.
 As in Kubernetes: ``view`` reads every namespaced kind but Secrets (reading a Secret can
 mean acting as whoever owns its credentials) and RBAC; ``edit`` also reads Secrets and writes
 every namespaced kind but RBAC and ControllerRevisions (a controller's snapshots, only read);
-``admin`` adds Roles and RoleBindings. A role whose
+``admin`` adds Roles and RoleBindings. ``edit`` (hence ``admin``) may also ``impersonate``
+the namespace's ServiceAccounts, as Kubernetes' bootstrap policy grants; impersonating users,
+groups, uids or extras is no default role's (only the privileged group's). A role whose
 ``rbac.authorization.kubernetes.io/autoupdate`` annotation is ``"true"`` (the default) is
 brought back to these rules; set it to ``"false"`` to keep an edited copy.
 """
@@ -55,7 +57,9 @@ def default_cluster_roles() -> dict[str, list[dict[str, Any]]]:
     view = [*_with_verbs(readable, READ), namespaces]
     secrets = {"apiGroups": [""], "resources": ["secrets"], "verbs": list(READ)}
     writable = lambda kind: not_rbac(kind) and (kind.group, kind.plural) not in CONTROLLER_OWNED  # noqa: E731
-    edit = [*view, secrets, *_with_verbs(_by_group(writable), WRITE)]
+    # acting as the namespace's ServiceAccounts: edit can run workloads as them anyway
+    impersonate = {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]}
+    edit = [*view, secrets, impersonate, *_with_verbs(_by_group(writable), WRITE)]
     rbac = {"apiGroups": [RBAC_GROUP], "resources": ["rolebindings", "roles"]}
     admin = [*edit, {**rbac, "verbs": [*READ, *WRITE]}]
     return {"view": view, "edit": edit, "admin": admin}

@@ -57,15 +57,31 @@ def forbidden(
     reason: str,
 ) -> errors.StatusError:
     """The API server's 403 text: ``runs.kruntimes.io "x" is forbidden: User "u" cannot ...``."""
-    resource = f"{kind.plural}/{subresource}" if subresource else kind.plural
+    return forbidden_resource(
+        kind.plural, kind.group, user, verb, namespace, name, subresource, reason
+    )
+
+
+def forbidden_resource(
+    plural: str,
+    group: str,
+    user: UserInfo,
+    verb: str,
+    namespace: str | None,
+    name: str,
+    subresource: str = "",
+    reason: str = "",
+) -> errors.StatusError:
+    """The same 403 for any resource, served here or not (``users`` for impersonation)."""
+    resource = f"{plural}/{subresource}" if subresource else plural
     where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-    subject = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+    subject = f"{plural}.{group}" if group else plural
     target = f'{subject} "{name}"' if name else subject
     because = f": {reason}" if reason else ""
     return errors.forbidden_status(
         f'{target} is forbidden: User "{user.username}" cannot {verb} '
-        f'resource "{resource}" in API group "{kind.group}"{where}{because}',
-        kind.plural,
-        kind.group,
+        f'resource "{resource}" in API group "{group}"{where}{because}',
+        plural,
+        group,
         name,
     )

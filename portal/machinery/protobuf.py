@@ -41,8 +41,10 @@ SCHEMAS: dict[str, dict[int, tuple[str, str]]] = {
     "NonResourceAttributes": {1: ("path", STRING), 2: ("verb", STRING)},
     "SelfSubjectRulesReview": {1: ("metadata", "ObjectMeta"), 2: ("spec", "SSRRSpec")},
     "SSRRSpec": {1: ("namespace", STRING)},
+    # kubectl auth whoami: nothing to read but the metadata (its status is the answer's)
+    "SelfSubjectReview": {1: ("metadata", "ObjectMeta")},
 }
-KINDS = {"SelfSubjectAccessReview", "SelfSubjectRulesReview"}
+KINDS = {"SelfSubjectAccessReview", "SelfSubjectRulesReview", "SelfSubjectReview"}
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:

@@ -38,6 +38,13 @@ AdmissionCheck = Callable[
 ]
 
 
+# Discovery categories, which kubectl expands (``kubectl get all``, ``kubectl get kruntimes``):
+# ``all`` holds what a user runs and watches (as kube's pods, deployments, jobs, cronjobs),
+# not definitions, volumes or configuration; ``kruntimes`` every kind of kruntimes.io.
+IN_ALL = ("all", "kruntimes")
+KRUNTIMES = ("kruntimes",)
+
+
 @dataclass
 class ResourceKind:
     group: str  # "" is the core group (Namespace)
@@ -143,6 +150,8 @@ class ReviewKind:
     kind: str
     plural: str
     answer: Callable[[Any, Any], dict[str, Any]]
+    # A review with nothing to ask but who asks (SelfSubjectReview) has no ``spec``.
+    has_spec: bool = True
 
     @property
     def api_version(self) -> str:

@@ -347,17 +347,15 @@ class NotFoundView(KubeView):
 
 
 def review_serializer(review: ReviewKind) -> type[serializers.Serializer[Any]]:
-    return type(
-        review.kind,
-        (serializers.Serializer,),
-        {
-            "apiVersion": serializers.CharField(default=review.api_version),
-            "kind": serializers.CharField(default=review.kind),
-            "metadata": serializers.DictField(required=False),
-            "spec": serializers.DictField(),
-            "status": serializers.DictField(read_only=True),
-        },
-    )
+    fields: dict[str, Any] = {
+        "apiVersion": serializers.CharField(default=review.api_version),
+        "kind": serializers.CharField(default=review.kind),
+        "metadata": serializers.DictField(required=False),
+        "status": serializers.DictField(read_only=True),
+    }
+    if review.has_spec:
+        fields["spec"] = serializers.DictField()
+    return type(review.kind, (serializers.Serializer,), fields)
 
 
 def review_urlpattern(review: ReviewKind) -> URLPattern:

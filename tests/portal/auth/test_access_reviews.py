@@ -156,7 +156,8 @@ def test_rules_review_of_a_user_without_grants(django_user_model):
     bob = token_client(django_user_model.objects.create_user("bob"))
     status = rules(bob)
     assert [r["resources"] for r in status["resourceRules"]] == [
-        ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]
+        ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+        ["selfsubjectreviews"],  # kubectl auth whoami
     ]
 
 

