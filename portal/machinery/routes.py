@@ -16,7 +16,7 @@ from .registry import ResourceKind, ReviewKind, registry
 from .serializers import ObjectMetaSerializer, StrictSerializer, fresh_field
 from .views import CollectionView, KubeView, ObjectView, ReviewView
 
-VERBS_COLLECTION = ["create", "delete", "get", "list", "patch", "update"]
+VERBS_COLLECTION = ["create", "delete", "deletecollection", "get", "list", "patch", "update"]
 VERBS_READ = ["get", "list"]
 
 
@@ -63,6 +63,33 @@ LIST_PARAMETERS = [
     OpenApiParameter("continue", str),
 ]
 WRITE_PARAMETERS = [OpenApiParameter("dryRun", str, enum=["All"])]
+DELETE_PARAMETERS = [
+    *WRITE_PARAMETERS,
+    OpenApiParameter("propagationPolicy", str, enum=["Background", "Foreground", "Orphan"]),
+    OpenApiParameter("gracePeriodSeconds", int),
+    OpenApiParameter("orphanDependents", bool),
+]
+
+
+class PreconditionsSerializer(serializers.Serializer[Any]):
+    uid = serializers.CharField(required=False)
+    resourceVersion = serializers.CharField(required=False)
+
+
+class DeleteOptionsSerializer(serializers.Serializer[Any]):
+    """meta/v1 DeleteOptions, the body of a delete (``portal.machinery.delete_options``)."""
+
+    apiVersion = serializers.CharField(required=False)
+    kind = serializers.CharField(required=False)
+    dryRun = serializers.ListField(child=serializers.ChoiceField(["All"]), required=False)
+    gracePeriodSeconds = serializers.IntegerField(required=False)
+    propagationPolicy = serializers.ChoiceField(
+        ["Background", "Foreground", "Orphan"], required=False
+    )
+    orphanDependents = serializers.BooleanField(required=False)
+    preconditions = PreconditionsSerializer(required=False)
+
+
 ERRORS = {code: StatusSerializer for code in (400, 401, 403, 404, 409, 422)}
 
 
@@ -88,6 +115,13 @@ def _views(
             parameters=WRITE_PARAMETERS,
             tags=tag,
         ),
+        delete=extend_schema(
+            operation_id=f"deletecollection{kind.kind}",
+            request=DeleteOptionsSerializer,
+            parameters=LIST_PARAMETERS[:2] + DELETE_PARAMETERS,
+            responses={200: listing, **ERRORS},
+            tags=tag,
+        ),
     )(type(f"{kind.kind}CollectionView", (CollectionView,), {"kind": kind}))
     obj = extend_schema_view(
         get=extend_schema(
@@ -109,12 +143,8 @@ def _views(
         ),
         delete=extend_schema(
             operation_id=f"delete{kind.kind}",
-            request=None,
-            parameters=[
-                OpenApiParameter(
-                    "propagationPolicy", str, enum=["Background", "Foreground", "Orphan"]
-                )
-            ],
+            request=DeleteOptionsSerializer,
+            parameters=DELETE_PARAMETERS,
             responses={200: item, **ERRORS},
             tags=tag,
         ),

@@ -551,18 +551,9 @@ def _delete_once(
 
     with transaction.atomic():
         obj = get_object(kind, namespace, name)
-        if preconditions.get("uid") and preconditions["uid"] != str(obj.uid):
-            raise errors.conflict(
-                kind.plural,
-                kind.group,
-                name,
-                "the UID in the precondition does not match the object",
-            )
-        _check_resource_version(kind, obj, preconditions)
-        if context.dry_run:
-            return obj, not blocking_finalizers(kind, obj)
+        _check_delete_preconditions(kind, obj, preconditions)
         seen, seen_finalizers = obj.resource_version, list(obj.finalizers)
-        if propagation == "Orphan":
+        if propagation == "Orphan" and not context.dry_run:
             orphan_dependents(obj.uid)
         elif (
             propagation == "Foreground"
@@ -575,13 +566,41 @@ def _delete_once(
                 return obj, False  # already terminating: a repeated delete changes nothing
             if obj.deletion_timestamp is None:
                 obj.deletion_timestamp = timezone.now()
+            if context.dry_run:  # the object as the delete would leave it, not stored
+                return obj, False
             _save_if_unchanged(kind, obj, seen)
             _notify(kind, obj, "MODIFIED")
             return obj, False
+        if context.dry_run:
+            return obj, True
         _objects(kind).filter(pk=obj.pk).delete()
         obj.resource_version = history.allocate()
         _notify(kind, obj, "DELETED")
     return obj, True
+
+
+def _check_delete_preconditions(
+    kind: ResourceKind, obj: Any, preconditions: Mapping[str, Any]
+) -> None:
+    """DeleteOptions.preconditions, with the API server's words (``rest.BeforeDelete``)."""
+    uid, version = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid and uid != str(obj.uid):
+        raise errors.conflict(
+            kind.plural,
+            kind.group,
+            obj.name,
+            f"the UID in the precondition ({uid}) does not match the UID in record ({obj.uid}). "
+            "The object might have been deleted and then recreated",
+        )
+    if version and str(version) != str(obj.resource_version):
+        raise errors.conflict(
+            kind.plural,
+            kind.group,
+            obj.name,
+            f"the ResourceVersion in the precondition ({version}) does not match the "
+            f"ResourceVersion in record ({obj.resource_version}). "
+            "The object might have been modified",
+        )
 
 
 def remove_finalizer(kind: ResourceKind, obj: Any, finalizer: str, *, context: WriteContext) -> Any:

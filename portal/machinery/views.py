@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -18,8 +19,9 @@ from rest_framework.views import APIView
 
 from portal.auth.impersonation import impersonate
 
-from . import admission_warnings, errors, patches, store, tables, watch
+from . import admission_warnings, delete_options, errors, patches, store, tables, watch
 from .admission import authorize
+from .collection_delete import delete_collection
 from .decoding import max_request_bytes, too_large
 from .listing import consistent_list, parse_field_selector
 from .manifest import list_item, to_manifest
@@ -141,7 +143,7 @@ class KubeView(APIView):
         returned context (which remembers the grant) on to the store."""
         context = (
             self.context(request)
-            if verb in ("create", "update", "patch", "delete")
+            if verb in ("create", "update", "patch")
             else store.WriteContext(user=request.user)
         )
         return authorize(context, self.kind, verb, namespace, name, self.subresource)
@@ -155,6 +157,12 @@ class KubeView(APIView):
                     [errors.not_supported("dryRun", value, ["All"])],
                 )
         return store.WriteContext(user=request.user, dry_run=bool(dry_run))
+
+    def delete_options(self, request: Request) -> delete_options.DeleteOptions:
+        """DeleteOptions from the body, or from the query string when there is no body."""
+        data: Any = request.data
+        present = request.stream is not None  # DRF reads no stream for an empty body
+        return delete_options.read(present, data, request.query_params, self.kind.api_version)
 
     def body(self, request: Request) -> Any:
         """The parsed body: any JSON value (DRF's stubs say ``request.data`` is a dict)."""
@@ -234,6 +242,22 @@ class CollectionView(KubeView):
         obj = store.create(self.kind, body, namespace=namespace, context=context)
         return Response(self.manifest(obj), status=201)
 
+    def delete(self, request: Request, namespace: str | None = None) -> Response:
+        """deletecollection: every object the selectors match, with the same DeleteOptions."""
+        if self.kind.namespaced and namespace is None:
+            raise errors.method_not_allowed("deletecollection needs a namespace in the path")
+        context = self.authorize(request, "deletecollection", namespace)
+        options = self.delete_options(request)
+        deleted = delete_collection(self.kind, namespace, request.query_params, options, context)
+        return Response(
+            {
+                "apiVersion": self.kind.api_version,
+                "kind": f"{self.kind.kind}List",
+                "metadata": {},
+                "items": [self.manifest(obj) for obj in deleted],
+            }
+        )
+
 
 def _has_control_characters(value: str) -> bool:
     return any(ord(char) < 0x20 or ord(char) == 0x7F for char in value)
@@ -289,20 +313,15 @@ class ObjectView(KubeView):
     def delete(self, request: Request, name: str, namespace: str | None = None) -> Response:
         if self.subresource:
             raise errors.method_not_allowed("DELETE is not allowed on a subresource")
-        context = self.authorize(request, "delete", namespace, name)
-        options = request.data if isinstance(request.data, dict) else {}
-        propagation = (
-            request.query_params.get("propagationPolicy")
-            or options.get("propagationPolicy")
-            or "Background"
-        )
+        context = self.authorize(request, "delete", namespace, name)  # before the body, as kube
+        options = self.delete_options(request)
         obj, gone = store.delete(
             self.kind,
             namespace,
             name,
-            propagation=propagation,
-            preconditions=options.get("preconditions"),
-            context=context,
+            propagation=options.propagation,
+            preconditions=options.preconditions,
+            context=replace(context, dry_run=bool(options.dry_run)),
         )
         if not gone:
             return Response(self.manifest(obj))

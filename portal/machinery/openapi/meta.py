@@ -65,20 +65,57 @@ def meta_definitions() -> dict[str, Schema]:
         },
         DELETE_OPTIONS: {
             "type": "object",
-            "description": "DeleteOptions may be provided when deleting an API object.",
+            "description": "DeleteOptions may be provided when deleting an API object: in the "
+            "body (the query string is then not read) or, without a body, as query parameters.",
             "properties": {
-                "apiVersion": _STRING,
-                "kind": _STRING,
+                "apiVersion": {
+                    **_STRING,
+                    "description": "v1, meta.k8s.io/v1, meta.k8s.io/v1beta1 or the version "
+                    "of the kind being deleted; may be omitted.",
+                },
+                "kind": {**_STRING, "description": "DeleteOptions; may be omitted."},
+                "dryRun": {
+                    "type": "array",
+                    "items": _STRING,
+                    "description": "All: check and admit the delete, and answer with the object "
+                    "as it would be left (deletionTimestamp set while finalizers remain), "
+                    "but change nothing.",
+                },
+                "gracePeriodSeconds": {
+                    "type": "integer",
+                    "format": "int64",
+                    "description": "Accepted for compatibility; the kinds served here have no "
+                    "graceful deletion, so the delete is immediate once no finalizer remains.",
+                },
                 "propagationPolicy": {
                     "type": "string",
                     "enum": ["Background", "Foreground", "Orphan"],
+                    "description": "What happens to the dependents (objects whose "
+                    "ownerReferences name this one): deleted after it (Background, the "
+                    "default), before it (Foreground), or kept with the reference removed "
+                    "(Orphan).",
+                },
+                "orphanDependents": {
+                    "type": "boolean",
+                    "description": "Deprecated: true is propagationPolicy Orphan, false "
+                    "Background; not together with propagationPolicy.",
                 },
                 "preconditions": {
                     "type": "object",
-                    "properties": {"uid": _STRING, "resourceVersion": _STRING},
+                    "description": "The delete happens only if the object still has this "
+                    "uid and resourceVersion; otherwise 409 Conflict.",
+                    "properties": {
+                        "uid": {**_STRING, "description": "The object's metadata.uid."},
+                        "resourceVersion": {
+                            **_STRING,
+                            "description": "The object's metadata.resourceVersion.",
+                        },
+                    },
                 },
-                "dryRun": {"type": "array", "items": _STRING},
             },
+            "x-kubernetes-group-version-kind": [
+                {"group": "meta.k8s.io", "version": "v1", "kind": "DeleteOptions"}
+            ],
         },
         PATCH: {
             "type": "object",

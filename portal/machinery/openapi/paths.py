@@ -68,13 +68,27 @@ FIELD_VALIDATION = _query(
 WRITE_PARAMETERS = [DRY_RUN, FIELD_VALIDATION]
 PROPAGATION = _query(
     "propagationPolicy",
-    "Background, Foreground or Orphan: what happens to dependents.",
+    "Background, Foreground or Orphan: what happens to dependents (read only without a body).",
     {"type": "string", "enum": ["Background", "Foreground", "Orphan"]},
 )
+GRACE_PERIOD = _query(
+    "gracePeriodSeconds",
+    "Accepted for compatibility; deletion is immediate (read only without a body).",
+    {"type": "integer"},
+)
+ORPHAN_DEPENDENTS = _query(
+    "orphanDependents",
+    "Deprecated: true is propagationPolicy=Orphan (read only without a body).",
+    {"type": "boolean"},
+)
+DELETE_PARAMETERS = [DRY_RUN, PROPAGATION, GRACE_PERIOD, ORPHAN_DEPENDENTS]
 
 
 def _content(schema: Schema, types: tuple[str, ...] = JSON_TYPES) -> Schema:
     return {media: {"schema": schema} for media in types}
+
+
+DELETE_BODY = {"content": _content(ref(DELETE_OPTIONS))}
 
 
 def _ok(schema: Schema, code: str = "200") -> Schema:
@@ -179,6 +193,14 @@ def kind_paths(kind: ResourceKind) -> dict[str, Schema]:
                 parameters=WRITE_PARAMETERS,
                 requestBody=create_body,
             ),
+            "delete": _op(
+                kind,
+                "deletecollection",
+                _operation_id("deletecollection", kind, scope),
+                _ok(listing),
+                parameters=[*LIST_PARAMETERS[:2], *DELETE_PARAMETERS],
+                requestBody=DELETE_BODY,
+            ),
         },
         f"{collection}/{{name}}": {
             "parameters": [name, *namespace],
@@ -188,8 +210,8 @@ def kind_paths(kind: ResourceKind) -> dict[str, Schema]:
                 "delete",
                 _operation_id("delete", kind, scope),
                 _ok(ref(STATUS)),
-                parameters=[DRY_RUN, PROPAGATION],
-                requestBody={"content": _content(ref(DELETE_OPTIONS))},
+                parameters=DELETE_PARAMETERS,
+                requestBody=DELETE_BODY,
             ),
         },
     }

@@ -204,7 +204,7 @@ def test_foreground_keeps_owner_until_dependents_are_gone(
 
 def test_unknown_propagation_policy(admin_api, owner):
     response = admin_api.delete(f"{gadgets()}/owner?propagationPolicy=Sideways")
-    assert_status(response, 400, "BadRequest")
+    assert_status(response, 422, "Invalid")
 
 
 def test_beat_pass_heals_a_lost_cascade_event(admin_api, owner):

@@ -165,3 +165,28 @@ def test_openapi_is_read_by_authenticated_users_like_discovery(anon_api):
     assert_status(anon_api.get("/apis"), 401, "Unauthorized")
     assert_status(anon_api.get("/openapi/v3"), 401, "Unauthorized")
     assert_status(anon_api.get("/openapi/v3/api/v1"), 401, "Unauthorized")
+
+
+def test_deletes_describe_their_delete_options_body(admin_api):
+    body = document(admin_api, "apis/kruntimes.io/v1alpha1")
+    options_ref = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+    runs = "/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/runs"
+    one, many = body["paths"][runs + "/{name}"]["delete"], body["paths"][runs]["delete"]
+    assert (one["x-kubernetes-action"], many["x-kubernetes-action"]) == (
+        "delete",
+        "deletecollection",
+    )
+    for operation in (one, many):
+        schema = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": options_ref}
+        queries = {p["name"] for p in operation["parameters"] if p["in"] == "query"}
+        assert queries >= {"dryRun", "propagationPolicy", "gracePeriodSeconds"}
+    options = body["components"]["schemas"][options_ref.rsplit("/", 1)[1]]
+    assert set(options["properties"]) >= {
+        "dryRun",
+        "gracePeriodSeconds",
+        "preconditions",
+        "propagationPolicy",
+        "orphanDependents",
+    }
+    assert all(p.get("description") for p in options["properties"].values())
