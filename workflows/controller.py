@@ -35,6 +35,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from portal import events_recorder
 from portal.auth.identities import controller
@@ -192,18 +193,22 @@ def load_children(wfr: WorkflowRun) -> Children:
     children = Children(recorded=list(recorded))
     run_names, job_names = _names(wfr)
     for kind_name, model in KINDS.items():
-        uids = [c["uid"] for c in recorded if c.get("kind") == kind_name]
-        mine = children.by_kind(kind_name)
-        mine.update(
-            {o.name: o for o in model.objects.filter(namespace=wfr.namespace, uid__in=uids)}
-        )
+        uids = {c["uid"] for c in recorded if c.get("kind") == kind_name}
         names = {"Run": run_names, snapshots.KIND: {snapshots.snapshot_name(wfr)}}.get(
             kind_name, job_names
         )
-        held = model.objects.filter(namespace=wfr.namespace, name__in=names)
-        children.taken |= {(kind_name, n) for n in held.values_list("name", flat=True)} - {
-            (kind_name, n) for n in mine
-        }
+        # one read per kind: the children recorded (by UID) and whoever holds their names
+        found = model.objects.filter(namespace=wfr.namespace).filter(
+            Q(uid__in=uids) | Q(name__in=names)
+        )
+        mine = children.by_kind(kind_name)
+        held = set()
+        for obj in found:
+            if str(obj.uid) in uids:
+                mine[obj.name] = obj
+            else:
+                held.add(obj.name)
+        children.taken |= {(kind_name, n) for n in held - set(mine)}
     return children
 
 
@@ -644,21 +649,20 @@ class Write:
 
 
 class RaceLost(Exception):
-    """The WorkflowRun changed while a child was being made: the child is not made."""
+    """The WorkflowRun changed while the pass made children: the pass's transaction (the
+    children with it) is undone."""
 
 
-def make_child(wfr: WorkflowRun, children: Children, write: Write) -> None:
-    """Create the child and record its UID in the WorkflowRun's ``status.children`` in one
-    transaction: a child exists only if the controller knows it made it (RaceLost, and nothing
-    made, when the WorkflowRun was written in between)."""
+def make_child(children: Children, wfr: WorkflowRun, write: Write) -> Any:
+    """Create the child (``store.create`` writes in its own savepoint: a refused create undoes
+    only itself) and add its UID to ``children.recorded``. Called inside the pass's transaction (``reconcile``), whose
+    status write records every child the pass made: a child exists only if the controller
+    recorded making it (the status write lost to a concurrent write undoes the creates)."""
     body = {"apiVersion": API_VERSION, "kind": write.kind, **write.body}
-    with transaction.atomic():
-        kind = _kind(write.kind, body["apiVersion"])
-        obj = store.create(kind, body, namespace=wfr.namespace, context=context())
-        entry = {"kind": write.kind, "name": obj.name, "uid": str(obj.uid)}
-        if not run_status.record_children(wfr, [*children.recorded, entry]):
-            raise RaceLost(write.name)
-    children.recorded.append(entry)
+    obj = store.create(
+        _kind(write.kind, body["apiVersion"]), body, namespace=wfr.namespace, context=context()
+    )
+    children.recorded.append({"kind": write.kind, "name": obj.name, "uid": str(obj.uid)})
     if write.instead_of:
         events_recorder.record(
             wfr,
@@ -667,14 +671,14 @@ def make_child(wfr: WorkflowRun, children: Children, write: Write) -> None:
             f"created {obj.name} instead",
             type=events_recorder.WARNING,
         )
+    return obj
 
 
 def act(
     wfr: WorkflowRun, children: Children, writes: list[Write], done: set[Write]
 ) -> tuple[int, dict]:
     """Make the planned writes in order, skipping those ``done`` already; stops at the first
-    create refused. Returns (children created, {(kind, name): why} of the refusal); raises
-    RaceLost when the WorkflowRun changed under it."""
+    create refused. Returns (children created, {(kind, name): why} of the refusal)."""
     created = 0
     for write in writes:
         if write in done:
@@ -689,7 +693,7 @@ def act(
                 log.info("WorkflowRun %s: cancelling %s deferred: %s", wfr.name, write.name, exc)
             continue
         try:
-            make_child(wfr, children, write)
+            make_child(children, wfr, write)
         except StatusError as exc:
             why = TAKEN if exc.code == 409 else exc.message  # someone else's: not ours to read
             log.warning(
@@ -700,61 +704,46 @@ def act(
     return created, {}
 
 
-def ensure_snapshot(wfr: WorkflowRun, children: Children) -> None:
+def ensure_snapshot(wfr: WorkflowRun, children: Children) -> bool:
     """Make the run's snapshot (``workflows.snapshots``) once, before anything else, recorded
     in ``status.children`` like every child: under its second name when another object holds
-    the first. Raises RaceLost, snapshots.Unusable (too large, or recorded and gone: what the
-    run resolved is lost), or the StatusError of a refused create."""
+    the first. Returns whether it made one. Raises snapshots.Unusable (too large, or recorded
+    and gone: what the run resolved is lost), or the StatusError of a refused create."""
     if children.revisions:
-        return
+        return False
     lost = [c["name"] for c in children.recorded if c.get("kind") == snapshots.KIND]
     if lost:
         raise snapshots.Unusable(f"the snapshot {lost[0]} of what this WorkflowRun runs is gone")
     first = snapshots.snapshot_name(wfr)
     data = snapshots.resolve(wfr)
 
-    def create(name: str) -> None:
+    def create(name: str) -> ControllerRevision:
         body = snapshots.manifest(wfr, name, data)
-        make_child(
-            wfr, children, Write("create", snapshots.KIND, name, body, first * (name != first))
+        made = make_child(
+            children, wfr, Write("create", snapshots.KIND, name, body, first * (name != first))
         )
+        assert isinstance(made, ControllerRevision)
+        return made
 
     if (snapshots.KIND, first) in children.taken:
-        create(second_name(wfr, first))
+        revision = create(second_name(wfr, first))
     else:
         try:
-            create(first)
+            revision = create(first)
         except StatusError as exc:
             if exc.code != 409:
                 raise
-            create(second_name(wfr, first))
-    revision = ControllerRevision.objects.get(uid=children.recorded[-1]["uid"])
+            revision = create(second_name(wfr, first))
     children.revisions[revision.name] = revision
-
-
-def snapshotted(wfr: WorkflowRun, children: Children, now: datetime) -> bool:
-    """Snapshot a run that has none; True when it has one (the pass goes on)."""
-    from .triggers import request_reconcile
-
-    try:
-        ensure_snapshot(wfr, children)
-    except RaceLost:
-        request_reconcile(str(wfr.uid))
-        return False
-    except snapshots.Unusable as exc:
-        failed = {**(wfr.status or {}), "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
-        run_status.write(wfr, run_status.run_conditions(failed, wfr, now))
-        return False
-    except StatusError as exc:  # the beat tries again
-        log.warning("WorkflowRun %s: its snapshot was refused: %s", wfr.name, exc.message)
-        return False
     return True
 
 
 def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
     """One pass: observe (the WorkflowRun and the children it recorded making), compute the
-    status and the writes it needs (pure), act (make them, each child's UID recorded as it is
-    made), then write the status. A create refused is a fact the next computation knows (its
+    status and the writes it needs (pure), act (make them), then write the status with the
+    UIDs of the children made, in one transaction: a WorkflowRun written meanwhile undoes the
+    pass (RaceLost), so no child exists that its WorkflowRun did not record. The snapshot is
+    made first, in the same pass. A create refused is a fact the next computation knows (its
     step or job fails with the reason, or a child whose name is held by another object gets
     its second name); the pass computes again until its writes are made. Returns whether the
     status changed."""
@@ -763,26 +752,36 @@ def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
     if wfr.is_finished or wfr.deletion_timestamp is not None:
         return False
     children = load_children(wfr)
-    if not snapshotted(wfr, children, now):
+    try:
+        with transaction.atomic():
+            return _pass(wfr, children, now)
+    except RaceLost:
+        request_reconcile(str(wfr.uid))  # computed from a WorkflowRun that changed
         return False
+    except snapshots.Unusable as exc:
+        failed = {**(wfr.status or {}), "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
+        return run_status.write(wfr, run_status.run_conditions(failed, wfr, now))
+    except StatusError as exc:  # the snapshot's create refused (act keeps the others): the beat
+        log.warning("WorkflowRun %s: its pass was refused: %s", wfr.name, exc.message)
+        return False
+
+
+def _pass(wfr: WorkflowRun, children: Children, now: datetime) -> bool:
+    """``reconcile``'s work inside its transaction; raises RaceLost when the status write
+    recording the children made loses to another write of the WorkflowRun."""
+    created = int(ensure_snapshot(wfr, children))
     callers = calls.callers(wfr)
     refused: dict[tuple[str, str], str] = {}
     done: set[Write] = set()
-    created = 0
     while True:
         reconciler = Reconciler(wfr, now, children, refused, callers)
         status = reconciler.status()
-        try:
-            made, refusal = act(wfr, children, reconciler.planned, done)
-        except RaceLost:
-            request_reconcile(str(wfr.uid))  # computed from a WorkflowRun that changed
-            return False
+        made, refusal = act(wfr, children, reconciler.planned, done)
         created += made
         if not refusal:
             break
         refused.update(refusal)
     changed = run_status.write(wfr, {**status, "children": list(children.recorded)})
     if created and not changed:
-        # children were made but the status write lost a race: look again soon
-        request_reconcile(str(wfr.uid))
+        raise RaceLost(wfr.name)
     return changed

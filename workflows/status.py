@@ -37,13 +37,6 @@ def run_conditions(status: dict, wfr: WorkflowRun, now: datetime) -> dict:
     )
 
 
-def record_children(wfr: WorkflowRun, children: list[dict]) -> bool:
-    """Set ``status.children`` (each {kind, name, uid} the controller created) at the
-    resourceVersion ``wfr`` was read at; False when another write came first."""
-    status = {**(wfr.status or {}), "children": children}
-    return history.compare_and_set(wfr, {"status": status, **WorkflowRun.status_columns(status)})
-
-
 def write(wfr: WorkflowRun, status: dict) -> bool:
     if status == (wfr.status or {}):
         return False

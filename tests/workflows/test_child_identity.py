@@ -6,6 +6,7 @@ from those UIDs, a name another object holds gets a second name (an HMAC of it) 
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from portal.machinery import history
 from portal.models import ControllerRevision, Event
@@ -140,14 +141,20 @@ def test_a_forged_workspace_and_called_workflow_run_are_not_used():
     assert len(name_taken_events(wfr)) == 2
 
 
-def test_a_child_is_not_made_when_its_uid_cannot_be_recorded(monkeypatch):
-    """The create and the record are one transaction: the WorkflowRun written in between
-    means no child (the next pass makes it), never a child nobody recorded."""
+def test_a_child_is_not_made_when_its_uid_cannot_be_recorded():
+    """The creates and the record are one transaction: a pass computed from a WorkflowRun that
+    someone else wrote since it was read makes no child (the next pass makes them), never a
+    child nobody recorded."""
     wfr = start({"build": job(step("s"))})
-    monkeypatch.setattr(controller.run_status, "record_children", lambda wfr, children: False)
-    wfr = tick(wfr)
+    stale = WorkflowRun.objects.get(pk=wfr.pk)
+    other = WorkflowRun.objects.get(pk=wfr.pk)
+    assert history.compare_and_set(other, {"labels": {**other.labels, "touched": "yes"}})
+    assert controller.reconcile(stale, timezone.now()) is False
+    wfr = WorkflowRun.objects.get(pk=wfr.pk)
+    assert wfr.labels["touched"] == "yes"
     assert not Run.objects.exists() and not PersistentWorkspace.objects.exists()
-    monkeypatch.undo()
+    assert not ControllerRevision.objects.exists()
+    assert "children" not in (wfr.status or {})
     wfr = settle(wfr)
     assert Run.objects.filter(name="wfr-build-s").exists()
 
