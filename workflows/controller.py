@@ -48,7 +48,7 @@ from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase, Run
 from workspaces.models import PersistentWorkspace, WorkspacePhase
 from workspaces.ownership import WORKFLOW_CONTROLLER
 
-from . import calls, expressions, snapshots
+from . import calls, expressions, run_events, snapshots
 from . import status as run_status
 from .expressions import Unresolved, Values
 from .models import FINISHED_RUN_PHASES, JobPhase, StepPhase, WorkflowRun, WorkflowRunPhase
@@ -799,8 +799,12 @@ def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
         request_reconcile(str(wfr.uid))  # computed from a WorkflowRun that changed
         return False
     except snapshots.Unusable as exc:
-        failed = {**(wfr.status or {}), "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
-        return run_status.write(wfr, run_status.run_conditions(failed, wfr, now))
+        before = dict(wfr.status or {})
+        failed = {**before, "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
+        if not run_status.write(wfr, run_status.run_conditions(failed, wfr, now)):
+            return False
+        run_events.record(wfr, before, wfr.status or {})
+        return True
     except StatusError as exc:  # the snapshot's create refused (act keeps the others): the beat
         log.warning("WorkflowRun %s: its pass was refused: %s", wfr.name, exc.message)
         return False
@@ -825,9 +829,12 @@ def _pass(wfr: WorkflowRun, children: Children, now: datetime) -> bool:
         refused.update(refusal)
     if status.get("phase") in FINISHED_RUN_PHASES:
         release_unbound_workspaces(wfr, children)
+    before = dict(wfr.status or {})
     changed = run_status.write(wfr, {**status, "children": list(children.recorded)})
     if created and not changed:
         raise RaceLost(wfr.name)
+    if changed:
+        run_events.record(wfr, before, wfr.status or {})
     return changed
 
 
