@@ -907,6 +907,7 @@ overview.register_tile(
             "kruntimes.io",
             "workflowruns",
             ("Pending", "Running"),
+            ("Succeeded", "Failed", "Cancelled"),
         ),
         order=50,
     )
