@@ -15,7 +15,7 @@ from portal.resource_admin import (
     TerminatingFilter,
     badge,
     compact,
-    human_duration,
+    elapsed,
     timestamp,
 )
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
@@ -233,7 +233,7 @@ class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, 
         end = time_or_none(status.get("completionTime"))
         if end is None and obj.is_terminal:
             return ""
-        text = human_duration(((end or timezone.now()) - start).total_seconds())
+        text = elapsed(((end or timezone.now()) - start).total_seconds())
         title = f"{timestamp(start)} → {timestamp(end) if end else 'now'}"
         if end is None:
             return format_html(
