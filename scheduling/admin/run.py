@@ -284,6 +284,8 @@ class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, 
         status = run_detail.as_dict(obj.status)
         reason, message = compact(status.get("reason")), compact(status.get("message"))
         exit_code = status.get("exitCode")
+        if exit_code is not None and f"exit code {exit_code}" in message:
+            exit_code = None  # the message says it already (runtimed's does)
         if not (reason or message or exit_code is not None):
             return NONE
         return format_html(
