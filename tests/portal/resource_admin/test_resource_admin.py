@@ -140,6 +140,15 @@ def test_changelist_shows_phase_conditions_labels_and_filters(client):
     assert 'value="delete_selected"' not in html
 
 
+def test_the_label_filter_offers_no_uid_values_but_still_applies_one(client):
+    uid = "0b7f8a52-4c3e-4a44-9b1e-2f6d7c5e9a10"
+    make_widget("alpha", labels={"app": "web", "example.com/parent-uid": uid})
+    html = client.get(url("changelist")).content.decode()
+    assert "?label=app%3Dweb" in html and uid not in html.split("data-filter-title")[-1]
+    response = client.get(url("changelist") + f"?label=example.com/parent-uid%3D{uid}")
+    assert result_names(response) == ["alpha"]
+
+
 def test_list_filters_filter(client):
     make_namespace("team-a")
     make_widget("alpha", labels={"app": "web"}, status={"phase": "Ready"})
