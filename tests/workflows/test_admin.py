@@ -568,3 +568,26 @@ def test_a_step_runs_page_opens_with_a_link_to_its_workflow_run(client):
     assert "<label>Part of:</label>" in first_section and f"WorkflowRun {link}" in first_section
     mine = make_run("mine")  # a user's own Run: no controller
     assert f"WorkflowRun {link}" not in client.get(run_url(mine)).content.decode()
+
+
+def test_a_step_its_failed_job_never_started_shows_skipped_with_why(client):
+    wfr = make_workflow_run("wfr", jobs=DIAMOND)
+    status = {
+        "phase": "Failed",
+        "jobs": {
+            "build": {
+                "phase": "Failed",
+                "message": "step compile: Run wfr-build-compile Failed (Error)",
+                "steps": [  # as the controller leaves the steps after a failed one: Pending
+                    {"name": "compile", "phase": "Failed", "runName": "wfr-build-compile"},
+                    {"name": "package", "phase": "Pending"},
+                ],
+            }
+        },
+    }
+    wfr = set_status(wfr, status)
+    page = client.get(url("workflowrun", "change", wfr.pk)).content.decode()
+    package_row = page[page.index("<strong>package</strong>") :].split("</tr>", 1)[0]
+    assert ">Skipped</span>" in package_row and "an earlier step failed" in package_row
+    compile_row = page[page.index("<strong>compile</strong>") :].split("</tr>", 1)[0]
+    assert ">Failed</span>" in compile_row and "an earlier step failed" not in compile_row
