@@ -148,6 +148,8 @@ def _message_out(message: Message) -> Any:
 def _scalar_out(field: FieldDescriptor, value: Any) -> Any:
     if field.type == FieldDescriptor.TYPE_BYTES:
         return base64.b64encode(value).decode("ascii")
+    if isinstance(value, bytes):  # a proto2 string that is not UTF-8 is handed over as bytes
+        raise ParseError(f"the protobuf string {field.name} is not UTF-8")
     return value
 
 
