@@ -23,7 +23,7 @@ import base64
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -153,15 +153,27 @@ def _scalar_out(field: FieldDescriptor, value: Any) -> Any:
     return value
 
 
+def _message_type(field: FieldDescriptor) -> Descriptor:
+    assert field.message_type is not None, field.full_name  # only asked of message fields
+    return field.message_type
+
+
+def _map_value(field: FieldDescriptor) -> FieldDescriptor:
+    """The value field of a map field's entry message."""
+    return _message_type(field).fields_by_name["value"]
+
+
 def _map_out(field: FieldDescriptor, value: Mapping[str, Any]) -> dict[str, Any]:
-    entry = field.message_type.fields_by_name["value"]
+    entry = _map_value(field)
     if entry.type == FieldDescriptor.TYPE_MESSAGE:  # map<string, ExtraValue>: a list of strings
         return {key: list(getattr(item, "items", [])) for key, item in value.items()}
     return {key: _scalar_out(entry, item) for key, item in value.items()}
 
 
 def _is_map(field: FieldDescriptor) -> bool:
-    return field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions().map_entry
+    return field.type == FieldDescriptor.TYPE_MESSAGE and bool(
+        _message_type(field).GetOptions().map_entry
+    )
 
 
 def to_dict(message: Message) -> dict[str, Any]:
@@ -217,14 +229,14 @@ def _scalar_in(field: FieldDescriptor, value: Any) -> Any:
 def fill(message: Message, data: Mapping[str, Any]) -> Message:
     """Set a message from a JSON-shaped dict; keys the message has no field for are left out
     (``apiVersion``/``kind`` travel in the envelope)."""
-    descriptor: Descriptor = message.DESCRIPTOR
+    descriptor = cast(Descriptor, message.DESCRIPTOR)  # the stubs also name upb's own class
     for key, value in data.items():
         field = descriptor.fields_by_name.get(key)
         if field is None or value is None:
             continue
         target = getattr(message, key)
         if _is_map(field):
-            entry = field.message_type.fields_by_name["value"]
+            entry = _map_value(field)
             for map_key, item in (value or {}).items():
                 if entry.type == FieldDescriptor.TYPE_MESSAGE:
                     target[map_key].items.extend(item or [])
@@ -238,7 +250,7 @@ def fill(message: Message, data: Mapping[str, Any]) -> Message:
                     target.append(_scalar_in(field, item))
         elif field.type == FieldDescriptor.TYPE_MESSAGE:
             _message_in(target, value)
-            if not target.ListFields() and field.message_type.full_name not in (TIME, MICRO_TIME):
+            if not target.ListFields() and _message_type(field).full_name not in (TIME, MICRO_TIME):
                 target.SetInParent()  # an empty object stays an (empty) object
         else:
             setattr(message, key, _scalar_in(field, value))

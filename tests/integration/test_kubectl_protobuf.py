@@ -56,7 +56,9 @@ def creates_every_built_in_kind(config) -> None:
 
     ok(kubectl(config, "create", "role", "reader", "--verb=get", "--resource=runs", "-n", "team"))
     role = get(config, "role", "reader", "-n", "team")
-    assert role["rules"] == [{"apiGroups": ["kruntimes.io"], "resources": ["runs"], "verbs": ["get"]}]
+    assert role["rules"] == [
+        {"apiGroups": ["kruntimes.io"], "resources": ["runs"], "verbs": ["get"]}
+    ]
 
     ok(kubectl(config, "create", "rolebinding", "rb", "--role=reader", "--user=bob", "-n", "team"))
     binding = get(config, "rolebinding", "rb", "-n", "team")
@@ -95,7 +97,9 @@ def reads_protobuf_answers(config) -> None:
     assert "Kind:  Role\n  Name:  reader" in binding and "User  bob" in binding
     configmap = ok(kubectl(config, "describe", "configmap", "cm", "-n", "team"))
     assert "a:\n----\nb" in configmap
-    shown = yaml.safe_load(ok(kubectl(config, "get", "configmap", "cm", "-n", "team", "-o", "yaml")))
+    shown = yaml.safe_load(
+        ok(kubectl(config, "get", "configmap", "cm", "-n", "team", "-o", "yaml"))
+    )
     assert shown["data"] == {"a": "b"} and shown["kind"] == "ConfigMap"
     namespaces = yaml.safe_load(ok(kubectl(config, "get", "ns", "-o", "yaml")))
     assert {"default", "team"} <= {item["metadata"]["name"] for item in namespaces["items"]}

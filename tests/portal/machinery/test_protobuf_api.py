@@ -248,7 +248,9 @@ def test_the_answer_is_the_clients_first_choice(admin_api, accept, expected):
 
 
 def test_a_table_is_json_even_for_a_protobuf_client(admin_api):
-    accept = f"{MEDIA_TYPE};as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io"
+    accept = (
+        f"{MEDIA_TYPE};as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io"
+    )
     response = admin_api.get("/api/v1/namespaces", HTTP_ACCEPT=accept)
     assert response.status_code == 200
     assert response.json()["kind"] == "Table"
