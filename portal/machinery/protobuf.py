@@ -312,6 +312,11 @@ class ProtobufParser(BaseParser):
     media_type = MEDIA_TYPE
 
     def parse(self, stream, media_type=None, parser_context=None):  # type: ignore[no-untyped-def]
+        request = (parser_context or {}).get("request")
+        if getattr(request, "method", "") == "PATCH":  # a patch is a patch type, never an object
+            raise UnsupportedMediaType(
+                MEDIA_TYPE, "a patch is not protobuf: send a JSON merge patch or a JSON patch"
+            )
         return decode_object(stream.read() if stream is not None else b"")
 
 

@@ -180,6 +180,18 @@ def test_create_and_replace_with_protobuf_bodies(admin_api):
     assert read(stale)["reason"] == "Conflict"
 
 
+def test_a_patch_is_never_protobuf(admin_api):
+    assert (
+        admin_api.post(CONFIGMAPS, {"metadata": {"name": "cm"}}, format="json").status_code == 201
+    )
+    response = admin_api.generic(
+        "PATCH", f"{CONFIGMAPS}/cm", configmap_body("cm", {"a": "b"}), content_type=MEDIA_TYPE
+    )
+    assert response.status_code == 415
+    assert "merge patch" in response.json()["message"]
+    assert not admin_api.get(f"{CONFIGMAPS}/cm").json().get("data")
+
+
 def test_a_protobuf_create_runs_rbac_like_json(user_api):
     body = envelope("rbac.authorization.k8s.io/v1", "Role", rbac_pb2.Role(metadata={"name": "r"}))
     refused = user_api.generic(
