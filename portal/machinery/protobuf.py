@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -42,6 +43,7 @@ from .kubeproto import (
     runtime_pb2,
 )
 
+log = logging.getLogger(__name__)
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
 
@@ -99,7 +101,6 @@ POINTERS = {
     "k8s.io.api.core.v1.Secret.immutable",
     "k8s.io.api.apps.v1.ControllerRevision.revision",  # not omitempty in Go
     "k8s.io.api.authorization.v1.SubjectAccessReviewStatus.allowed",  # not omitempty either
-    "k8s.io.api.authentication.v1.SelfSubjectReviewStatus.userInfo",
 }
 
 
@@ -301,9 +302,13 @@ def encode_object(data: Any) -> bytes | None:
     message_class = ANSWERS.get(key)
     if message_class is None:
         return None
+    try:
+        raw = fill(message_class(), data).SerializeToString()
+    except (TypeError, ValueError, OverflowError) as failed:  # a stored value of an odd shape
+        log.warning("answering %s %s as JSON: not encodable as protobuf: %s", *key, failed)
+        return None
     envelope = runtime_pb2.Unknown(
-        typeMeta=runtime_pb2.TypeMeta(apiVersion=key[0], kind=key[1]),
-        raw=fill(message_class(), data).SerializeToString(),
+        typeMeta=runtime_pb2.TypeMeta(apiVersion=key[0], kind=key[1]), raw=raw
     )
     return MAGIC + envelope.SerializeToString()
 

@@ -288,6 +288,11 @@ def test_kinds_only_json_answers_are_not_encoded():
     assert encode_object(["not", "an", "object"]) is None
 
 
+def test_a_value_of_the_wrong_shape_is_answered_as_json_not_a_failure():
+    assert encode_object({"apiVersion": "v1", "kind": "Event", "count": "many"}) is None
+    assert encode_object({"apiVersion": "v1", "kind": "Event", "eventTime": "yesterday"}) is None
+
+
 def test_a_custom_kind_in_protobuf_is_refused_naming_json():
     body = envelope("kruntimes.io/v1alpha1", "Run", meta_pb2.ObjectMeta())
     with pytest.raises(UnsupportedMediaType, match="send it as application/json"):
@@ -348,3 +353,16 @@ def test_random_raw_of_every_kind_is_read_or_refused_cleanly(key, raw):
         assert refused.status_code == 400
     else:
         assert (decoded["apiVersion"], decoded["kind"]) == key
+
+
+def test_the_renderer_answers_what_it_cannot_encode_as_json():
+    from rest_framework.response import Response
+
+    from portal.machinery.protobuf import ProtobufRenderer
+
+    response = Response()
+    response["Content-Type"] = "application/vnd.kubernetes.protobuf"
+    table = {"apiVersion": "meta.k8s.io/v1", "kind": "Table", "rows": []}
+    body = ProtobufRenderer().render(table, None, {"response": response})
+    assert response["Content-Type"] == "application/json"
+    assert body == b'{"apiVersion":"meta.k8s.io/v1","kind":"Table","rows":[]}'
