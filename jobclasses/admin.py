@@ -426,7 +426,12 @@ overview.register_tile(
         "Jobs",
         "workloads",
         overview.phase_tile(
-            Job, "jobclasses.job", GROUP, "jobs", ("Pending", "Scheduled", "Running", "Unknown")
+            Job,
+            "jobclasses.job",
+            GROUP,
+            "jobs",
+            ("Pending", "Scheduled", "Running", "Unknown"),
+            ("Succeeded", "Failed"),
         ),
         order=60,
     )

@@ -19,7 +19,7 @@ from portal.resource_admin import (
     NONE,
     badge,
     compact,
-    human_duration,
+    elapsed,
     label_chips,
     simple_table,
     timestamp,
@@ -161,7 +161,7 @@ def duration_between(start: Any, end: Any) -> str:
     started, finished = time_or_none(start), time_or_none(end)
     if started is None or finished is None:
         return ""
-    return human_duration(max((finished - started).total_seconds(), 0))
+    return elapsed(max((finished - started).total_seconds(), 0))
 
 
 def steps_table(steps: Any) -> SafeString:

@@ -13,6 +13,8 @@ from portal.metrics import metrics_view
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    # what a browser asks for on any page (the admin's pages link the SVG themselves)
+    path("favicon.ico", RedirectView.as_view(url="/static/portal/favicon.svg", permanent=True)),
     path("version", server_info.version),
     path("version/", server_info.version),  # the Python client asks with the slash
     path("healthz", server_info.ok),

@@ -37,7 +37,7 @@ from portal.resource_admin import (
     badge,
     code_list,
     compact,
-    human_duration,
+    elapsed,
     link_to,
     simple_table,
     timestamp,
@@ -475,7 +475,7 @@ class WorkflowRunAdmin(ResourceAdmin):
         start, end = run_window(obj)
         if start is None or (end is None and obj.is_finished):
             return ""
-        text = human_duration(max(0.0, ((end or timezone.now()) - start).total_seconds()))
+        text = elapsed(max(0.0, ((end or timezone.now()) - start).total_seconds()))
         title = f"{timestamp(start)} → {timestamp(end) if end else 'now'}"
         if end is None:
             return format_html(
@@ -907,6 +907,7 @@ overview.register_tile(
             "kruntimes.io",
             "workflowruns",
             ("Pending", "Running"),
+            ("Succeeded", "Failed", "Cancelled"),
         ),
         order=50,
     )

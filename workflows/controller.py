@@ -44,14 +44,14 @@ from portal.machinery.admission import WriteContext
 from portal.machinery.errors import StatusError
 from portal.machinery.registry import registry
 from portal.models import ControllerRevision
-from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase
+from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase, Runtime
 from workspaces.models import PersistentWorkspace, WorkspacePhase
 from workspaces.ownership import WORKFLOW_CONTROLLER
 
-from . import calls, expressions, snapshots
+from . import calls, expressions, run_events, snapshots
 from . import status as run_status
 from .expressions import Unresolved, Values
-from .models import JobPhase, StepPhase, WorkflowRun, WorkflowRunPhase
+from .models import FINISHED_RUN_PHASES, JobPhase, StepPhase, WorkflowRun, WorkflowRunPhase
 from .names import (
     API_VERSION,
     JOB_LABEL,
@@ -223,6 +223,7 @@ class Reconciler:
         children: Children,
         refused: dict[tuple[str, str], str] | None = None,
         callers: list[WorkflowRun] | None = None,
+        runtimes: set[str] | None = None,
     ) -> None:
         self.wfr, self.now, self.children = wfr, now, children
         # what the run runs: its recorded snapshot (what it would hold, before one is made)
@@ -236,6 +237,8 @@ class Reconciler:
         self.cancel = wfr.cancel_requested or any(c.cancel_requested for c in callers)
         self.refused = refused or {}  # (kind, name) -> why its create was refused
         self.planned: list[Write] = []  # what this pass's state needs written, in order
+        # the Runtimes that exist of those the jobs run on (None: not looked up, all assumed)
+        self.runtimes = runtimes
 
     # --- the whole run ------------------------------------------------------------------
 
@@ -314,6 +317,9 @@ class Reconciler:
         return self.steps_job(job, spec)
 
     def steps_job(self, job: str, spec: dict) -> dict:
+        waiting = self.runtime_missing(job, spec)
+        if waiting is not None:
+            return waiting
         workspace, problem = self.workspace(job, spec)
         if problem is not None:
             return problem
@@ -345,6 +351,22 @@ class Reconciler:
         except Unresolved as exc:
             return {**result, "phase": JobPhase.FAILED, "message": f"job outputs: {exc}"}
         return {**result, "phase": JobPhase.SUCCEEDED, "outputs": outputs, "artifacts": artifacts}
+
+    def runtime_missing(self, job: str, spec: dict) -> dict | None:
+        """A job not started whose ``runs-on`` names no Runtime waits for it, saying so, and
+        makes nothing (a typo would otherwise leave a workspace and Runs Pending forever);
+        it starts on the first pass after the Runtime is created."""
+        runtime = str(spec.get("runs-on") or "")
+        if self.runtimes is None or runtime in self.runtimes:
+            return None
+        if self.children.find("PersistentWorkspace", self.wfr, child_name(self.wfr.name, job)):
+            return None  # started: its Runs say what became of them
+        return {
+            "phase": JobPhase.WAITING,
+            "reason": RUNTIME_NOT_FOUND,
+            "message": f'job {job} runs on Runtime "{runtime}", which does not exist in '
+            f'namespace "{self.wfr.namespace}": it starts once that Runtime is created',
+        }
 
     def workspace(self, job: str, spec: dict) -> tuple[str, dict | None]:
         """The job's workspace, made if missing; a problem status when the job cannot go on."""
@@ -648,6 +670,24 @@ class Write:
     instead_of: str = field(default="", compare=False)  # the name a stranger holds
 
 
+RUNTIME_NOT_FOUND = "RuntimeNotFound"
+
+
+def runtimes_present(wfr: WorkflowRun, spec: dict) -> set[str]:
+    """The Runtimes the steps jobs of ``spec`` run on that exist in the WorkflowRun's
+    namespace (one read a pass)."""
+    wanted = {
+        str(job.get("runs-on") or "")
+        for job in (spec.get("jobs") or {}).values()
+        if isinstance(job, dict) and not job.get("uses")
+    }
+    return set(
+        Runtime.objects.filter(namespace=wfr.namespace, name__in=wanted).values_list(
+            "name", flat=True
+        )
+    )
+
+
 class RaceLost(Exception):
     """The WorkflowRun changed while the pass made children: the pass's transaction (the
     children with it) is undone."""
@@ -759,8 +799,12 @@ def reconcile(wfr: WorkflowRun, now: datetime) -> bool:
         request_reconcile(str(wfr.uid))  # computed from a WorkflowRun that changed
         return False
     except snapshots.Unusable as exc:
-        failed = {**(wfr.status or {}), "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
-        return run_status.write(wfr, run_status.run_conditions(failed, wfr, now))
+        before = dict(wfr.status or {})
+        failed = {**before, "phase": WorkflowRunPhase.FAILED, "message": str(exc)}
+        if not run_status.write(wfr, run_status.run_conditions(failed, wfr, now)):
+            return False
+        run_events.record(wfr, before, wfr.status or {})
+        return True
     except StatusError as exc:  # the snapshot's create refused (act keeps the others): the beat
         log.warning("WorkflowRun %s: its pass was refused: %s", wfr.name, exc.message)
         return False
@@ -771,17 +815,45 @@ def _pass(wfr: WorkflowRun, children: Children, now: datetime) -> bool:
     recording the children made loses to another write of the WorkflowRun."""
     created = int(ensure_snapshot(wfr, children))
     callers = calls.callers(wfr)
+    revision = next(iter(children.revisions.values()))
+    runtimes = runtimes_present(wfr, (revision.data or {}).get("spec") or {})
     refused: dict[tuple[str, str], str] = {}
     done: set[Write] = set()
     while True:
-        reconciler = Reconciler(wfr, now, children, refused, callers)
+        reconciler = Reconciler(wfr, now, children, refused, callers, runtimes)
         status = reconciler.status()
         made, refusal = act(wfr, children, reconciler.planned, done)
         created += made
         if not refusal:
             break
         refused.update(refusal)
+    if status.get("phase") in FINISHED_RUN_PHASES:
+        release_unbound_workspaces(wfr, children)
+    before = dict(wfr.status or {})
     changed = run_status.write(wfr, {**status, "children": list(children.recorded)})
     if created and not changed:
         raise RaceLost(wfr.name)
+    if changed:
+        run_events.record(wfr, before, wfr.status or {})
     return changed
+
+
+def release_unbound_workspaces(wfr: WorkflowRun, children: Children) -> None:
+    """A finished WorkflowRun's job workspaces that never bound (their Runtime had no pod
+    with room, or does not exist) hold no bytes and would never reach their TTL (it counts
+    from the last use): deleted with the pass that finishes the run. Bound ones keep their
+    ``ttlSecondsAfterUnused``."""
+    kind = _kind("PersistentWorkspace")
+    for ws in children.workspaces.values():
+        if ws.phase != WorkspacePhase.PENDING or ws.deletion_timestamp is not None:
+            continue
+        try:
+            store.delete(
+                kind,
+                wfr.namespace,
+                ws.name,
+                preconditions={"uid": str(ws.uid), "resourceVersion": str(ws.resource_version)},
+                context=context(),
+            )
+        except StatusError as exc:  # bound meanwhile, or gone: its TTL or nobody's concern
+            log.info("WorkflowRun %s: workspace %s kept: %s", wfr.name, ws.name, exc.message)

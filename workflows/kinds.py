@@ -24,7 +24,7 @@ def _ready(obj) -> str:
 
 
 def register_workflow_kinds() -> None:
-    from scheduling.models import Run
+    from scheduling.models import Run, Runtime
 
     from .calls import call_cycle_causes
     from .injection import action_warnings, jobs_warnings, workflow_run_warnings
@@ -38,7 +38,7 @@ def register_workflow_kinds() -> None:
         WorkflowSpecSerializer,
     )
     from .starting import freeze_workflow
-    from .triggers import on_run_change, on_workflow_run_change
+    from .triggers import on_run_change, on_runtime_change, on_workflow_run_change
     from .validators import WORKFLOW_RUN_VALIDATORS
 
     registry.register(
@@ -58,6 +58,7 @@ def register_workflow_kinds() -> None:
         )
     )
     registry.watch(Run, on_run_change)  # a child Run's phase wakes its WorkflowRun
+    registry.watch(Runtime, on_runtime_change)  # a job waiting for its Runtime starts
     for label in CONTROLLER_LABELS:  # only the workflow controller sets them
         register_controller_label(label, f"{GROUP}/{VERSION}", "WorkflowRun")
     registry.register(

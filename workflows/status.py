@@ -19,9 +19,18 @@ MESSAGE_LIMIT = 4096
 
 
 def run_conditions(status: dict, wfr: WorkflowRun, now: datetime) -> dict:
-    """Accepted once the controller took the run; Completed once it finished."""
+    """Accepted once the controller took the run; Completed once it finished. While it runs,
+    Completed's reason is that of the first job waiting for a reason (RuntimeNotFound), so
+    ``kubectl describe`` and the console say why it does not move."""
     phase = status.get("phase") or WorkflowRunPhase.PENDING
     finished = phase in FINISHED_RUN_PHASES
+    reason = phase
+    if not finished:
+        jobs = status.get("jobs") or {}
+        reason = next(
+            (j["reason"] for j in jobs.values() if j.get("phase") == "Waiting" and j.get("reason")),
+            phase,
+        )
     return with_conditions(
         status,
         now,
@@ -30,7 +39,7 @@ def run_conditions(status: dict, wfr: WorkflowRun, now: datetime) -> dict:
             "Accepted": ("True", "Started", "the workflow controller runs this WorkflowRun"),
             "Completed": (
                 "True" if finished else "False",
-                phase,
+                reason,
                 (status.get("message") or "")[:MESSAGE_LIMIT],
             ),
         },

@@ -33,3 +33,18 @@ def on_run_change(run, event: str) -> None:
     owner = (run.labels or {}).get(UID_LABEL)
     if owner:
         request_reconcile(owner)
+
+
+def on_runtime_change(runtime, event: str) -> None:
+    """A Runtime created: the unfinished WorkflowRuns of its namespace look again, so a job
+    waiting for it (RuntimeNotFound) starts now rather than at the next resync."""
+    if event != "ADDED":
+        return
+    from .models import WorkflowRun, WorkflowRunPhase
+
+    waiting = WorkflowRun.objects.filter(
+        namespace=runtime.namespace,
+        deletion_timestamp__isnull=True,
+        phase__in=(WorkflowRunPhase.PENDING, WorkflowRunPhase.RUNNING),
+    ).values_list("uid", flat=True)
+    workqueue.add_many(QUEUE, [str(uid) for uid in waiting])

@@ -12,7 +12,11 @@ import logging
 import secrets
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -62,16 +66,20 @@ def recovered_name(name: str) -> str:
 
 
 def recovery_manifest(kind, ws: PersistentWorkspace, name: str) -> dict:
-    """The same spec, namespace and labels under a new name; status starts empty (Pending)."""
+    """The same spec, namespace, labels and owners under a new name (a job workspace's copy
+    still goes with its WorkflowRun); status starts empty (Pending)."""
+    metadata = {
+        "name": name,
+        "namespace": ws.namespace,
+        "labels": dict(ws.labels or {}),
+        "annotations": {RECOVERED_FROM: f"{ws.name} (uid {ws.uid})"},
+    }
+    if ws.owner_references:
+        metadata["ownerReferences"] = list(ws.owner_references)
     return {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
-        "metadata": {
-            "name": name,
-            "namespace": ws.namespace,
-            "labels": dict(ws.labels or {}),
-            "annotations": {RECOVERED_FROM: f"{ws.name} (uid {ws.uid})"},
-        },
+        "metadata": metadata,
         "spec": dict(ws.spec or {}),
     }
 
@@ -100,6 +108,7 @@ def annotate_page(workspaces) -> None:
 
 @admin.register(PersistentWorkspace)
 class PersistentWorkspaceAdmin(ResourceAdmin):
+    change_form_template = "admin/workspaces/persistentworkspace/change_form.html"
     # no generic "Remove finalizers": dropping the cleanup finalizer is the superuser's
     # Force remove finalizer, with its warning and audit entry
     actions = [
@@ -330,47 +339,87 @@ class PersistentWorkspaceAdmin(ResourceAdmin):
     @admin.action(permissions=["add"], description="Recover Lost workspace (as a new one)")
     def recover_workspaces(self, request, queryset):
         """A Lost workspace is never rebound (its data went with its pod): a new workspace with
-        the same spec, namespace and labels, created through the store as the user."""
-        kind = self.resource_kind
+        the same spec, namespace, labels and owners, created through the store as the user."""
         for ws in queryset.order_by("namespace", "name"):
-            label = f"{ws.namespace}/{ws.name}"
-            if ws.phase != WorkspacePhase.LOST:
-                self.message_user(
-                    request,
-                    f"Not recovered {label}: it is {ws.phase}, not Lost (only a Lost "
-                    "workspace is recovered).",
-                    messages.WARNING,
-                )
-                continue
-            try:
-                new = self._create_recovered(kind, request, ws)
-            except StatusError as exc:
-                self.message_user(
-                    request, f"Could not recover {label}: {exc.message}", messages.ERROR
-                )
-                continue
-            self.log_addition(request, new, f"Recovered from Lost workspace {label} ({ws.uid}).")
-            logger.info(
-                "%s recovered Lost workspace %s as %s/%s",
-                request.user.get_username(),
-                label,
-                new.namespace,
-                new.name,
-            )
+            self._recover(request, ws)
+        return None
+
+    def _recover(self, request, ws: PersistentWorkspace) -> PersistentWorkspace | None:
+        """Recover one workspace, telling the user what became of it; the copy, or None."""
+        kind = self.resource_kind
+        label = f"{ws.namespace}/{ws.name}"
+        if ws.phase != WorkspacePhase.LOST:
             self.message_user(
                 request,
-                format_html(
-                    "Created PersistentWorkspace {} with the same spec as {}. The Lost workspace "
-                    "{} is not rebound and its data is gone: Runs must use {} (it starts "
-                    "Pending and empty).",
-                    link_to(new, f"{new.namespace}/{new.name}", self.admin_site),
-                    label,
-                    label,
-                    new.name,
-                ),
-                messages.SUCCESS,
+                f"Not recovered {label}: it is {ws.phase}, not Lost (only a Lost "
+                "workspace is recovered).",
+                messages.WARNING,
             )
-        return None
+            return None
+        try:
+            new = self._create_recovered(kind, request, ws)
+        except StatusError as exc:
+            self.message_user(request, f"Could not recover {label}: {exc.message}", messages.ERROR)
+            return None
+        self.log_addition(request, new, f"Recovered from Lost workspace {label} ({ws.uid}).")
+        logger.info(
+            "%s recovered Lost workspace %s as %s/%s",
+            request.user.get_username(),
+            label,
+            new.namespace,
+            new.name,
+        )
+        self.message_user(
+            request,
+            format_html(
+                "Created PersistentWorkspace {} with the same spec as {}. The Lost workspace "
+                "{} is not rebound and its data is gone: Runs must use {} (it starts "
+                "Pending and empty).",
+                link_to(new, f"{new.namespace}/{new.name}", self.admin_site),
+                label,
+                label,
+                new.name,
+            ),
+            messages.SUCCESS,
+        )
+        return new
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/recover/",
+                wrap(self.recover_view),
+                name="workspaces_persistentworkspace_recover",
+            ),
+            *super().get_urls(),
+        ]
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        lost = obj is not None and not add and obj.phase == WorkspacePhase.LOST
+        if lost and self.has_add_permission(request):
+            context["recover_url"] = reverse(
+                f"{self.admin_site.name}:workspaces_persistentworkspace_recover", args=[obj.pk]
+            )
+        return super().render_change_form(
+            request, context, add=add, change=change, form_url=form_url, obj=obj
+        )
+
+    def recover_view(self, request, object_id):
+        """The page's Recover button: the action, for this one workspace; then the copy's page
+        (or this one again, with the reason it was not made)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        ws = self.get_object(request, unquote(object_id))
+        if ws is None or not self.has_add_permission(request):
+            raise PermissionDenied
+        made = self._recover(request, ws)
+        target = made or ws
+        return HttpResponseRedirect(
+            reverse(
+                f"{self.admin_site.name}:workspaces_persistentworkspace_change", args=[target.pk]
+            )
+        )
 
     def _create_recovered(self, kind, request, ws):
         for attempt in range(1, RECOVER_ATTEMPTS + 1):

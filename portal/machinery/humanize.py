@@ -1,4 +1,4 @@
-"""Human-readable durations, as kubectl prints AGE."""
+"""Human-readable durations: ages as kubectl prints AGE; elapsed times finer than a second."""
 
 from __future__ import annotations
 
@@ -34,3 +34,15 @@ def human_duration(seconds: float) -> str:
     if years < 8:
         return f"{years}y{rest}d" if rest else f"{years}y"
     return f"{years}y"
+
+
+def elapsed(seconds: float) -> str:
+    """How long something took (a step, a wait), where a second is coarse: 340ms, 2.4s under
+    ten seconds, then as ``human_duration``. Ages stay ``human_duration``, as kubectl prints."""
+    if seconds < 0:
+        return "0ms"
+    if seconds < 1:
+        return f"{int(seconds * 1000)}ms"
+    if seconds < 10:
+        return f"{int(seconds * 10) / 10:.1f}s"
+    return human_duration(seconds)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from django.contrib import admin
@@ -145,15 +145,30 @@ def admin_change_url(site: admin.AdminSite, obj) -> str | None:
         return None
 
 
-def phase_tile(model, model_key: str, group: str, resource: str, phases: Iterable[str]):
-    """A tile's ``render``: how many objects of ``model`` are in each of ``phases`` now (one
-    grouped count through the phase index: name the unfinished phases, not the history),
-    each linked to the list filtered by that phase; the total links to the whole list."""
+RECENT = timedelta(hours=24)
+
+
+def phase_tile(
+    model,
+    model_key: str,
+    group: str,
+    resource: str,
+    phases: Iterable[str],
+    finished: Iterable[str] = (),
+):
+    """A tile's ``render``: how many objects of ``model`` are in each of ``phases`` now, and
+    in each of the ``finished`` phases among those created in the last 24 hours (so a failed
+    run shows, and the count stays bounded however long the history); two grouped counts
+    through the phase and creation-time indexes. Each number links to the list filtered by
+    its phase; the total links to the whole list."""
     from django.db.models import Count
 
     from portal.resource_admin.render import badge, phase_tone
 
-    phases = tuple(phases)
+    phases, finished = tuple(phases), tuple(finished)
+
+    def grouped(rows) -> dict[str, int]:
+        return dict(rows.values_list("phase").annotate(n=Count("pk")).values_list("phase", "n"))
 
     def render(view: OverviewView) -> SafeString:
         namespaces = view.namespaces(group, resource)
@@ -161,21 +176,25 @@ def phase_tile(model, model_key: str, group: str, resource: str, phases: Iterabl
             return format_html(
                 '<span class="k-muted">no namespace where you may list {}</span>', resource
             )
-        counts = dict(
-            model.objects.filter(namespace__in=namespaces, phase__in=phases)
-            .values_list("phase")
-            .annotate(n=Count("pk"))
-            .values_list("phase", "n")
-        )
-        shown = list(phases)
+        visible = model.objects.filter(namespace__in=namespaces)
+        counts = grouped(visible.filter(phase__in=phases))
+        if finished:
+            since = timezone.now() - RECENT
+            recent = visible.filter(phase__in=finished, creation_timestamp__gte=since)
+            counts.update(grouped(recent))
         cells = [
             format_html(
-                '<span class="k-stat"><span class="k-big">{}</span><span class="k-muted">{}</span>'
-                "</span>",
+                '<span class="k-stat"><span class="k-big">{}</span><span class="k-muted">{}{}'
+                "</span></span>",
                 view.link(counts.get(phase, 0), model_key, phase__exact=phase),
                 badge(phase or "(none)", phase_tone(phase)),
+                format_html(
+                    ' <span class="k-muted" title="{}">24 h</span>', "created in the last 24 h"
+                )
+                if phase in finished
+                else "",
             )
-            for phase in shown
+            for phase in (*phases, *finished)
         ]
         return format_html(
             '<div id="tile-{}-counts">{}</div><div class="k-muted">{}</div>',

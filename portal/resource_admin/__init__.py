@@ -5,6 +5,8 @@ label search), ``forms`` (the YAML manifest form), ``detail`` (the read-only det
 ``actions`` (Kubernetes-style deletion and force-finalize).
 """
 
+from portal.machinery.humanize import elapsed
+
 from .base import ResourceAdmin
 from .filters import LabelFilter, TerminatingFilter, filter_by_label
 from .forms import ManifestForm, editable_manifest, skeleton_manifest
@@ -42,6 +44,7 @@ __all__ = [
     "editable_manifest",
     "filter_by_label",
     "find_object",
+    "elapsed",
     "human_duration",
     "label_chips",
     "link_to",

@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from portal import overview
 from portal.machinery.conditions import time_or_none
 from portal.overview.charts import stacked_bars
-from portal.resource_admin import NONE, age, badge, human_duration, simple_table
+from portal.resource_admin import NONE, age, badge, elapsed, simple_table
 from portal.resource_admin.render import phase_tone
 from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase, Runtime, RuntimePod
 
@@ -156,7 +156,7 @@ def render_timing(view: overview.OverviewView) -> SafeString:
         durations.append(max(0.0, (finished - start).total_seconds()))
 
     def shown(value: float | None) -> str:
-        return "—" if value is None else human_duration(value)
+        return "—" if value is None else elapsed(value)
 
     table = simple_table(
         ("", "p50", "p95"),

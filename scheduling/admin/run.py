@@ -15,7 +15,7 @@ from portal.resource_admin import (
     TerminatingFilter,
     badge,
     compact,
-    human_duration,
+    elapsed,
     timestamp,
 )
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
@@ -233,7 +233,7 @@ class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, 
         end = time_or_none(status.get("completionTime"))
         if end is None and obj.is_terminal:
             return ""
-        text = human_duration(((end or timezone.now()) - start).total_seconds())
+        text = elapsed(((end or timezone.now()) - start).total_seconds())
         title = f"{timestamp(start)} → {timestamp(end) if end else 'now'}"
         if end is None:
             return format_html(
@@ -284,6 +284,8 @@ class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, 
         status = run_detail.as_dict(obj.status)
         reason, message = compact(status.get("reason")), compact(status.get("message"))
         exit_code = status.get("exitCode")
+        if exit_code is not None and f"exit code {exit_code}" in message:
+            exit_code = None  # the message says it already (runtimed's does)
         if not (reason or message or exit_code is not None):
             return NONE
         return format_html(

@@ -21,7 +21,7 @@ from portal.machinery.conditions import time_or_none
 from portal.machinery.errors import StatusError
 from portal.machinery.manifest import to_manifest
 from portal.machinery.owner_admission import controller_labels
-from portal.resource_admin import NONE, filter_by_label, human_duration, timestamp
+from portal.resource_admin import NONE, elapsed, filter_by_label, human_duration, timestamp
 from scheduling.models import Run
 
 from . import run_detail
@@ -38,6 +38,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
         (
             "phase_display",
             "message_display",
+            "controller_display",
             "assigned_pod_display",
             "timing_display",
             "retry_lineage_display",
@@ -203,7 +204,7 @@ class RunPageMixin:
             parts.append(
                 format_html(
                     '<span class="k-muted">waited</span> <strong>{}</strong>',
-                    human_duration(waited),
+                    elapsed(waited),
                 )
             )
             ran = max(0.0, ((end or now) - start).total_seconds())
@@ -211,7 +212,7 @@ class RunPageMixin:
                 format_html(
                     '<span class="k-muted">{}</span> <strong>{}</strong>',
                     "ran" if end else "running for",
-                    human_duration(ran),
+                    elapsed(ran),
                 )
             )
         elif not obj.is_terminal:

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from urllib.parse import urljoin
 
 import pytest
+from django.contrib.staticfiles import finders
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
@@ -58,3 +59,14 @@ def test_a_docs_page_and_every_asset_it_loads_come_from_the_portal(admin_client,
 def test_the_schema_the_docs_load_is_served(admin_client):
     response = admin_client.get("/api/schema/")
     assert response.status_code == 200
+
+
+def test_every_console_page_has_the_portal_icon_and_favicon_ico_finds_it(admin_client):
+    pages = [admin_client.get(p) for p in ("/admin/", "/admin/scheduling/run/")]
+    for response in [*pages, Client().get("/admin/login/")]:
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert '<link rel="icon" type="image/svg+xml" href="/static/portal/favicon.svg">' in html
+    icon = admin_client.get("/favicon.ico")
+    assert icon.status_code == 301 and icon["Location"] == "/static/portal/favicon.svg"
+    assert finders.find("portal/favicon.svg") is not None

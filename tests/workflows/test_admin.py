@@ -17,7 +17,7 @@ from django.utils import timezone
 from scheduling.admin.run_artifacts import download_url
 from scheduling.models import Run
 from tests.helpers.rbac import bind_role
-from tests.helpers.records import make_runtime
+from tests.helpers.records import make_run, make_runtime
 from tests.helpers.workflow_records import (
     make_action,
     make_step_run,
@@ -556,3 +556,15 @@ def test_action_list_and_detail_show_steps_inputs_and_outputs(client):
     assert "<code>PIP</code>" in html
     assert "which Python" in html and "3.12" in html
     assert "${{ steps.install.outputs.path }}" in html
+
+
+def test_a_step_runs_page_opens_with_a_link_to_its_workflow_run(client):
+    wfr = make_workflow_run("wfr", jobs=DIAMOND)
+    run = make_step_run(wfr, "build", "compile")
+    page = client.get(run_url(run)).content.decode()
+    # the first section ("Run", open), before Spec and the collapsed ones
+    first_section = page[page.index("fieldset-0-0-heading") : page.index("fieldset-0-1-heading")]
+    link = f'<a href="{url("workflowrun", "change", wfr.pk)}">wfr</a>'
+    assert "<label>Part of:</label>" in first_section and f"WorkflowRun {link}" in first_section
+    mine = make_run("mine")  # a user's own Run: no controller
+    assert f"WorkflowRun {link}" not in client.get(run_url(mine)).content.decode()

@@ -248,6 +248,46 @@ def test_recover_refuses_a_bound_workspace(client, bound_ws):
     assert any("not Lost" in m and "default/cache" in m for m in messages_of(response))
 
 
+def test_a_lost_workspaces_page_has_a_recover_button_that_opens_the_copy(client, bound_ws):
+    ws, _pod = bound_ws
+    assert 'id="workspace-recover"' not in client.get(url("change", ws.pk)).content.decode()
+    lost = lose(ws)
+    page = client.get(url("change", lost.pk)).content.decode()
+    assert f'action="{url("recover", lost.pk)}"' in page and 'id="workspace-recover"' in page
+    assert client.get(url("recover", lost.pk)).status_code == 405  # a POST only
+    response = client.post(url("recover", lost.pk))
+    new = PersistentWorkspace.objects.exclude(pk=lost.pk).get()
+    assert response.status_code == 302 and response["Location"] == url("change", new.pk)
+    assert new.spec == lost.spec and new.phase == WorkspacePhase.PENDING
+
+
+def test_the_recover_button_on_a_workspace_no_longer_lost_says_why_and_stays(client, bound_ws):
+    ws, _pod = bound_ws
+    response = client.post(url("recover", ws.pk))
+    assert response.status_code == 302 and response["Location"] == url("change", ws.pk)
+    assert PersistentWorkspace.objects.count() == 1
+    assert any("not Lost" in m for m in messages_of(response))
+
+
+def test_a_recovered_job_workspace_keeps_its_owner(client, bound_ws):
+    """A WorkflowRun's job workspace, recovered, still goes with its WorkflowRun."""
+    ws, _pod = bound_ws
+    owner = [
+        {
+            "apiVersion": "kruntimes.io/v1alpha1",
+            "kind": "WorkflowRun",
+            "name": "wfr",
+            "uid": "7d3c1a9e-0000-4000-8000-000000000001",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    PersistentWorkspace.objects.filter(pk=ws.pk).update(owner_references=owner)
+    lost = lose(ws)
+    client.post(url("recover", lost.pk))
+    assert PersistentWorkspace.objects.exclude(pk=lost.pk).get().owner_references == owner
+
+
 def test_recovered_name_fits_a_long_name():
     from workspaces.admin import recovered_name
 

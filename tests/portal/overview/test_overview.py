@@ -276,3 +276,35 @@ def test_each_number_sits_big_over_its_phase_label(admin_client, fleet):
     assert re.search(
         r'<span class="k-muted"><span class="k-badge k-pending"[^>]*>Pending</span>', runs
     )
+
+
+def test_workflow_run_and_job_tiles_show_every_phase_finished_ones_of_the_last_day(
+    admin_client, fleet
+):
+    from jobclasses.models import Job  # noqa: PLC0415
+    from workflows.models import WorkflowRun  # noqa: PLC0415
+
+    def workflow_run(name: str, phase: str, ago: timedelta = timedelta(0)) -> None:
+        WorkflowRun.objects.create(
+            name=name, namespace="default", spec={"jobs": {}}, status={"phase": phase}
+        )
+        WorkflowRun.objects.filter(name=name).update(
+            phase=phase, creation_timestamp=timezone.now() - ago
+        )
+
+    workflow_run("running", "Running")
+    workflow_run("failed", "Failed")
+    workflow_run("cancelled", "Cancelled")
+    workflow_run("failed-long-ago", "Failed", ago=timedelta(days=2))
+    Job.objects.create(name="bad", namespace="default", spec={}, phase="Failed")
+    page = admin_client.get("/admin/?namespace=default").content.decode()
+
+    def counts(name: str) -> dict[str, str]:
+        cells = re.findall(r'phase__exact=(\w+)[^"]*">(\d+)</a>', tile(page, name))
+        return dict(cells)
+
+    assert counts("workflowruns") == {
+        "Pending": "0", "Running": "1", "Succeeded": "0", "Failed": "1", "Cancelled": "1"
+    }  # fmt: skip
+    assert counts("jobs")["Failed"] == "1"
+    assert 'title="created in the last 24 h">24 h' in tile(page, "workflowruns")

@@ -241,6 +241,19 @@ def test_run_changelist_shows_why_pending_why_failed_and_where_running(client):
     assert "so far" in html  # the running Run's duration runs to now
 
 
+def test_the_run_page_says_the_exit_code_once_whether_or_not_the_message_says_it(client):
+    make_runtime()
+    started = run_status.running({}, None, now(), 1)
+    said = "the step exited with exit code 2"
+    for name, message, code in (("says", said, 2), ("silent", "", 3)):
+        status = run_status.finished(started, "Failed", "Error", message, now(), 1, exit_code=code)
+        make_run(name, status=status)
+    says = client.get(url("run", "change", Run.objects.get(name="says").pk)).content.decode()
+    assert "exited with exit code 2" in says and "exit code</span> <code>2</code>" not in says
+    silent = client.get(url("run", "change", Run.objects.get(name="silent").pk)).content.decode()
+    assert "exit code</span> <code>3</code>" in silent
+
+
 def test_run_filters_and_search(client):
     make_namespace("team-a")
     make_runtime()
