@@ -44,8 +44,16 @@ def register_revision_kinds() -> None:
             plural=PLURAL,
             model=ControllerRevision,
             body={
-                "data": serializers.JSONField(required=False, allow_null=True),
-                "revision": StrictIntegerField(min_value=0, default=0),
+                "data": serializers.JSONField(
+                    required=False,
+                    allow_null=True,
+                    help_text="The state being recorded, any JSON value; kept as given.",
+                ),
+                "revision": StrictIntegerField(
+                    min_value=0,
+                    default=0,
+                    help_text="The revision's number among its owner's revisions (0 or more).",
+                ),
             },
             status=None,
             generation_fields=(),

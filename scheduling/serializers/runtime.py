@@ -148,6 +148,8 @@ class RuntimeCapacitySerializer(StrictSerializer):
 
 
 class EmptyDirSerializer(StrictSerializer):
+    """An emptyDir volume: a directory that starts empty and lives as long as the Pod."""
+
     medium = StrictCharField(
         help_text='The storage medium: "" (the node\'s disk), Memory, HugePages or HugePages-<size>.',
         required=False,
