@@ -144,6 +144,10 @@ def register_config_kinds() -> None:
             version="v1",
             kind="Secret",
             plural="secrets",
+            description=(
+                "Secret holds a small amount of sensitive data, such as passwords or keys, by "
+                "key; stored encrypted when encryption keys are configured."
+            ),
             model=Secret,
             body={
                 "data": StringMapField(
@@ -187,6 +191,7 @@ def register_config_kinds() -> None:
             version="v1",
             kind="ConfigMap",
             plural="configmaps",
+            description=("ConfigMap holds non-confidential configuration data as key-value pairs."),
             model=ConfigMap,
             short_names=("cm",),
             body={

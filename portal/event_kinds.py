@@ -232,6 +232,10 @@ def register_event_kinds() -> None:
             version="v1",
             kind="Event",
             plural="events",
+            description=(
+                "Event is a report of something that happened to an object (core/v1): why, "
+                "what, and how often. Written by the server's controllers; read-only."
+            ),
             model=Event,
             short_names=("ev",),
             body=CORE_BODY,
@@ -249,6 +253,10 @@ def register_event_kinds() -> None:
             version="v1",
             kind="Event",
             plural="events",
+            description=(
+                "Event is a report of something that happened to an object (events.k8s.io/v1), "
+                "as a controller recorded it; read-only."
+            ),
             model=Event,
             short_names=(),
             body={

@@ -20,6 +20,16 @@ from portal.machinery.registry import Column, ResourceKind, ReviewKind, registry
 from portal.machinery.serializers import StrictSerializer
 from portal.revision_kinds import register_revision_kinds
 
+RBAC_DESCRIPTIONS = {
+    "Role": "Role is a namespaced set of rules granting access to resources of its namespace.",
+    "ClusterRole": "ClusterRole is a cluster-wide set of rules granting access to resources "
+    "of any namespace, cluster-scoped resources or non-resource URLs.",
+    "RoleBinding": "RoleBinding grants a Role or ClusterRole to subjects, within the "
+    "binding's namespace.",
+    "ClusterRoleBinding": "ClusterRoleBinding grants a ClusterRole to subjects across the "
+    "whole cluster.",
+}
+
 
 class NamespaceSpecSerializer(StrictSerializer):
     """NamespaceSpec describes the attributes of a Namespace."""
@@ -101,6 +111,10 @@ def register_portal_kinds() -> None:
             version="v1",
             kind="Namespace",
             plural="namespaces",
+            description=(
+                "Namespace is a scope for names: most kinds' objects live in one, and deleting "
+                "it deletes them."
+            ),
             model=Namespace,
             namespaced=False,
             short_names=("ns",),
@@ -137,6 +151,7 @@ def register_portal_kinds() -> None:
                 version="v1",
                 kind=kind,
                 plural=plural,
+                description=RBAC_DESCRIPTIONS[kind],
                 model=model,
                 namespaced=namespaced,
                 body=rules,
@@ -162,6 +177,7 @@ def register_portal_kinds() -> None:
                 version="v1",
                 kind=kind,
                 plural=plural,
+                description=RBAC_DESCRIPTIONS[kind],
                 model=model,
                 namespaced=namespaced,
                 body=binding,

@@ -42,6 +42,10 @@ def register_revision_kinds() -> None:
             version=VERSION,
             kind="ControllerRevision",
             plural=PLURAL,
+            description=(
+                "ControllerRevision is an immutable snapshot of state a controller keeps, such "
+                "as the definitions a WorkflowRun started from."
+            ),
             model=ControllerRevision,
             body={
                 "data": serializers.JSONField(

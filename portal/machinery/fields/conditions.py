@@ -11,7 +11,6 @@ from ..conditions import validate_conditions
 from ..openapi.fields import conditions_schema
 from ..serializers import raise_causes
 
-
 CONDITIONS_DOC = (
     "The latest observations of the object's state, one per condition type; set by the "
     "server (or the controller that owns the object)."
