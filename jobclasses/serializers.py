@@ -369,18 +369,25 @@ class OpenSandboxExecutionParametersSpecSerializer(StrictSerializer):
         help_text="The Secret key holding the OpenSandbox API key."
     )
     poolRef = StrictCharField(
-        help_text="The sandbox pool Jobs are placed in.", max_length=253, required=False
+        help_text="The OpenSandbox pool the sandboxes are created in (sent as extensions.poolRef).",
+        max_length=253,
+        required=False,
     )
     requestMapping = serializers.ChoiceField(
-        help_text="How a Job becomes a sandbox request: AdmissionOnly (the default) or Native.",
+        help_text="How the Job's resources reach OpenSandbox: AdmissionOnly (the default) sends the "
+        "limits only, Native the requests too.",
         choices=["AdmissionOnly", "Native"],
         default="AdmissionOnly",
     )
     allowSecretEnv = StrictBooleanField(
-        help_text="Whether Jobs may take environment variables from Secrets.", default=False
+        help_text="Whether Jobs may take environment variables from Secrets (their values are then sent "
+        "to OpenSandbox); false by default.",
+        default=False,
     )
     allowImageAuth = StrictBooleanField(
-        help_text="Whether Jobs may pass image pull secrets.", default=False
+        help_text="Whether Jobs may use imagePullSecrets (the credentials are then sent to OpenSandbox); "
+        "false by default.",
+        default=False,
     )
     allowInsecureHTTP = StrictBooleanField(
         help_text="Allow an http:// endpoint; only for an isolated development endpoint.",
@@ -431,7 +438,8 @@ class LocalExecutionParametersSpecSerializer(StrictSerializer):
     """The local adapter: Jobs run as processes of the control-plane worker's machine."""
 
     workRoot = StrictCharField(
-        help_text="The absolute directory Jobs' working directories are made under.",
+        help_text="The absolute directory the Jobs' checkouts are made under; <data dir>/jobs/<name> "
+        "when left out.",
         max_length=4096,
         required=False,
     )
@@ -466,7 +474,9 @@ class KeyRefSerializer(StrictSerializer):
     name = SubdomainField(help_text="The object's name in the Job's namespace.", max_length=253)
     key = StrictCharField(help_text="The key whose value is used.", max_length=253)
     optional = StrictBooleanField(
-        help_text="Whether the Job may start when the object or key is missing.", default=False
+        help_text="If true, a missing object or key leaves the variable unset; otherwise the Job waits, "
+        "naming what is missing. False by default.",
+        default=False,
     )
 
     def validate_key(self, value: str) -> str:
@@ -585,7 +595,9 @@ class JobSpecSerializer(StrictSerializer):
     """JobSpec is what a Job runs (steps or a command, in an image), with what, and for how long."""
 
     jobClassName = SubdomainField(
-        help_text="The JobClass that executes the Job; the default class when left out.",
+        help_text="The JobClass that executes the Job. When left out: the class the namespace's "
+        "execution.ayatori.ddupan.top/default-job-class annotation names, else the one class "
+        "annotated as the default.",
         max_length=253,
         required=False,
     )
@@ -713,7 +725,10 @@ class JobStatusSerializer(StrictSerializer):
     """JobStatus is the observed state of a Job, set by the server and the class's controller."""
 
     phase = serializers.ChoiceField(
-        help_text="Where the Job is in its life.", choices=JobPhase.values, required=False
+        help_text="Where the Job is in its life: Pending, Scheduled, Running, Succeeded, Failed or Unknown "
+        "(its result cannot be observed safely; it is never re-run elsewhere).",
+        choices=JobPhase.values,
+        required=False,
     )
     message = StrictCharField(
         help_text="A human-readable account of the Job's state.",

@@ -153,7 +153,8 @@ def register_config_kinds() -> None:
                 "data": StringMapField(
                     default=dict,
                     help_text="The secret values by key, each base64-encoded; keys are letters, "
-                    "digits, '-', '_' or '.'; at most 1 MiB decoded in all.",
+                    "digits, '-', '_' or '.'; at most 1 MiB decoded in all. Left out of lists: only "
+                    "reading one Secret returns it.",
                 ),
                 "stringData": StringMapField(
                     required=False,
@@ -163,9 +164,9 @@ def register_config_kinds() -> None:
                 "type": StrictCharField(
                     default=DEFAULT_SECRET_TYPE,
                     allow_blank=True,
-                    help_text="The kind of secret, which fixes the keys it must hold "
-                    f"(such as kubernetes.io/dockerconfigjson); {DEFAULT_SECRET_TYPE} when "
-                    "left out. Cannot be updated.",
+                    help_text="The kind of secret, a hint to the programs that read it (such as "
+                    f"kubernetes.io/dockerconfigjson); {DEFAULT_SECRET_TYPE} when left out. "
+                    "Cannot be updated.",
                 ),
                 "immutable": StrictBooleanField(
                     required=False,

@@ -182,13 +182,14 @@ class StepSpecSerializer(StrictSerializer):
     )
     # "with" is a Python keyword: declared in get_fields
     args = BoundedListField(
-        help_text="Arguments passed to the step's script (at most 256).",
+        help_text="Arguments passed to the step's run script (at most 256); run steps only.",
         child=StrictCharField(max_length=MAX_VALUE, allow_blank=True),
         max_items=MAX_ARGS,
         required=False,
     )
     env = NamedMapField(
-        help_text="Environment variables of the step (at most 256), by name.",
+        help_text="Environment variables of the step's run script (at most 256), by name; run steps "
+        "only.",
         max_properties=MAX_ENV,
         child=StrictCharField(allow_blank=True),
         key_errors=env_var_name_errors,

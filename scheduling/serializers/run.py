@@ -102,7 +102,8 @@ class RunFunctionModeSerializer(StrictSerializer):
         required=False,
     )
     idleTimeoutSeconds = StrictIntegerField(
-        help_text="Seconds a function Run may stay without an invocation before it is stopped.",
+        help_text="Seconds a function Run may stay without an invocation; kept with the Run, "
+        "but this server does not stop idle functions yet.",
         min_value=0,
         max_value=INT32_MAX,
         required=False,
@@ -134,17 +135,20 @@ class RunModeSerializer(StrictSerializer):
 
 class RetryPolicySerializer(StrictSerializer):
     maxAttempts = StrictIntegerField(
-        help_text="How many times the Run is tried in all, 1 to 100.",
+        help_text="How many attempts the Run gets in all, 1 to 100; 1 (no retry) when left out.",
         min_value=1,
         max_value=100,
         required=False,
     )
     backoff = DurationField(
-        help_text="How long to wait before the next attempt, a Go duration such as 10s.",
+        help_text="The wait before the first retry, a Go duration such as 10s (10s when left "
+        "out); it doubles with each attempt, up to 60s.",
         required=False,
     )
     retryableReasons = BoundedListField(
-        help_text="The status reasons (at most 32) after which a failed attempt is retried.",
+        help_text="The failure reasons (at most 32) that are retried; when left out only "
+        "infrastructure failures (the pod or its daemon went away) are. Cancellation and "
+        "invalid outputs are never retried.",
         child=StrictCharField(max_length=128),
         max_items=32,
         required=False,

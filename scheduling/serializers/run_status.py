@@ -48,8 +48,8 @@ class RunStatusSerializer(StrictSerializer):
 
     phase = serializers.ChoiceField(
         help_text=(
-            "Where the Run is in its life (Pending, Scheduled, Running, Ready, Succeeded, "
-            "Failed ...)."
+            "Where the Run is in its life: Pending, Scheduled, Running, Ready (a function "
+            "serving), Succeeded, Failed, Timeout or Cancelled."
         ),
         choices=RunPhase.values,
         required=False,
