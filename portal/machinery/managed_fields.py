@@ -61,7 +61,7 @@ _STRIPPED: tuple[Path, ...] = (
 )
 
 
-def _key_json(value: Any) -> str:
+def key_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
@@ -71,12 +71,12 @@ def _list_keys(path: Path, items: list[Any]) -> tuple[str, ...] | None:
     keys = LIST_MAP_KEYS.get(name)
     if not keys or not all(isinstance(i, dict) and all(k in i for k in keys) for i in items):
         return None
-    seen = {_key_json({k: i[k] for k in keys}) for i in items}
+    seen = {key_json({k: i[k] for k in keys}) for i in items}
     return keys if len(seen) == len(items) else None
 
 
 def _item_key(keys: tuple[str, ...], item: Mapping[str, Any]) -> str:
-    return "k:" + _key_json({k: item[k] for k in keys})
+    return "k:" + key_json({k: item[k] for k in keys})
 
 
 def fields_of(value: Any, path: Path = ()) -> set[Path]:
@@ -89,7 +89,7 @@ def fields_of(value: Any, path: Path = ()) -> set[Path]:
             if child is not None:  # null is no value (a merge patch's removal)
                 found |= fields_of(child, (*path, f"f:{key}"))
     elif isinstance(value, list) and path in SET_LISTS:
-        found |= {(*path, "v:" + _key_json(item)) for item in value}
+        found |= {(*path, "v:" + key_json(item)) for item in value}
     elif isinstance(value, list) and (keys := _list_keys(path, value)) is not None:
         for item in value:
             item_path = (*path, _item_key(keys, item))
@@ -278,7 +278,7 @@ def manager_from_user_agent(user_agent: str) -> str:
     return user_agent.split("/", 1)[0][:MAX_MANAGER_LENGTH]
 
 
-def _identity(entry: Mapping[str, Any]) -> tuple[str, str, str]:
+def identity_of(entry: Mapping[str, Any]) -> tuple[str, str, str]:
     return (entry.get("manager", ""), entry.get("operation", ""), entry.get("subresource", ""))
 
 
@@ -315,7 +315,7 @@ def replace_entry(
     identity = (manager, operation, subresource or "")
     result, placed = [], False
     for entry in entries:
-        if _identity(entry) != identity:
+        if identity_of(entry) != identity:
             result.append(entry)
             continue
         placed = True
@@ -335,7 +335,7 @@ def disown(
     result = []
     for entry in entries:
         owned = fieldset(entry)
-        if _identity(entry) == keep or not owned & paths:
+        if identity_of(entry) == keep or not owned & paths:
             result.append(entry)
         elif owned - paths:
             result.append({**entry, "fieldsV1": encode(owned - paths)})
@@ -360,7 +360,7 @@ def record_update(
     changed = {p for p in new_paths if old is None or not same_at(old, new, p)}
     removed = old_paths - new_paths
     identity = (manager, "Update", subresource or "")
-    mine = next((fieldset(e) for e in entries if _identity(e) == identity), set())
+    mine = next((fieldset(e) for e in entries if identity_of(e) == identity), set())
     entries = disown(entries, changed | removed, keep=identity)
     mine = (mine - removed) | changed
     return replace_entry(entries, manager, "Update", api_version, subresource, mine)

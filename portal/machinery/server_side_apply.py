@@ -8,6 +8,7 @@ unless another manager owns them; a field another manager owns with a different 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +54,8 @@ def path_text(path: mf.Path) -> str:
         if step.startswith("f:"):
             text += "." + step[2:]
         elif step.startswith("k:"):
-            keys = mf.json.loads(step[2:])
-            text += "[" + ",".join(f"{k}={mf._key_json(v)}" for k, v in keys.items()) + "]"
+            keys = json.loads(step[2:])
+            text += "[" + ",".join(f"{k}={mf.key_json(v)}" for k, v in keys.items()) + "]"
         else:
             text += f"[={step[2:]}]"
     return text
@@ -118,7 +119,7 @@ def apply(
     found: dict[str, list[mf.Path]] = {}
     stolen: set[mf.Path] = set()
     for entry in entries:
-        if mf._identity(entry) == identity:
+        if mf.identity_of(entry) == identity:
             continue
         for path in mf.fieldset(entry) & applied:
             if not mf.same_at(config, live, path):
@@ -130,8 +131,8 @@ def apply(
     if found and not force:
         raise _conflict(plural, group, name, found)
     entries = mf.disown(entries, stolen, keep=identity)
-    previous = next((mf.fieldset(e) for e in entries if mf._identity(e) == identity), set())
-    others = set().union(*(mf.fieldset(e) for e in entries if mf._identity(e) != identity))
+    previous = next((mf.fieldset(e) for e in entries if mf.identity_of(e) == identity), set())
+    others = set().union(*(mf.fieldset(e) for e in entries if mf.identity_of(e) != identity))
     merged = mf.merge(copy.deepcopy(dict(live)), copy.deepcopy(config_body))
     # deepest first, so an item goes after what it held
     for path in sorted(previous - applied - others, key=len, reverse=True):
