@@ -34,6 +34,7 @@ LIST_MAP_KEYS: dict[str, tuple[str, ...]] = {
     "ownerReferences": ("uid",),
     "steps": ("name",),
     "env": ("name",),
+    "containers": ("name",),
 }
 SET_LISTS: dict[Path, str] = {("f:metadata", "f:finalizers"): "set"}
 MAX_MANAGER_LENGTH = 128
