@@ -38,7 +38,10 @@ LIST_MAP_KEYS: dict[str, tuple[str, ...]] = {
 }
 SET_LISTS: dict[Path, str] = {("f:metadata", "f:finalizers"): "set"}
 MAX_MANAGER_LENGTH = 128
-DEFAULT_MANAGER = "kruntimes"
+# an API client that names itself neither by fieldManager nor by User-Agent
+DEFAULT_MANAGER = "unknown"
+CONSOLE_MANAGER = "kruntimes-console"  # edits in the web console (resource admin)
+CLI_MANAGER = "kruntimes-cli"  # manage.py apply and the other write commands
 # what no manager owns: the identity and the server's bookkeeping (kube's stripMeta)
 _STRIPPED: tuple[Path, ...] = (
     ("f:apiVersion",),
@@ -360,6 +363,8 @@ def record_update(
     old_paths = owned_fields(old, subresource, status_field) if old else set()
     changed = {p for p in new_paths if old is None or not same_at(old, new, p)}
     removed = old_paths - new_paths
+    if not manager:  # the server's own writer: no manager of its own, only the others lose
+        return disown(entries, changed | removed)
     identity = (manager, "Update", subresource or "")
     mine = next((fieldset(e) for e in entries if identity_of(e) == identity), set())
     entries = disown(entries, changed | removed, keep=identity)

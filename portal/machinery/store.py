@@ -231,15 +231,18 @@ def _managed_after(
     context: WriteContext,
 ) -> list[dict[str, Any]]:
     """The managedFields an ordinary write leaves: those it sent (when valid and changed) or
-    the live ones, with the writer's ``Update`` entry for what it changed."""
+    the live ones, with the writer's ``Update`` entry for what it changed (an API client's:
+    the server's own writers, with no ``field_manager``, keep no entry)."""
     entries = managed_fields.given(sent, live)
     if entries == []:  # the documented reset, [{}]
         return []
+    if entries is None and not live and not context.field_manager:
+        return []  # nobody manages this object's fields (a controller's Event, say)
     return managed_fields.record_update(
         live if entries is None else entries,
         old,
         new,
-        manager=context.field_manager or managed_fields.DEFAULT_MANAGER,
+        manager=context.field_manager,
         api_version=kind.api_version,
         subresource=subresource,
         status_field=kind.status_field or "",

@@ -177,8 +177,9 @@ class KubeView(APIView):
         if manager is not None:
             managed_fields.check_manager(manager)
         else:  # kube-apiserver's default: the client's name, from its User-Agent
-            manager = managed_fields.manager_from_user_agent(
-                request.META.get("HTTP_USER_AGENT", "")
+            manager = (
+                managed_fields.manager_from_user_agent(request.META.get("HTTP_USER_AGENT", ""))
+                or managed_fields.DEFAULT_MANAGER
             )
         return store.WriteContext(user=request.user, dry_run=bool(dry_run), field_manager=manager)
 

@@ -110,9 +110,9 @@ def test_update_entries_from_create_put_and_patch(admin_api):
         "f:note": {},
     }
     response = merge_patch(admin_api, f"{widgets()}/a", {"spec": {"size": 4}})
-    # no fieldManager: the User-Agent's name (the test client sends none: the server's)
+    # no fieldManager: the User-Agent's name (the test client sends none: "unknown")
     found = entries(response.json())
-    assert found[("kruntimes", "Update", "")]["fieldsV1"] == {"f:spec": {"f:size": {}}}
+    assert found[("unknown", "Update", "")]["fieldsV1"] == {"f:spec": {"f:size": {}}}
     assert "f:size" not in found[("creator", "Update", "")]["fieldsV1"]["f:spec"]
 
 
