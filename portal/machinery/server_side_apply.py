@@ -134,8 +134,8 @@ def apply(
     previous = next((mf.fieldset(e) for e in entries if mf.identity_of(e) == identity), set())
     others = set().union(*(mf.fieldset(e) for e in entries if mf.identity_of(e) != identity))
     merged = mf.merge(copy.deepcopy(dict(live)), copy.deepcopy(config_body))
-    # deepest first, so an item goes after what it held
-    for path in sorted(previous - applied - others, key=len, reverse=True):
+    # shallowest first: a keyed item goes while its key fields still name it
+    for path in sorted(previous - applied - others, key=len):
         mf.remove_at(merged, path)
     entries = mf.replace_entry(entries, manager, "Apply", api_version, subresource, applied)
     return Applied(merged, entries)

@@ -83,3 +83,63 @@ def test_path_text_is_kubes():
 def test_manager_from_user_agent():
     assert mf.manager_from_user_agent("kubectl/v1.37.0 (linux/amd64) kubernetes/abc") == "kubectl"
     assert mf.manager_from_user_agent("") == ""
+
+
+def _apply(live, config, entries, manager, force=False):
+    from portal.machinery import server_side_apply
+
+    return server_side_apply.apply(
+        live,
+        config,
+        entries,
+        manager=manager,
+        force=force,
+        api_version="v1",
+        subresource=None,
+        status_field="status",
+        plural="things",
+        group="",
+        name="t",
+    )
+
+
+def test_two_appliers_own_their_own_items_of_a_keyed_list():
+    a = {"spec": {"env": [{"name": "A", "value": "1"}]}}
+    b = {"spec": {"env": [{"name": "B", "value": "2"}]}}
+    first = _apply(None, a, [], "ma")
+    second = _apply(first.manifest, b, first.managed, "mb")
+    assert [e["name"] for e in second.manifest["spec"]["env"]] == ["A", "B"]
+    # ma applies no item any more: its item goes, mb's stays
+    third = _apply(second.manifest, {}, second.managed, "ma")
+    assert third.manifest["spec"]["env"] == [{"name": "B", "value": "2"}]
+    assert {e["manager"] for e in third.managed} == {"mb"}
+
+
+def test_an_atomic_list_is_one_field_that_conflicts_as_a_whole():
+    from portal.machinery.errors import StatusError
+
+    first = _apply(None, {"spec": {"args": [1, 2]}}, [], "ma")
+    try:
+        _apply(first.manifest, {"spec": {"args": [1]}}, first.managed, "mb")
+    except StatusError as exc:
+        assert exc.code == 409
+        assert (
+            exc.message == 'Apply failed with 1 conflict: conflict with "ma" using v1: .spec.args'
+        )
+    else:
+        raise AssertionError("no conflict")
+
+
+def test_conflicts_with_several_fields_are_listed_as_kube_lists_them():
+    from portal.machinery.errors import StatusError
+
+    first = _apply(None, {"spec": {"a": 1, "b": 1}}, [], "ma")
+    try:
+        _apply(first.manifest, {"spec": {"a": 2, "b": 2}}, first.managed, "mb")
+    except StatusError as exc:
+        assert exc.message == (
+            'Apply failed with 2 conflicts: conflicts with "ma" using v1:\n- .spec.a\n- .spec.b'
+        )
+        assert [c.field for c in exc.causes] == [".spec.a", ".spec.b"]
+    else:
+        raise AssertionError("no conflict")

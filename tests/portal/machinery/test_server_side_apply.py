@@ -114,6 +114,13 @@ def test_update_entries_from_create_put_and_patch(admin_api):
     found = entries(response.json())
     assert found[("unknown", "Update", "")]["fieldsV1"] == {"f:spec": {"f:size": {}}}
     assert "f:size" not in found[("creator", "Update", "")]["fieldsV1"]["f:spec"]
+    current = response.json()
+    current["spec"]["note"] = "y"
+    response = admin_api.put(f"{widgets()}/a?fieldManager=replacer", current, format="json")
+    assert response.status_code == 200, response.json()
+    found = entries(response.json())
+    assert found[("replacer", "Update", "")]["fieldsV1"] == {"f:spec": {"f:note": {}}}
+    assert found[("creator", "Update", "")]["fieldsV1"]["f:spec"] == {"f:color": {}}
 
 
 def test_user_agent_names_the_manager(admin_api):
