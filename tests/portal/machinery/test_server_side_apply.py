@@ -233,3 +233,10 @@ def test_apply_of_an_absent_object_needs_create(admin_api, user_api):
     assert_status(apply(user_api, "a", config(size=1)), 403, "Forbidden")
     apply(admin_api, "a", config(size=1))
     assert apply(user_api, "a", config(size=2)).status_code == 200
+
+
+def test_managed_fields_that_are_no_list_are_refused(admin_api):
+    admin_api.post(widgets(), widget("a", 1), format="json")
+    response = merge_patch(admin_api, f"{widgets()}/a", {"metadata": {"managedFields": "x"}})
+    body = assert_status(response, 422, "Invalid")
+    assert "metadata.managedFields" in {c["field"] for c in body["details"]["causes"]}
