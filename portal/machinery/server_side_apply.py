@@ -61,6 +61,14 @@ def path_text(path: mf.Path) -> str:
     return text
 
 
+def manager_text(entry: Mapping[str, Any]) -> str:
+    """A manager as kube-apiserver names it in a conflict (its ``printManager``)."""
+    text = json.dumps(entry.get("manager", ""))
+    if entry.get("subresource"):
+        text += f" with subresource {json.dumps(entry['subresource'])}"
+    return f"{text} using {entry.get('apiVersion', '')}"
+
+
 def _conflict(
     kind_plural: str, group: str, name: str, found: dict[str, list[mf.Path]]
 ) -> errors.StatusError:
@@ -69,9 +77,9 @@ def _conflict(
     parts = []
     for label, paths in found.items():
         texts = [path_text(p) for p in sorted(paths)]
-        if len(texts) == 1:
+        if count == 1:
             parts.append(f"conflict with {label}: {texts[0]}")
-        else:
+        else:  # kube lists every manager's paths once there is more than one conflict
             parts.append(f"conflicts with {label}:\n" + "\n".join(f"- {t}" for t in texts))
     causes = [
         FieldError(path_text(p), CONFLICT_CAUSE, f"conflict with {label}")
@@ -123,9 +131,7 @@ def apply(
             continue
         for path in mf.fieldset(entry) & applied:
             if not mf.same_at(config, live, path):
-                label = f'"{entry.get("manager", "")}" using {entry.get("apiVersion", "")}'
-                if entry.get("subresource"):
-                    label += f" (subresource {entry['subresource']})"
+                label = manager_text(entry)
                 found.setdefault(label, []).append(path)
                 stolen.add(path)
     if found and not force:

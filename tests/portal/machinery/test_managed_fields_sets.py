@@ -143,3 +143,26 @@ def test_conflicts_with_several_fields_are_listed_as_kube_lists_them():
         assert [c.field for c in exc.causes] == [".spec.a", ".spec.b"]
     else:
         raise AssertionError("no conflict")
+
+
+def test_conflicts_with_several_managers_list_each_managers_paths():
+    from portal.machinery.errors import StatusError
+
+    first = _apply(None, {"spec": {"a": 1}}, [], "ma")
+    second = _apply(first.manifest, {"spec": {"b": 1}}, first.managed, "mb")
+    try:
+        _apply(second.manifest, {"spec": {"a": 2, "b": 2}}, second.managed, "mc")
+    except StatusError as exc:
+        assert exc.message == (
+            'Apply failed with 2 conflicts: conflicts with "ma" using v1:\n- .spec.a\n'
+            'conflicts with "mb" using v1:\n- .spec.b'
+        )
+    else:
+        raise AssertionError("no conflict")
+
+
+def test_a_status_manager_is_named_with_its_subresource():
+    from portal.machinery.server_side_apply import manager_text
+
+    entry = {"manager": "ctl", "apiVersion": "v1", "subresource": "status"}
+    assert manager_text(entry) == '"ctl" with subresource "status" using v1'
