@@ -16,6 +16,7 @@ from typing import Any
 from . import errors
 from . import managed_fields as mf
 from .errors import FieldError
+from .patches import APPLY_PATCH
 
 CONFLICT_CAUSE = "FieldManagerConflict"
 
@@ -30,8 +31,6 @@ class Applied:
 
 def check_options(patch_type: str, manager: str | None, force: str | None) -> None:
     """PatchOptions as kube-apiserver validates them (a 422 on ``PatchOptions``)."""
-    from .patches import APPLY_PATCH
-
     causes: list[FieldError] = []
     if patch_type == APPLY_PATCH and not manager:
         causes.append(

@@ -240,3 +240,13 @@ def test_managed_fields_that_are_no_list_are_refused(admin_api):
     response = merge_patch(admin_api, f"{widgets()}/a", {"metadata": {"managedFields": "x"}})
     body = assert_status(response, 422, "Invalid")
     assert "metadata.managedFields" in {c["field"] for c in body["details"]["causes"]}
+
+
+def test_an_applied_resource_version_is_a_precondition(admin_api):
+    created = apply(admin_api, "a", config(size=1)).json()
+    stale = config(size=2)
+    stale["metadata"]["resourceVersion"] = "1"
+    assert created["metadata"]["resourceVersion"] != "1"
+    assert_status(apply(admin_api, "a", stale), 409, "Conflict")
+    stale["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    assert apply(admin_api, "a", stale).json()["spec"]["size"] == 2
