@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 BIND   ?= 127.0.0.1
 
-.PHONY: demo test test-fast install install-dev lint format bench crds clean
+.PHONY: demo test test-fast install install-dev lint format bench crds protos clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,3 +62,8 @@ crds: install
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache .ruff_cache .mypy_cache .hypothesis
+
+# the protobuf modules for Kubernetes' wire format, from portal/machinery/kubeproto/*.proto
+# (tests/portal/test_kubeproto_current.py checks that the committed ones are current)
+protos: install-dev
+	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. portal/machinery/kubeproto/*.proto

@@ -49,6 +49,7 @@ from scheduling.models import Run
 
 from . import graph
 from .models import Action, JobPhase, Workflow, WorkflowRun
+from .status import step_shown
 
 WORKFLOWRUN_UID = "kruntimes.io/workflowrun-uid"
 WORKFLOW_JOB = "kruntimes.io/workflow-job"
@@ -296,10 +297,13 @@ def steps_table(site: admin.AdminSite, job_id: str, job: dict, children: ChildRu
     for index, step in enumerate(steps_of(job)):
         name = compact(step.get("name")) or f"#{index + 1}"
         child = children.for_step(job_id, step, index)
+        phase, why = step_shown(job, step)
         rows.append(
             (
                 format_html("<strong>{}</strong>", name),
-                phase_badge(step.get("phase"), "Pending"),
+                format_html('{} <span class="k-muted">{}</span>', phase_badge(phase), why)
+                if why
+                else phase_badge(phase),
                 *run_cells(site, child, compact(step.get("runName"))),
                 inline_pairs(step.get("outputs")),
             )
@@ -307,10 +311,11 @@ def steps_table(site: admin.AdminSite, job_id: str, job: dict, children: ChildRu
         for sub_index, sub in enumerate(action_steps_of(step)):
             sub_name = compact(sub.get("name")) or f"#{sub_index + 1}"
             sub_child = children.by_name.get(compact(sub.get("runName")))
+            sub_phase, _ = step_shown(job, sub)
             rows.append(
                 (
                     format_html('<span class="k-muted">↳</span> {}', sub_name),
-                    phase_badge(sub.get("phase"), "Pending"),
+                    phase_badge(sub_phase),
                     *run_cells(site, sub_child, compact(sub.get("runName"))),
                     inline_pairs(sub.get("outputs")),
                 )

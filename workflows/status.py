@@ -60,3 +60,21 @@ def write(wfr: WorkflowRun, status: dict) -> bool:
 
         request_reconcile(parent)
     return True
+
+
+def step_shown(job: dict, step: dict) -> tuple[str, str]:
+    """(phase, why) to show for a step of a job's status: a step that never started in a job
+    that is over was skipped (the status leaves it Pending, as kruntimes' StepPhase has no
+    Skipped), and why is its job's story."""
+    phase = str(step.get("phase") or "Pending")
+    if phase != "Pending":
+        return phase, ""
+    job_phase = job.get("phase")
+    if job_phase == "Failed":
+        failed = any(
+            s.get("phase") == "Failed" for s in job.get("steps") or [] if isinstance(s, dict)
+        )
+        return "Skipped", "an earlier step failed" if failed else str(job.get("message") or "")
+    if job_phase in ("Skipped", "Succeeded"):
+        return "Skipped", str(job.get("message") or "its job was skipped")
+    return phase, ""

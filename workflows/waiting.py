@@ -13,8 +13,10 @@ from portal.cli import format_table
 from portal.machinery import errors
 
 from .models import FINISHED_RUN_PHASES, WorkflowRun
+from .status import step_shown
 
-HEADER = ["JOB", "STEP", "PHASE", "RUN", "OUTPUTS"]
+HEADER = ["JOB", "STEP", "PHASE", "RUN", "OUTPUTS", "REASON"]
+REASON_WIDTH = 60
 NONE = "-"
 sleep = time.sleep
 monotonic = time.monotonic
@@ -22,7 +24,9 @@ monotonic = time.monotonic
 
 def table(run: WorkflowRun) -> str:
     """One row per job (STEP ``-``; RUN the child WorkflowRun of a reusable call), then one
-    per step and Action step, in spec order; what the status does not name yet is Pending."""
+    per step and Action step, in spec order; what the status does not name yet is Pending, a
+    step its ended job never started is Skipped; REASON says why a job or step did not run
+    or succeed."""
     jobs_status = (run.status or {}).get("jobs") or {}
     rows = [HEADER]
     for job, job_spec in ((run.spec or {}).get("jobs") or {}).items():
@@ -34,14 +38,16 @@ def table(run: WorkflowRun) -> str:
                 status.get("phase") or "Pending",
                 status.get("workflowRunName") or NONE,
                 outputs_text(status.get("outputs")),
+                _reason(status.get("message") if status.get("phase") != "Succeeded" else ""),
             ]
         )
         by_name = {s.get("name"): s for s in status.get("steps") or [] if isinstance(s, dict)}
         for step in (job_spec or {}).get("steps") or []:
             step_status = by_name.get(step.get("name")) or {}
-            rows.append(_row(job, step.get("name", ""), step_status))
+            rows.append(_row(job, step.get("name", ""), step_status, status))
             for action_step in step_status.get("actionSteps") or []:
-                rows.append(_row(job, f"{step.get('name')}/{action_step.get('name')}", action_step))
+                name = f"{step.get('name')}/{action_step.get('name')}"
+                rows.append(_row(job, name, action_step, status))
     return format_table(rows)
 
 
@@ -52,13 +58,22 @@ def outputs_text(outputs) -> str:
     return ", ".join(f"{key}: {str(value)[:40]}" for key, value in sorted(outputs.items()))
 
 
-def _row(job: str, step: str, status: dict) -> list[str]:
+def _reason(text) -> str:
+    text = " ".join(str(text or "").split())
+    if len(text) > REASON_WIDTH:
+        text = text[: REASON_WIDTH - 1] + "…"
+    return text or NONE
+
+
+def _row(job: str, step: str, status: dict, job_status: dict) -> list[str]:
+    phase, why = step_shown(job_status, status)
     return [
         job,
         step,
-        status.get("phase") or "Pending",
+        phase,
         status.get("runName") or NONE,
         outputs_text(status.get("outputs")),
+        _reason(why),
     ]
 
 

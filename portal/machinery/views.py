@@ -35,7 +35,7 @@ from .collection_delete import delete_collection
 from .decoding import max_request_bytes, too_large
 from .listing import consistent_list, parse_field_selector
 from .manifest import list_item, to_manifest
-from .protobuf import ProtobufParser
+from .protobuf import ProtobufParser, ProtobufRenderer, serves
 from .registry import ResourceKind, ReviewKind
 from .streams import RETRY_AFTER_SECONDS
 from .yaml import (
@@ -136,6 +136,16 @@ class KubeView(APIView):
 
     def get_exception_handler(self) -> Callable[[Exception, Mapping[str, Any]], Response]:
         return status_exception_handler
+
+    def get_parsers(self) -> list[Any]:
+        """Protobuf bodies are read for every kind, to refuse the ones not built in with 415."""
+        return [*super().get_parsers(), ProtobufParser()]
+
+    def get_renderers(self) -> list[Any]:
+        """Protobuf answers for the built-in kinds only: custom kinds are JSON, as CRDs are."""
+        served = self.kind or getattr(self, "review", None)
+        extra = [ProtobufRenderer()] if served and serves(served.api_version, served.kind) else []
+        return [*super().get_renderers(), *extra]
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         """Every request records the warnings of its writes: a ``Warning`` header each."""
@@ -391,8 +401,6 @@ class ReviewView(KubeView):
 
     review: ReviewKind = None  # type: ignore[assignment]
     http_method_names = ["post", "options"]
-    # kubectl auth can-i sends the reviews as protobuf (built-in kinds), never falling back
-    parser_classes = [*KubeView.parser_classes, ProtobufParser]
 
     def post(self, request: Request) -> Response:
         body = self.body(request)

@@ -176,6 +176,17 @@ class DetailMixin:
             return NONE
         return simple_table(("kind", "name", "apiVersion", "uid", "controller"), rows)
 
+    @admin.display(description="part of")
+    def controller_display(self, obj):
+        """The object's controller (its ownerReference with ``controller: true``), linked: what
+        made it, shown where the page opens rather than in the collapsed metadata."""
+        refs = obj.owner_references if isinstance(obj.owner_references, list) else []
+        ref = next((r for r in refs if isinstance(r, dict) and r.get("controller") is True), None)
+        if ref is None:
+            return NONE
+        kind, name = self._owner_reference_row(ref)[:2]
+        return format_html("{} {}", kind, name)
+
     def _owner_reference_row(self, ref: Any) -> tuple:
         if not isinstance(ref, dict):
             return ("", compact(ref), "", "", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -13,6 +14,9 @@ from .render import label_pairs
 from .scale import NamespaceFilter
 
 # The label filter offers the most common key=value pairs of this many most recent objects.
+# a UID as a label value (a controller's link to its parent, one value per parent) filters
+# to one family of objects: searched for (``k=v`` in the search box), never offered as a choice
+UID_VALUE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 LABEL_FILTER_SAMPLE = 500
 LABEL_FILTER_CHOICES = 40
 
@@ -55,7 +59,8 @@ def filter_by_label(queryset, term: str):
 
 
 class LabelFilter(admin.SimpleListFilter):
-    """The most common ``key=value`` pairs among the newest objects (a bounded sample)."""
+    """The most common ``key=value`` pairs among the newest objects (a bounded sample), UID
+    values left out."""
 
     title = "label"
     parameter_name = "label"
@@ -68,7 +73,7 @@ class LabelFilter(admin.SimpleListFilter):
         )
         counts: Counter = Counter()
         for labels in sample:
-            counts.update(f"{k}={v}" for k, v in label_pairs(labels))
+            counts.update(f"{k}={v}" for k, v in label_pairs(labels) if not UID_VALUE.match(v))
         common = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         choices = sorted(pair for pair, _ in common[:LABEL_FILTER_CHOICES])
         current = self.value()

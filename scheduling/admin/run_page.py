@@ -38,6 +38,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
         (
             "phase_display",
             "message_display",
+            "controller_display",
             "assigned_pod_display",
             "timing_display",
             "retry_lineage_display",

@@ -17,7 +17,7 @@ from django.utils import timezone
 from scheduling.admin.run_artifacts import download_url
 from scheduling.models import Run
 from tests.helpers.rbac import bind_role
-from tests.helpers.records import make_runtime
+from tests.helpers.records import make_run, make_runtime
 from tests.helpers.workflow_records import (
     make_action,
     make_step_run,
@@ -556,3 +556,38 @@ def test_action_list_and_detail_show_steps_inputs_and_outputs(client):
     assert "<code>PIP</code>" in html
     assert "which Python" in html and "3.12" in html
     assert "${{ steps.install.outputs.path }}" in html
+
+
+def test_a_step_runs_page_opens_with_a_link_to_its_workflow_run(client):
+    wfr = make_workflow_run("wfr", jobs=DIAMOND)
+    run = make_step_run(wfr, "build", "compile")
+    page = client.get(run_url(run)).content.decode()
+    # the first section ("Run", open), before Spec and the collapsed ones
+    first_section = page[page.index("fieldset-0-0-heading") : page.index("fieldset-0-1-heading")]
+    link = f'<a href="{url("workflowrun", "change", wfr.pk)}">wfr</a>'
+    assert "<label>Part of:</label>" in first_section and f"WorkflowRun {link}" in first_section
+    mine = make_run("mine")  # a user's own Run: no controller
+    assert f"WorkflowRun {link}" not in client.get(run_url(mine)).content.decode()
+
+
+def test_a_step_its_failed_job_never_started_shows_skipped_with_why(client):
+    wfr = make_workflow_run("wfr", jobs=DIAMOND)
+    status = {
+        "phase": "Failed",
+        "jobs": {
+            "build": {
+                "phase": "Failed",
+                "message": "step compile: Run wfr-build-compile Failed (Error)",
+                "steps": [  # as the controller leaves the steps after a failed one: Pending
+                    {"name": "compile", "phase": "Failed", "runName": "wfr-build-compile"},
+                    {"name": "package", "phase": "Pending"},
+                ],
+            }
+        },
+    }
+    wfr = set_status(wfr, status)
+    page = client.get(url("workflowrun", "change", wfr.pk)).content.decode()
+    package_row = page[page.index("<strong>package</strong>") :].split("</tr>", 1)[0]
+    assert ">Skipped</span>" in package_row and "an earlier step failed" in package_row
+    compile_row = page[page.index("<strong>compile</strong>") :].split("</tr>", 1)[0]
+    assert ">Failed</span>" in compile_row and "an earlier step failed" not in compile_row

@@ -96,12 +96,47 @@ def test_wait_prints_the_table_on_each_change_and_exits_0_on_success(workflow, s
     assert lines[-2].startswith("finished in ") and lines[-2].endswith("s")
     tables = [line for line in lines if line.startswith("JOB")]
     assert len(tables) == 3  # Pending, Running (shown once), Succeeded
-    assert lines[1].split() == ["JOB", "STEP", "PHASE", "RUN", "OUTPUTS"]
-    assert lines[2].split() == ["build", "-", "Pending", "-", "-"]
-    assert lines[3].split() == ["build", "test", "Pending", "-", "-"]
-    assert ["build", "test", "Running", "r-build-test", "-"] in [line.split() for line in lines]
-    assert ["deploy", "verify", "Failed", "r-deploy-verify", "-"] in [
-        line.split() for line in lines
+    assert lines[1].split() == ["JOB", "STEP", "PHASE", "RUN", "OUTPUTS", "REASON"]
+    assert lines[2].split() == ["build", "-", "Pending", "-", "-", "-"]
+    assert lines[3].split() == ["build", "test", "Pending", "-", "-", "-"]
+    split = [line.split() for line in lines]
+    assert ["build", "test", "Running", "r-build-test", "-", "-"] in split
+    assert ["deploy", "verify", "Failed", "r-deploy-verify", "-", "-"] in split
+
+
+def test_a_step_its_ended_job_never_started_shows_skipped_with_why():
+    from workflows.waiting import table
+
+    status = {
+        "phase": "Failed",
+        "jobs": {
+            "build": {
+                "phase": "Failed",
+                "message": "step test: Run r-build-test Failed (Error)",
+                "steps": [{"name": "test", "phase": "Failed", "runName": "r-build-test"}],
+            },
+            "deploy": {"phase": "Skipped", "message": "needs build, which did not succeed"},
+        },
+    }
+    run = WorkflowRun(name="r", spec={"jobs": build_deploy_jobs()}, status=status)
+    rows = [line.split(None, 5) for line in table(run).splitlines()]
+    assert rows[1] == [
+        "build",
+        "-",
+        "Failed",
+        "-",
+        "-",
+        "step test: Run r-build-test Failed (Error)",
+    ]
+    assert rows[3] == ["build", "package", "Skipped", "-", "-", "an earlier step failed"]
+    assert rows[4] == ["deploy", "-", "Skipped", "-", "-", "needs build, which did not succeed"]
+    assert rows[5] == [
+        "deploy",
+        "verify",
+        "Skipped",
+        "-",
+        "-",
+        "needs build, which did not succeed",
     ]
 
 
