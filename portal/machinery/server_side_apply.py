@@ -96,6 +96,14 @@ def _conflict(
     )
 
 
+def _is_key_field(path: mf.Path) -> bool:
+    """Whether ``path`` is a key field of the keyed-list item it is in (``name`` of
+    ``k:{"name":...}``)."""
+    if len(path) < 2 or not path[-2].startswith("k:") or not path[-1].startswith("f:"):
+        return False
+    return path[-1][2:] in json.loads(path[-2][2:])
+
+
 def apply(
     live: Mapping[str, Any] | None,
     config: Mapping[str, Any],
@@ -139,8 +147,13 @@ def apply(
     previous = next((mf.fieldset(e) for e in entries if mf.identity_of(e) == identity), set())
     others = set().union(*(mf.fieldset(e) for e in entries if mf.identity_of(e) != identity))
     merged = mf.merge(copy.deepcopy(dict(live)), copy.deepcopy(config_body))
-    # shallowest first: a keyed item goes while its key fields still name it
-    for path in sorted(previous - applied - others, key=len):
+    # shallowest first: a keyed item goes while its key fields still name it; a node that
+    # holds a field some other manager (or this apply) owns stays
+    kept = others | applied
+    held = {owned[:depth] for owned in kept for depth in range(1, len(owned))}
+    for path in sorted(previous - kept - held, key=len):
+        if (path[:-1] in held or path[:-1] in kept) and _is_key_field(path):
+            continue  # an item that stays keeps the fields that name it
         mf.remove_at(merged, path)
     entries = mf.replace_entry(entries, manager, "Apply", api_version, subresource, applied)
     return Applied(merged, entries)

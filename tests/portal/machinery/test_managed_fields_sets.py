@@ -166,3 +166,12 @@ def test_a_status_manager_is_named_with_its_subresource():
 
     entry = {"manager": "ctl", "apiVersion": "v1", "subresource": "status"}
     assert manager_text(entry) == '"ctl" with subresource "status" using v1'
+
+
+def test_an_item_another_manager_owns_a_field_of_stays():
+    first = _apply(None, {"spec": {"env": [{"name": "A", "value": "1"}]}}, [], "ma")
+    live = {"spec": {"env": [{"name": "A", "value": "1", "valueFrom": "x"}]}}
+    child = ("f:spec", "f:env", 'k:{"name":"A"}', "f:valueFrom")
+    update = {"manager": "mb", "operation": "Update", "fieldsV1": mf.encode({child})}
+    third = _apply(live, {}, [*first.managed, update], "ma")
+    assert third.manifest["spec"]["env"] == [{"name": "A", "valueFrom": "x"}]
