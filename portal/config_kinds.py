@@ -111,8 +111,13 @@ def validate_secret(new: dict[str, Any], old: dict[str, Any] | None) -> list[Fie
 
 
 def secret_in_list(manifest: dict[str, Any]) -> dict[str, Any]:
-    """A Secret in a list: no values (only a GET of one Secret returns its data)."""
-    return {key: value for key, value in manifest.items() if key != "data"}
+    """A Secret in a list: no values (only a GET of one Secret returns its data), nor its
+    keys (which its managedFields name)."""
+    listed = {key: value for key, value in manifest.items() if key != "data"}
+    meta = listed.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        listed["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return listed
 
 
 # --- ConfigMap ------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 JSON merge patch (RFC 7386) and JSON patch (RFC 6902, through the ``jsonpatch`` library,
 ``test`` ops included) are served, as kube-apiserver serves them for custom resources: a
 strategic merge patch is refused with the same 415 (it needs Go struct tags no custom
-resource has), and so is server-side apply, naming client-side apply instead."""
+resource has). Server-side apply (``APPLY_PATCH``) is served by ``server_side_apply``."""
 
 from __future__ import annotations
 
@@ -23,14 +23,6 @@ SERVED = (JSON_PATCH, MERGE_PATCH)
 
 def refuse_unserved(content_type: str) -> None:
     """415 for the patch types this server does not apply, saying what to send instead."""
-    if content_type == APPLY_PATCH:
-        raise errors.StatusError(
-            415,
-            "UnsupportedMediaType",
-            "server-side apply (application/apply-patch+yaml) is not supported: use "
-            "client-side apply (kubectl apply --server-side=false, the default), or a "
-            f"{MERGE_PATCH} or {JSON_PATCH} patch",
-        )
     if content_type == STRATEGIC_MERGE_PATCH:
         raise errors.StatusError(
             415,

@@ -216,6 +216,12 @@ class YAMLParser(BaseParser):
         return documents[0] if documents else None
 
 
+class ApplyPatchParser(YAMLParser):
+    """A server-side apply body: YAML (JSON is YAML too)."""
+
+    media_type = "application/apply-patch+yaml"
+
+
 class MergePatchParser(StrictJSONParser):
     media_type = "application/merge-patch+json"
 

@@ -20,6 +20,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from ..managed_fields import LIST_MAP_KEYS
 from ..serializers import INT64_MAX, INT64_MIN, FreeformObjectField
 
 Schema = dict[str, Any]
@@ -48,7 +49,7 @@ def serializer_schema(
     for name, field in serializer.fields.items():  # type: ignore[attr-defined]
         if isinstance(field, serializers.HiddenField):
             continue
-        properties[name] = field_schema(field, closed=closed, partial=partial)
+        properties[name] = list_type(name, field_schema(field, closed=closed, partial=partial))
         if field.required and not partial:
             required.append(name)
     schema: Schema = {"type": "object", "properties": properties}
@@ -185,6 +186,19 @@ def _default(field: serializers.Field[Any, Any, Any, Any]) -> Any:
         return json.loads(json.dumps(default))
     except (TypeError, ValueError):
         return empty
+
+
+def list_type(name: str, schema: Schema) -> Schema:
+    """Mark a list of named items that server-side apply merges item by item
+    (``managed_fields.LIST_MAP_KEYS``) as Kubernetes does: ``x-kubernetes-list-type: map``,
+    when every item must carry its keys (a CRD may not key a list by an optional field)."""
+    keys = LIST_MAP_KEYS.get(name)
+    items = schema.get("items") if schema.get("type") == "array" else None
+    if not keys or not isinstance(items, dict) or "x-kubernetes-list-type" in schema:
+        return schema
+    if not set(keys) <= set(items.get("required") or ()):
+        return schema
+    return {**schema, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)}
 
 
 def conditions_schema(max_items: int = 16, types: tuple[str, ...] = ()) -> Schema:

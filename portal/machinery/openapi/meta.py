@@ -28,6 +28,39 @@ _CAUSE: Schema = {
 }
 
 
+MANAGED_FIELDS_ENTRY: Schema = {
+    "type": "object",
+    "description": "The fields one manager owns, by one kind of write (server-side apply).",
+    "properties": {
+        "manager": {"type": "string", "description": "Who wrote: the fieldManager."},
+        "operation": {"type": "string", "enum": ["Apply", "Update"]},
+        "apiVersion": {"type": "string", "description": "The version the fields are named in."},
+        "time": {"type": "string", "format": "date-time"},
+        "fieldsType": {"type": "string", "enum": ["FieldsV1"]},
+        "fieldsV1": {
+            "type": "object",
+            "description": "The owned fields, in structured-merge-diff's f:/k:/v: encoding.",
+            "x-kubernetes-preserve-unknown-fields": True,
+        },
+        "subresource": {"type": "string", "description": "Set for a write to a subresource."},
+    },
+}
+
+
+def _mark_apply_lists(properties: dict[str, Schema]) -> None:
+    """The list types of ObjectMeta as Kubernetes declares them, for server-side apply."""
+    properties["ownerReferences"].update(
+        {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"]}
+    )
+    properties["finalizers"]["x-kubernetes-list-type"] = "set"
+    properties["managedFields"] = {
+        "type": "array",
+        "description": "Which manager owns which fields (server-side apply); the server keeps it.",
+        "items": MANAGED_FIELDS_ENTRY,
+        "x-kubernetes-list-type": "atomic",
+    }
+
+
 def meta_definitions() -> dict[str, Schema]:
     object_meta = serializer_schema(ObjectMetaSerializer())
     object_meta["description"] = (
@@ -35,6 +68,7 @@ def meta_definitions() -> dict[str, Schema]:
         "for namespaced kinds), labels, annotations; the server sets uid, resourceVersion, "
         "generation and the timestamps."
     )
+    _mark_apply_lists(object_meta["properties"])
     return {
         OBJECT_META: object_meta,
         LIST_META: {
