@@ -33,10 +33,22 @@ MANAGED_FIELDS_ENTRY: Schema = {
     "description": "The fields one manager owns, by one kind of write (server-side apply).",
     "properties": {
         "manager": {"type": "string", "description": "Who wrote: the fieldManager."},
-        "operation": {"type": "string", "enum": ["Apply", "Update"]},
+        "operation": {
+            "type": "string",
+            "enum": ["Apply", "Update"],
+            "description": "Apply for a server-side apply; Update for any other write.",
+        },
         "apiVersion": {"type": "string", "description": "The version the fields are named in."},
-        "time": {"type": "string", "format": "date-time"},
-        "fieldsType": {"type": "string", "enum": ["FieldsV1"]},
+        "time": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When this manager last changed what it owns.",
+        },
+        "fieldsType": {
+            "type": "string",
+            "enum": ["FieldsV1"],
+            "description": "The encoding of fieldsV1; FieldsV1 is the only one.",
+        },
         "fieldsV1": {
             "type": "object",
             "description": "The owned fields, in structured-merge-diff's f:/k:/v: encoding.",
