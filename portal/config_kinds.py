@@ -143,6 +143,7 @@ def register_config_kinds() -> None:
             group="",
             version="v1",
             kind="Secret",
+            strategic_merge={},  # data, stringData: maps, merged key by key
             plural="secrets",
             model=Secret,
             body={
@@ -167,6 +168,7 @@ def register_config_kinds() -> None:
             group="",
             version="v1",
             kind="ConfigMap",
+            strategic_merge={},  # data, binaryData: maps, merged key by key
             plural="configmaps",
             model=ConfigMap,
             short_names=("cm",),

@@ -203,6 +203,7 @@ def register_event_kinds() -> None:
             group="",
             version="v1",
             kind="Event",
+            strategic_merge={},  # no list field of Event carries a patch strategy
             plural="events",
             model=Event,
             short_names=("ev",),
@@ -220,6 +221,7 @@ def register_event_kinds() -> None:
             group=EVENTS_GROUP,
             version="v1",
             kind="Event",
+            strategic_merge={},  # no list field of Event carries a patch strategy
             plural="events",
             model=Event,
             short_names=(),

@@ -12,7 +12,9 @@ from typing import Any
 import jsonpatch
 
 from . import errors
+from . import strategic_merge
 from .manifest import merge_patch
+from .strategic_merge import Schema, with_object_meta
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -21,8 +23,9 @@ APPLY_PATCH = "application/apply-patch+yaml"
 SERVED = (JSON_PATCH, MERGE_PATCH)
 
 
-def refuse_unserved(content_type: str) -> None:
-    """415 for the patch types this server does not apply, saying what to send instead."""
+def refuse_unserved(content_type: str, *, strategic: bool = False) -> None:
+    """415 for the patch types this server does not apply, saying what to send instead;
+    ``strategic`` when the kind declares strategic merge strategies (a built-in kind)."""
     if content_type == APPLY_PATCH:
         raise errors.StatusError(
             415,
@@ -31,7 +34,7 @@ def refuse_unserved(content_type: str) -> None:
             "client-side apply (kubectl apply --server-side=false, the default), or a "
             f"{MERGE_PATCH} or {JSON_PATCH} patch",
         )
-    if content_type == STRATEGIC_MERGE_PATCH:
+    if content_type == STRATEGIC_MERGE_PATCH and not strategic:
         raise errors.StatusError(
             415,
             "UnsupportedMediaType",
@@ -75,8 +78,13 @@ def _json_patch(document: dict[str, Any], operations: list[dict[str, Any]]) -> A
     return result
 
 
-def apply_patch(patch_type: str, current: dict[str, Any], body: Any) -> Any:
-    """The patched manifest (the body's shape was checked by ``check_shape``)."""
+def apply_patch(
+    patch_type: str, current: dict[str, Any], body: Any, strategic: Schema | None = None
+) -> Any:
+    """The patched manifest (the body's shape was checked by ``check_shape``); ``strategic``
+    is the kind's schema, for a strategic merge patch."""
     if patch_type == JSON_PATCH:
         return _json_patch(current, body)
+    if patch_type == STRATEGIC_MERGE_PATCH and strategic is not None:
+        return strategic_merge.apply(current, body, with_object_meta(strategic))
     return merge_patch(current, body)

@@ -461,7 +461,9 @@ def patch(
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         current = get_object(kind, namespace, name)
         seen = str(current.resource_version)
-        merged = patches.apply_patch(patch_type, to_manifest(kind, current), patch_body)
+        merged = patches.apply_patch(
+            patch_type, to_manifest(kind, current), patch_body, kind.strategic_merge
+        )
         meta = merged.get("metadata") if isinstance(merged, dict) else None
         conditional = names_version or (
             isinstance(meta, dict) and meta.get("resourceVersion") != seen

@@ -305,7 +305,8 @@ class ObjectView(KubeView):
 
     def patch(self, request: Request, name: str, namespace: str | None = None) -> Response:
         content_type = (request.content_type or "").split(";")[0].strip().lower()
-        patches.refuse_unserved(content_type)
+        strategic = self.kind.strategic_merge is not None
+        patches.refuse_unserved(content_type, strategic=strategic)
         context = self.authorize(request, "patch", namespace, name)
         obj = store.patch(
             self.kind,
@@ -313,8 +314,8 @@ class ObjectView(KubeView):
             name,
             self.body(request),
             subresource=self.subresource or None,
-            patch_type=patches.JSON_PATCH
-            if content_type == patches.JSON_PATCH
+            patch_type=content_type
+            if content_type in (patches.JSON_PATCH, patches.STRATEGIC_MERGE_PATCH)
             else patches.MERGE_PATCH,
             context=context,
         )
