@@ -11,8 +11,7 @@ from typing import Any
 
 import jsonpatch
 
-from . import errors
-from . import strategic_merge
+from . import errors, strategic_merge
 from .manifest import merge_patch
 from .strategic_merge import Schema, with_object_meta
 
