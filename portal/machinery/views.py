@@ -31,6 +31,7 @@ from .streams import RETRY_AFTER_SECONDS
 from .yaml import (
     JSONPatchParser,
     MergePatchParser,
+    StrategicMergePatchParser,
     StrictJSONParser,
     YAMLParser,
     YAMLRenderer,
@@ -114,7 +115,13 @@ def _detail_text(detail: object) -> str:
 class KubeView(APIView):
     kind: ResourceKind = None  # type: ignore[assignment]
     subresource: str = ""
-    parser_classes = [StrictJSONParser, MergePatchParser, JSONPatchParser, YAMLParser]
+    parser_classes = [
+        StrictJSONParser,
+        MergePatchParser,
+        JSONPatchParser,
+        StrategicMergePatchParser,
+        YAMLParser,
+    ]
     renderer_classes = [JSONRenderer, YAMLRenderer]
 
     def get_exception_handler(self) -> Callable[[Exception, Mapping[str, Any]], Response]:
