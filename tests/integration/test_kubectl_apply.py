@@ -82,6 +82,8 @@ def diffs_nothing_then_the_change(kubeconfig, tmp_path: Path) -> None:
 
 
 def applies_a_list(kubeconfig) -> None:
+    """kubectl validates a List's items client-side against /openapi/v2, asked for as
+    protobuf only: a JSON-only server fails the apply with a 406."""
     listed = {
         "apiVersion": "v1",
         "kind": "List",
@@ -96,7 +98,7 @@ def applies_a_list(kubeconfig) -> None:
         ],
     }
     for _ in range(2):
-        ok(kubectl(kubeconfig, "apply", "-f", "-", "-v=8", stdin=json.dumps(listed)))
+        ok(kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(listed)))
     listed["items"][1]["data"] = {"a": "2"}
     assert "configmap/settings configured" in ok(
         kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(listed))
@@ -119,5 +121,7 @@ def python_client_patches_a_namespace(kubeconfig) -> None:
 
 def test_kubectl_apply_diff_and_strategic_merge_patch(kubeconfig, tmp_path):
     """One server for the module: the steps share it, in order."""
+    applies_examples_twice(kubeconfig)
+    diffs_nothing_then_the_change(kubeconfig, tmp_path)
     applies_a_list(kubeconfig)
     python_client_patches_a_namespace(kubeconfig)
