@@ -19,7 +19,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
 from ..negotiation import first_choice
-from .views import OpenAPIView
+from ..views import KubeView
 
 PROTOBUF_V2 = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 # What kube-openapi answers it with (and accepts too): Go's mime parser refuses the "@".
@@ -52,8 +52,9 @@ class ProtobufV2AnswerRenderer(ProtobufV2Renderer):
     media_type = PROTOBUF_V2_ANSWER
 
 
-class OpenAPIV2View(OpenAPIView):
+class OpenAPIV2View(KubeView):
     renderer_classes = [JSONRenderer, ProtobufV2Renderer, ProtobufV2AnswerRenderer]
+    schema = None  # not itself part of /api/schema/
 
     def get(self, request: Request) -> HttpResponseBase:
         media, _ = first_choice(request.META.get("HTTP_ACCEPT", ""))

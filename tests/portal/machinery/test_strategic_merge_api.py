@@ -131,3 +131,14 @@ def test_custom_resources_keep_kube_apiservers_415(admin_api):
         "the body of the request was in an unknown format - accepted media types include: "
     )
     assert "strategic" not in body["message"]
+
+
+def test_namespace_status_conditions_merge_by_type():
+    from portal.machinery.strategic_merge import apply, with_object_meta
+
+    kind = registry.for_manifest("v1", "Namespace")
+    assert kind is not None and kind.strategic_merge is not None
+    original = {"status": {"conditions": [{"type": "A", "status": "True"}]}}
+    patch = {"status": {"conditions": [{"type": "B", "status": "False"}]}}
+    merged = apply(original, patch, with_object_meta(kind.strategic_merge))
+    assert [c["type"] for c in merged["status"]["conditions"]] == ["A", "B"]
