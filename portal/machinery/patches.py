@@ -1,9 +1,10 @@
 """The patch types a PATCH may send, and how each applies to the current object.
 
 JSON merge patch (RFC 7386) and JSON patch (RFC 6902, through the ``jsonpatch`` library,
-``test`` ops included) are served, as kube-apiserver serves them for custom resources: a
-strategic merge patch is refused with the same 415 (it needs Go struct tags no custom
-resource has), and so is server-side apply, naming client-side apply instead."""
+``test`` ops included) are served for every kind. A strategic merge patch is applied to the
+built-in kinds, which declare their Go struct tags (``ResourceKind.strategic_merge``,
+``strategic_merge``); for custom resources it is refused with kube-apiserver's own 415 (no
+custom resource has those tags). Server-side apply is refused too, naming client-side apply."""
 
 from __future__ import annotations
 

@@ -446,8 +446,8 @@ def patch(
     patch_type: str = patches.MERGE_PATCH,
     context: WriteContext,
 ) -> Any:
-    """A merge patch (RFC 7386) or JSON patch (RFC 6902) applied to the current object, then
-    a PUT of the result.
+    """A merge patch (RFC 7386), JSON patch (RFC 6902) or strategic merge patch (a kind with
+    ``strategic_merge``) applied to the current object, then a PUT of the result.
 
     Without a resourceVersion precondition a patch applies to whatever is current, so a
     concurrent write only makes it apply again (as the Kubernetes API server does); with one
