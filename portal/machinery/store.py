@@ -455,6 +455,7 @@ def patch(
     is a 409."""
     _refuse_read_only(kind)
     context = authorize(context, kind, "patch", namespace, name, subresource or "")
+    patches.refuse_unserved(patch_type, strategic=kind.strategic_merge is not None)
     patches.check_shape(patch_type, patch_body)
     given_meta = patch_body.get("metadata") if isinstance(patch_body, dict) else None
     names_version = isinstance(given_meta, dict) and "resourceVersion" in given_meta

@@ -142,3 +142,15 @@ def test_namespace_status_conditions_merge_by_type():
     patch = {"status": {"conditions": [{"type": "B", "status": "False"}]}}
     merged = apply(original, patch, with_object_meta(kind.strategic_merge))
     assert [c["type"] for c in merged["status"]["conditions"]] == ["A", "B"]
+
+
+def test_the_store_refuses_a_strategic_merge_patch_for_a_custom_kind(admin_user):
+    from portal.machinery import errors, store
+
+    kind = registry.for_manifest("testing.kruntimes.io/v1", "Widget")
+    assert kind is not None
+    with pytest.raises(errors.StatusError) as caught:
+        store.patch(
+            kind, "default", "a", {}, patch_type=SMP, context=store.WriteContext(user=admin_user)
+        )
+    assert caught.value.code == 415
