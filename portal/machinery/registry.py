@@ -59,6 +59,9 @@ class ResourceKind:
     namespaced: bool = True
     short_names: tuple[str, ...] = ()
     singular: str = ""
+    # What the kind is, for its users: the schema's description, the first thing
+    # ``kubectl explain <plural>`` prints (the model's docstring is for developers).
+    description: str = ""
     # Body fields whose change bumps metadata.generation (Kubernetes: the spec).
     generation_fields: tuple[str, ...] = ("spec",)
     # The /status subresource, if any: its body field and the rules a status update keeps.

@@ -200,13 +200,40 @@ def conditions_schema(max_items: int = 16, types: tuple[str, ...] = ()) -> Schem
         "items": {
             "type": "object",
             "required": ["type", "status"],
+            "description": "One aspect of the object's current state, as metav1.Condition.",
             "properties": {
-                "type": condition_type,
-                "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-                "reason": {"type": "string", "maxLength": 1024},
-                "message": {"type": "string", "maxLength": 32768},
-                "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
-                "lastTransitionTime": {"type": "string", "format": "date-time"},
+                "type": {
+                    **condition_type,
+                    "description": "The aspect this condition reports, "
+                    "in CamelCase (Ready, Succeeded ...); unique within the list.",
+                },
+                "status": {
+                    "type": "string",
+                    "enum": ["True", "False", "Unknown"],
+                    "description": "Whether the condition holds: True, False or Unknown.",
+                },
+                "reason": {
+                    "type": "string",
+                    "maxLength": 1024,
+                    "description": "A CamelCase word saying why the condition last changed.",
+                },
+                "message": {
+                    "type": "string",
+                    "maxLength": 32768,
+                    "description": "A human-readable account of the last transition.",
+                },
+                "observedGeneration": {
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0,
+                    "description": "The metadata.generation the condition was set from; "
+                    "older than the object's generation means the condition is out of date.",
+                },
+                "lastTransitionTime": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "When status last changed from one value to another.",
+                },
             },
         },
     }

@@ -11,10 +11,20 @@ DELETE_OPTIONS = f"{META_PREFIX}.DeleteOptions"
 PATCH = f"{META_PREFIX}.Patch"
 
 _STRING: Schema = {"type": "string"}
+
+
+def _string(description: str) -> Schema:
+    return {"type": "string", "description": description}
+
+
 _CAUSE: Schema = {
     "type": "object",
     "description": "One field's problem: the JSON path, a reason and a message.",
-    "properties": {"field": _STRING, "reason": _STRING, "message": _STRING},
+    "properties": {
+        "field": _string("The JSON path of the field at fault, such as spec.mode.task."),
+        "reason": _string("What is wrong, such as FieldValueRequired or FieldValueInvalid."),
+        "message": _string("A human-readable account of the problem."),
+    },
 }
 
 
@@ -35,29 +45,49 @@ def meta_definitions() -> dict[str, Schema]:
                     "type": "string",
                     "description": "Set when more items are available: pass it as ?continue=.",
                 },
-                "resourceVersion": _STRING,
-                "remainingItemCount": {"type": "integer", "format": "int64"},
+                "resourceVersion": _string(
+                    "The version of the collection the list was read at; watch from it."
+                ),
+                "remainingItemCount": {
+                    "type": "integer",
+                    "format": "int64",
+                    "description": "How many more items a paged list has after this page.",
+                },
             },
         },
         STATUS: {
             "type": "object",
             "description": "Status is a return value for calls that do not return other objects.",
             "properties": {
-                "apiVersion": _STRING,
-                "kind": _STRING,
-                "metadata": {"allOf": [{"$ref": f"#/components/schemas/{LIST_META}"}]},
+                "apiVersion": _string("v1."),
+                "kind": _string("Status."),
+                "metadata": {
+                    "allOf": [{"$ref": f"#/components/schemas/{LIST_META}"}],
+                    "description": "Standard list metadata.",
+                },
                 "status": {"type": "string", "description": "Success or Failure."},
-                "message": _STRING,
-                "reason": _STRING,
-                "code": {"type": "integer", "format": "int32"},
+                "message": _string("A human-readable description of the outcome."),
+                "reason": _string(
+                    "A CamelCase word for why the call failed, such as NotFound or Invalid."
+                ),
+                "code": {
+                    "type": "integer",
+                    "format": "int32",
+                    "description": "The HTTP status code of the answer.",
+                },
                 "details": {
                     "type": "object",
+                    "description": "The object the outcome concerns, and each field at fault.",
                     "properties": {
-                        "name": _STRING,
-                        "group": _STRING,
-                        "kind": _STRING,
-                        "uid": _STRING,
-                        "causes": {"type": "array", "items": _CAUSE},
+                        "name": _string("The object's name."),
+                        "group": _string("The object's API group."),
+                        "kind": _string("The object's kind (its resource, for some errors)."),
+                        "uid": _string("The object's uid."),
+                        "causes": {
+                            "type": "array",
+                            "items": _CAUSE,
+                            "description": "Every problem found, each naming its field.",
+                        },
                     },
                 },
             },
