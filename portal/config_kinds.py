@@ -148,6 +148,7 @@ def register_config_kinds() -> None:
             group="",
             version="v1",
             kind="Secret",
+            strategic_merge={},  # data, stringData: maps, merged key by key
             plural="secrets",
             description=(
                 "Secret holds a small amount of sensitive data, such as passwords or keys, by "
@@ -196,6 +197,7 @@ def register_config_kinds() -> None:
             group="",
             version="v1",
             kind="ConfigMap",
+            strategic_merge={},  # data, binaryData: maps, merged key by key
             plural="configmaps",
             description=("ConfigMap holds non-confidential configuration data as key-value pairs."),
             model=ConfigMap,

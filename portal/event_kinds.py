@@ -231,6 +231,7 @@ def register_event_kinds() -> None:
             group="",
             version="v1",
             kind="Event",
+            strategic_merge={},  # no list field of Event carries a patch strategy
             plural="events",
             description=(
                 "Event is a report of something that happened to an object (core/v1): why, "
@@ -252,6 +253,7 @@ def register_event_kinds() -> None:
             group=EVENTS_GROUP,
             version="v1",
             kind="Event",
+            strategic_merge={},  # no list field of Event carries a patch strategy
             plural="events",
             description=(
                 "Event is a report of something that happened to an object (events.k8s.io/v1), "

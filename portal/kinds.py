@@ -18,6 +18,7 @@ from portal.event_kinds import register_event_kinds
 from portal.machinery import errors
 from portal.machinery.registry import Column, ResourceKind, ReviewKind, registry
 from portal.machinery.serializers import StrictSerializer
+from portal.machinery.strategic_merge import Field
 from portal.revision_kinds import register_revision_kinds
 
 RBAC_DESCRIPTIONS = {
@@ -121,6 +122,11 @@ def register_portal_kinds() -> None:
             name_is_label=True,
             protected_names=("default",),
             extra_finalizers=namespace_spec_finalizers,
+            # core/v1: spec.finalizers is +listType=atomic (replaced); status.conditions is
+            # patchStrategy merge, patchMergeKey type
+            strategic_merge={
+                "status": Field(fields={"conditions": Field(merge=True, merge_key="type")})
+            },
             on_change=(on_namespace_change,),
             body={"spec": NamespaceSpecSerializer, "status": NamespaceStatusSerializer},
             columns=(Column("STATUS", lambda o: o.phase),),
@@ -157,6 +163,7 @@ def register_portal_kinds() -> None:
                 body=rules,
                 status=None,
                 generation_fields=("rules",),
+                strategic_merge={},  # rbac/v1 rules: no patch strategy, replaced whole
                 admission=(role_admission,),
                 columns=(Column("RULES", lambda o: len(o.rules or [])),),
             )
@@ -183,6 +190,7 @@ def register_portal_kinds() -> None:
                 body=binding,
                 status=None,
                 generation_fields=("roleRef", "subjects"),
+                strategic_merge={},  # rbac/v1 subjects: no patch strategy, replaced whole
                 validators=validators,
                 admission=(binding_admission,),
                 columns=(role_ref_column,),

@@ -41,6 +41,7 @@ def register_revision_kinds() -> None:
             group=GROUP,
             version=VERSION,
             kind="ControllerRevision",
+            strategic_merge={},  # data is a RawExtension: merged as a map
             plural=PLURAL,
             description=(
                 "ControllerRevision is an immutable snapshot of state a controller keeps, such "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import FieldError
 from .status_strategy import StatusStrategy
+from .strategic_merge import Schema
 
 if TYPE_CHECKING:
     from .serializers import BodySpec
@@ -92,6 +93,10 @@ class ResourceKind:
     # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
     # model instance -> names; a deleted object stays while any remain.
     extra_finalizers: Callable[[Any], list[str]] | None = None
+    # The body's strategic merge patch strategies (the Go struct tags of a kind kubectl has
+    # compiled in; ObjectMeta's are added): None refuses that patch type with kube-apiserver's
+    # 415 for custom resources.
+    strategic_merge: Schema | None = None
     # The validated body fields as stored, on every write before the validators run (a
     # Secret's write-only ``stringData`` folded into ``data``): (body, old|None) -> body.
     normalize: Callable[[dict[str, Any], Mapping[str, Any] | None], dict[str, Any]] | None = None

@@ -500,8 +500,8 @@ def patch(
     patch_type: str = patches.MERGE_PATCH,
     context: WriteContext,
 ) -> Any:
-    """A merge patch (RFC 7386) or JSON patch (RFC 6902) applied to the current object, then
-    a PUT of the result.
+    """A merge patch (RFC 7386), JSON patch (RFC 6902) or strategic merge patch (a kind with
+    ``strategic_merge``) applied to the current object, then a PUT of the result.
 
     Without a resourceVersion precondition a patch applies to whatever is current, so a
     concurrent write only makes it apply again (as the Kubernetes API server does); with one
@@ -509,13 +509,16 @@ def patch(
     is a 409."""
     _refuse_read_only(kind)
     context = authorize(context, kind, "patch", namespace, name, subresource or "")
+    patches.refuse_unserved(patch_type, strategic=kind.strategic_merge is not None)
     patches.check_shape(patch_type, patch_body)
     given_meta = patch_body.get("metadata") if isinstance(patch_body, dict) else None
     names_version = isinstance(given_meta, dict) and "resourceVersion" in given_meta
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         current = get_object(kind, namespace, name)
         seen = str(current.resource_version)
-        merged = patches.apply_patch(patch_type, to_manifest(kind, current), patch_body)
+        merged = patches.apply_patch(
+            patch_type, to_manifest(kind, current), patch_body, kind.strategic_merge
+        )
         meta = merged.get("metadata") if isinstance(merged, dict) else None
         conditional = names_version or (
             isinstance(meta, dict) and meta.get("resourceVersion") != seen

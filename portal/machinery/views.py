@@ -42,6 +42,7 @@ from .yaml import (
     ApplyPatchParser,
     JSONPatchParser,
     MergePatchParser,
+    StrategicMergePatchParser,
     StrictJSONParser,
     YAMLParser,
     YAMLRenderer,
@@ -129,6 +130,7 @@ class KubeView(APIView):
         StrictJSONParser,
         MergePatchParser,
         JSONPatchParser,
+        StrategicMergePatchParser,
         YAMLParser,
         ApplyPatchParser,
     ]
@@ -336,7 +338,7 @@ class ObjectView(KubeView):
         )
         if content_type == patches.APPLY_PATCH:
             return self.apply(request, name, namespace, force in ("true", "1"))
-        patches.refuse_unserved(content_type)
+        patches.refuse_unserved(content_type, strategic=self.kind.strategic_merge is not None)
         context = self.authorize(request, "patch", namespace, name)
         obj = store.patch(
             self.kind,
@@ -344,8 +346,8 @@ class ObjectView(KubeView):
             name,
             self.body(request),
             subresource=self.subresource or None,
-            patch_type=patches.JSON_PATCH
-            if content_type == patches.JSON_PATCH
+            patch_type=content_type
+            if content_type in (patches.JSON_PATCH, patches.STRATEGIC_MERGE_PATCH)
             else patches.MERGE_PATCH,
             context=context,
         )

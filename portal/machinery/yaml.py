@@ -230,6 +230,13 @@ class JSONPatchParser(StrictJSONParser):
     media_type = "application/json-patch+json"
 
 
+class StrategicMergePatchParser(StrictJSONParser):
+    """Read only for the kinds that declare strategic merge strategies (the view refuses the
+    others with kube-apiserver's 415 before reading the body)."""
+
+    media_type = "application/strategic-merge-patch+json"
+
+
 class YAMLRenderer(BaseRenderer):
     media_type = "application/yaml"
     format = "yaml"
