@@ -44,7 +44,8 @@ def said(config: Path, *args: str, code: int = 0, stdin: str | None = None) -> s
     out = (result.stdout + result.stderr).strip()
     print(f"$ kubectl {' '.join(args)}\n{out}\n")
     assert result.returncode == code, (args, result.stdout, result.stderr)
-    assert "warning" not in result.stderr.lower(), (args, result.stderr)
+    warned = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert not warned, (args, warned)
     return out
 
 
