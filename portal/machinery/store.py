@@ -433,12 +433,35 @@ def _replace(
             if managed is not None
             else _managed_after(kind, old, new, manifest, live_managed, subresource, context)
         )
+        if _unmanaged(to_manifest(kind, obj)) == _unmanaged(old) and _untimed(
+            obj.managed_fields
+        ) == _untimed(live_managed):
+            # nothing changed (a re-apply, a PUT of what is there): no write, no new
+            # resourceVersion, no watch event, as kube-apiserver skips a no-op update
+            obj.managed_fields = live_managed
+            return obj
         if context.dry_run:
             return obj
         _save_if_unchanged(kind, obj, int(old["metadata"]["resourceVersion"]))
         if not _finish_deletion_if_released(kind, obj):
             _notify(kind, obj, "MODIFIED")
     return obj
+
+
+def _unmanaged(manifest: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in manifest.get("metadata", {}).items() if k != "managedFields"}
+    return {**manifest, "metadata": meta}
+
+
+def _untimed(managed: Any) -> list[Any]:
+    """managedFields without their times: an entry whose fields did not change is the same
+    entry (kube-apiserver drops a timestamp-only change too)."""
+    if not isinstance(managed, list):
+        return [managed]
+    return [
+        {k: v for k, v in entry.items() if k != "time"} if isinstance(entry, dict) else entry
+        for entry in managed
+    ]
 
 
 def _update_rules(

@@ -250,3 +250,22 @@ def test_an_applied_resource_version_is_a_precondition(admin_api):
     assert_status(apply(admin_api, "a", stale), 409, "Conflict")
     stale["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
     assert apply(admin_api, "a", stale).json()["spec"]["size"] == 2
+
+
+def test_a_reapply_that_changes_nothing_writes_nothing(admin_api):
+    """GitOps applies the same configuration again and again: no new resourceVersion, no
+    watch event, no new managedFields time, as kube-apiserver skips a no-op update."""
+    from portal.models import WatchEvent  # noqa: PLC0415
+
+    first = apply(admin_api, "a", config(size=2, note="n")).json()
+    events = WatchEvent.objects.count()
+    again = apply(admin_api, "a", config(size=2, note="n"))
+    assert again.status_code == 200
+    assert again.json()["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert again.json()["metadata"]["managedFields"] == first["metadata"]["managedFields"]
+    assert WatchEvent.objects.count() == events
+    same = merge_patch(admin_api, f"{widgets()}/a", {"spec": {"size": 2}})
+    assert same.json()["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    changed = apply(admin_api, "a", config(size=3, note="n")).json()
+    assert changed["metadata"]["resourceVersion"] != first["metadata"]["resourceVersion"]
+    assert WatchEvent.objects.count() == events + 1
