@@ -9,13 +9,11 @@ and its retryPolicy does not bring a second attempt."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.helpers.kubectl import kubectl, write_kubeconfig
+from tests.helpers.kubectl import apply, kubectl, ok
 from tests.helpers.live import RUNTIME
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,20 +26,8 @@ BUILD_LABELS = {
 
 
 @pytest.fixture
-def kubeconfig(portal_up_tls, admin_user, tmp_path) -> Path:
-    _, base, up = portal_up_tls
-    return write_kubeconfig(
-        tmp_path / "kubeconfig", server=base, ca_file=up.data_dir / "tls/ca.crt", user=admin_user
-    )
-
-
-def ok(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
-    return result.stdout
-
-
-def apply(config: Path, *objects: dict) -> str:
-    return ok(kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects)))
+def kubeconfig(admin_kubeconfig) -> Path:
+    return admin_kubeconfig
 
 
 def wait_phase(config: Path, kind: str, name: str, phase: str, timeout: int = 60) -> None:
