@@ -134,3 +134,24 @@ def apply(config: Path, *objects: dict) -> str:
     import yaml
 
     return ok(kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects)))
+
+
+def wait_phase(config: Path, kind: str, name: str, phase: str, timeout: int = 60) -> None:
+    """``kubectl wait`` until ``status.phase`` is ``phase`` (kubectl polls; no sleeps here)."""
+    ok(
+        kubectl(
+            config,
+            "wait",
+            f"{kind}/{name}",
+            f"--for=jsonpath={{.status.phase}}={phase}",
+            f"--timeout={timeout}s",
+            timeout=timeout + 10,
+        )
+    )
+
+
+def get_object(config: Path, kind: str, name: str) -> dict:
+    """``kubectl get KIND NAME -o json``, parsed; must succeed."""
+    import json
+
+    return json.loads(ok(kubectl(config, "get", kind, name, "-o", "json")))

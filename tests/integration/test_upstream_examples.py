@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.kubectl import apply, kubectl, ok
+from tests.helpers.kubectl import apply, get_object, kubectl, ok, wait_phase
 
 pytestmark = pytest.mark.django_db(transaction=True)
 UPSTREAM = Path(__file__).parent / "manifests/upstream"
@@ -71,21 +71,8 @@ def with_task_mode(run: dict) -> dict:
     return run
 
 
-def wait_phase(config: Path, kind: str, name: str, phase: str, timeout: int = 60) -> None:
-    ok(
-        kubectl(
-            config,
-            "wait",
-            f"{kind}/{name}",
-            f"--for=jsonpath={{.status.phase}}={phase}",
-            f"--timeout={timeout}s",
-            timeout=timeout + 10,
-        )
-    )
-
-
 def status(config: Path, kind: str, name: str) -> dict:
-    return json.loads(ok(kubectl(config, "get", kind, name, "-o", "json")))["status"]
+    return get_object(config, kind, name)["status"]
 
 
 def log(config: Path, name: str) -> str:
