@@ -262,11 +262,3 @@ def admin_kubeconfig(portal_up_tls, admin_user, tmp_path) -> Path:
 
     return up_kubeconfig(tmp_path / "kubeconfig", portal_up_tls, admin_user)
 
-
-@pytest.fixture
-def bob_kubeconfig(portal_up_tls, django_user_model, tmp_path) -> Path:
-    """A kubeconfig for ``bob``, a user with no rights of his own, for ``up --tls``."""
-    from tests.helpers.kubectl import up_kubeconfig
-
-    bob = django_user_model.objects.create_user("bob", password="x")
-    return up_kubeconfig(tmp_path / "bob", portal_up_tls, bob)
