@@ -261,4 +261,3 @@ def admin_kubeconfig(portal_up_tls, admin_user, tmp_path) -> Path:
     from tests.helpers.kubectl import up_kubeconfig
 
     return up_kubeconfig(tmp_path / "kubeconfig", portal_up_tls, admin_user)
-
