@@ -114,3 +114,44 @@ def kubectl(
     # /version emulates a Kubernetes minor this kubectl supports: never a skew warning
     assert SKEW_WARNING not in result.stderr, (args, result.stderr)
     return result
+
+
+def up_kubeconfig(path: Path, portal_up_tls, user) -> Path:
+    """A kubeconfig for ``user`` against the ``portal_up_tls`` fixture's server, trusting the
+    CA that ``up --tls`` made in its data dir (what ``manage.py kubeconfig`` writes)."""
+    _, base, up = portal_up_tls
+    return write_kubeconfig(path, server=base, ca_file=up.data_dir / "tls/ca.crt", user=user)
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    """kubectl's stdout, once it exited 0 (else the failure shows argv, stdout and stderr)."""
+    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
+    return result.stdout
+
+
+def apply(config: Path, *objects: dict) -> str:
+    """``kubectl apply -f -`` of ``objects`` as one YAML stream; must succeed."""
+    import yaml
+
+    return ok(kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects)))
+
+
+def wait_phase(config: Path, kind: str, name: str, phase: str, timeout: int = 60) -> None:
+    """``kubectl wait`` until ``status.phase`` is ``phase`` (kubectl polls; no sleeps here)."""
+    ok(
+        kubectl(
+            config,
+            "wait",
+            f"{kind}/{name}",
+            f"--for=jsonpath={{.status.phase}}={phase}",
+            f"--timeout={timeout}s",
+            timeout=timeout + 10,
+        )
+    )
+
+
+def get_object(config: Path, kind: str, name: str) -> dict:
+    """``kubectl get KIND NAME -o json``, parsed; must succeed."""
+    import json
+
+    return json.loads(ok(kubectl(config, "get", kind, name, "-o", "json")))

@@ -253,3 +253,11 @@ def _answers(session, base) -> bool:
         return session.get(f"{base}/healthz", timeout=2).status_code == 200
     except requests.RequestException:
         return False
+
+
+@pytest.fixture
+def admin_kubeconfig(portal_up_tls, admin_user, tmp_path) -> Path:
+    """The admin's kubeconfig for ``manage.py up --tls`` (``portal_up_tls``)."""
+    from tests.helpers.kubectl import up_kubeconfig
+
+    return up_kubeconfig(tmp_path / "kubeconfig", portal_up_tls, admin_user)

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from portal.models import Namespace
-from tests.helpers.kubectl import kubectl, token_proxy, write_proxy_kubeconfig
+from tests.helpers.kubectl import kubectl, ok, token_proxy, write_proxy_kubeconfig
 from tests.helpers.runs import run_manifest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,11 +22,6 @@ def kubeconfig(live_server, admin_user, tmp_path):
     token = Token.objects.create(user=admin_user).key
     with token_proxy(live_server.url, token) as server:
         yield write_proxy_kubeconfig(tmp_path / "kubeconfig", server)
-
-
-def ok(result) -> str:
-    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
-    return result.stdout
 
 
 def create(config, manifest: dict) -> dict:

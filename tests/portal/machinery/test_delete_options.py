@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.api import API_VERSION, assert_status, causes, gadgets, widget, widgets
+from tests.helpers.ownership import child_of, names
 
 pytestmark = pytest.mark.django_db
 DRY_RUN = {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}
@@ -17,31 +18,6 @@ def delete(client, url: str, body: dict | None = None):
     if body is None:
         return client.delete(url)
     return client.delete(url, body, format="json")
-
-
-def names(client, namespace="default") -> list[str]:
-    return [i["metadata"]["name"] for i in client.get(widgets(namespace)).json()["items"]]
-
-
-@pytest.fixture
-def owner(admin_api) -> dict:
-    manifest = {
-        "apiVersion": API_VERSION,
-        "kind": "Gadget",
-        "metadata": {"name": "owner"},
-        "spec": {"size": 1},
-    }
-    return admin_api.post(gadgets(), manifest, format="json").json()
-
-
-def child_of(owner: dict, name: str = "child", **meta) -> dict:
-    ref = {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-    }
-    return widget(name, metadata={"ownerReferences": [ref], **meta})
 
 
 @pytest.mark.parametrize(

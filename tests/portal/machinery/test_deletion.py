@@ -10,31 +10,11 @@ from portal import tasks
 from portal.machinery import gc, gc_queue, store, workqueue
 from portal.machinery.registry import registry
 from portal.models import WorkItem
-from tests.helpers.api import API_VERSION, assert_status, gadgets, merge_patch, widget, widgets
+from tests.helpers.api import assert_status, gadgets, merge_patch, widget, widgets
 from tests.helpers.operator import OPERATOR
+from tests.helpers.ownership import gadget, names, owned_by
 
 pytestmark = pytest.mark.django_db
-
-
-def owned_by(owner: dict, **extra) -> dict:
-    meta = owner["metadata"]
-    return {
-        "metadata": {
-            "ownerReferences": [
-                {
-                    "apiVersion": owner["apiVersion"],
-                    "kind": owner["kind"],
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    **extra,
-                }
-            ]
-        }
-    }
-
-
-def names(client, namespace="default") -> list[str]:
-    return [i["metadata"]["name"] for i in client.get(widgets(namespace)).json()["items"]]
 
 
 def test_delete_without_finalizers_is_immediate(admin_api):
@@ -130,17 +110,6 @@ def test_a_delete_naming_a_version_is_a_conflict_when_another_write_won(admin_ap
     assert "deletionTimestamp" not in admin_api.get(f"{widgets()}/a").json()["metadata"]
 
 
-@pytest.fixture
-def owner(admin_api) -> dict:
-    manifest = {
-        "apiVersion": API_VERSION,
-        "kind": "Gadget",
-        "metadata": {"name": "owner"},
-        "spec": {"size": 1},
-    }
-    return admin_api.post(gadgets(), manifest, format="json").json()
-
-
 def test_background_cascade_deletes_dependents(
     admin_api, owner, django_capture_on_commit_callbacks
 ):
@@ -154,16 +123,7 @@ def test_background_cascade_deletes_dependents(
 def test_dependent_with_a_living_second_owner_survives(
     admin_api, owner, django_capture_on_commit_callbacks
 ):
-    other = admin_api.post(
-        gadgets(),
-        {
-            "apiVersion": API_VERSION,
-            "kind": "Gadget",
-            "metadata": {"name": "other"},
-            "spec": {"size": 1},
-        },
-        format="json",
-    ).json()
+    other = gadget(admin_api, "other")
     refs = (
         owned_by(owner)["metadata"]["ownerReferences"]
         + owned_by(other)["metadata"]["ownerReferences"]

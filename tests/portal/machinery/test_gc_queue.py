@@ -15,27 +15,11 @@ from portal import tasks
 from portal.machinery import gc, gc_queue, store, workqueue
 from portal.machinery.registry import registry
 from portal.models import WorkItem
-from tests.helpers.api import API_VERSION, gadgets, merge_patch, widget, widgets
+from tests.helpers.api import gadgets, merge_patch, widget, widgets
 from tests.helpers.operator import OPERATOR
-
-from .test_deletion import names, owned_by
+from tests.helpers.ownership import gadget, names, owned_by
 
 pytestmark = pytest.mark.django_db
-
-
-def _gadget(admin_api, name: str) -> dict:
-    manifest = {
-        "apiVersion": API_VERSION,
-        "kind": "Gadget",
-        "metadata": {"name": name},
-        "spec": {"size": 1},
-    }
-    return admin_api.post(gadgets(), manifest, format="json").json()
-
-
-@pytest.fixture
-def owner(admin_api) -> dict:
-    return _gadget(admin_api, "owner")
 
 
 def gc_keys() -> list[str]:
@@ -72,7 +56,7 @@ def test_wake_ups_of_one_foreground_owner_merge_into_one_key(admin_api, owner):
 
 
 def test_a_deleted_dependent_wakes_only_its_own_owners(admin_api, owner):
-    other = _gadget(admin_api, "other")
+    other = gadget(admin_api, "other")
     admin_api.post(widgets(), widget("mine", **owned_by(owner)), format="json")
     admin_api.post(widgets(), widget("theirs", **owned_by(other)), format="json")
     admin_api.delete(f"{widgets()}/mine")

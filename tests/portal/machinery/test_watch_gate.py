@@ -120,27 +120,22 @@ def test_at_most_the_setting_open_at_once_and_each_start_lets_the_next_in(settin
     asyncio.run(scenario())
 
 
-def test_the_default_is_four(settings):
-    del settings.KRUNTIMES_WATCH_OPENINGS
+@pytest.mark.parametrize(
+    "openings, started, entered",
+    [(None, 6, 4), (0, 20, 20)],
+    ids=["the default is four", "zero turns the gate off"],
+)
+def test_the_setting_decides_how_many_open_at_once(settings, openings, started, entered):
+    if openings is None:
+        del settings.KRUNTIMES_WATCH_OPENINGS
+    else:
+        settings.KRUNTIMES_WATCH_OPENINGS = openings
     app = Opening()
 
     async def scenario() -> None:
-        tasks = watches(WatchGate(app), 6)
+        tasks = watches(WatchGate(app), started)
         await settle()
-        assert len(app.entered) == 4
-        await stop(tasks)
-
-    asyncio.run(scenario())
-
-
-def test_zero_turns_the_gate_off(settings):
-    settings.KRUNTIMES_WATCH_OPENINGS = 0
-    app = Opening()
-
-    async def scenario() -> None:
-        tasks = watches(WatchGate(app), 20)
-        await settle()
-        assert len(app.entered) == 20
+        assert len(app.entered) == entered
         await stop(tasks)
 
     asyncio.run(scenario())
@@ -167,26 +162,26 @@ def test_other_requests_never_wait_behind_watches_opening(settings):
     asyncio.run(scenario())
 
 
-def test_a_client_gone_while_opening_gives_the_place_back(settings):
+@pytest.mark.parametrize("ending", ["client gone", "view failed"])
+def test_an_opening_that_ends_early_gives_the_place_back(settings, ending):
+    """Cancelled (what the server does when the client disconnects) or failed: either way the
+    next waiting watch gets the place."""
     settings.KRUNTIMES_WATCH_OPENINGS = 1
     app = Opening()
 
     async def scenario() -> None:
-        gate = WatchGate(app)
-        tasks = watches(gate, 3)
+        tasks = watches(WatchGate(app), 2)
         await settle()
         assert app.entered == ["/w0"]
-        tasks[0].cancel()  # what the server does when the client disconnects
+        if ending == "client gone":
+            tasks[0].cancel()
+        else:
+            app.fail.add("/w0")
+            app.let_start("/w0")
         await settle()
         assert app.entered == ["/w0", "/w1"]
-        tasks[2].cancel()  # one still waiting for a place leaves without taking one
-        await settle()
-        app.let_start("/w1")
-        await settle()
-        assert app.entered == ["/w0", "/w1"]
-        tasks.append(serve(gate, scope(path="/w3")))  # a place is free again
-        await settle()
-        assert app.entered[-1] == "/w3"
+        if ending == "view failed":
+            assert isinstance(tasks[0].exception(), RuntimeError)
         await stop(tasks)
 
     asyncio.run(scenario())
@@ -205,23 +200,6 @@ def test_a_client_gone_while_waiting_takes_no_place(settings):
         app.let_start("/w0")
         await settle()
         assert app.entered == ["/w0", "/w2"]
-        await stop(tasks)
-
-    asyncio.run(scenario())
-
-
-def test_an_opening_that_fails_gives_the_place_back(settings):
-    settings.KRUNTIMES_WATCH_OPENINGS = 1
-    app = Opening()
-    app.fail.add("/w0")
-
-    async def scenario() -> None:
-        tasks = watches(WatchGate(app), 2)
-        await settle()
-        app.let_start("/w0")
-        await settle()
-        assert isinstance(tasks[0].exception(), RuntimeError)
-        assert app.entered == ["/w0", "/w1"]
         await stop(tasks)
 
     asyncio.run(scenario())
