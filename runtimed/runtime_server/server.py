@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,24 @@ log = logging.getLogger("runtimed.runtime_server")
 OUTPUT_TAIL_BYTES = 64 * 1024
 MAX_EXECUTIONS = 256
 MAX_ID_LENGTH = 253
+
+
+@dataclass
+class InProcess:
+    """What runtimed hands the built-in server it hosts for one execution id, beside the wire
+    request: the attempt's log file, the log shipper, the secrets to mask, the Run's own
+    StepControl (so runtimed's cancel and drain signal the step with runtimed's grace), and
+    where the exact :class:`~runtimed.execute.Result` is left for it."""
+
+    log_path: Path
+    on_output: Callable[[bytes], object] | None
+    control: execute.StepControl
+    masked: tuple[bytes, ...]
+    clock: execute.Clock
+    grace: float
+    timeout: float | None  # exact (the wire's timeout_seconds is whole seconds)
+    result: execute.Result | None = None
+    error: Exception | None = None  # raised again in runtimed, as if it ran the step itself
 
 
 @dataclass
@@ -60,6 +79,12 @@ class RuntimeServicer(pb_grpc.RuntimeServicer):
         self.state_dir = state_dir
         self._lock = threading.Lock()
         self._executions: dict[str, Execution] = {}
+        self._in_process: dict[str, InProcess] = {}
+
+    def attach(self, id: str, options: InProcess) -> None:
+        """The next Execute of ``id`` comes from the runtimed hosting this server."""
+        with self._lock:
+            self._in_process[id] = options
 
     def Execute(
         self, request: pb.ExecuteRequest, context: grpc.ServicerContext
@@ -80,26 +105,40 @@ class RuntimeServicer(pb_grpc.RuntimeServicer):
                 context.abort(grpc.StatusCode.ALREADY_EXISTS, f"execution {request.id} exists")
             if len(self._executions) >= MAX_EXECUTIONS:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many executions kept")
+            hosted = self._in_process.pop(request.id, None)
             run = Execution(request.id, self.state_dir / f"{request.id}.log")
+            if hosted is not None:
+                run.log_path, run.control = hosted.log_path, hosted.control
             self._executions[request.id] = run
         step = execute.Step(
             argv,
             cwd,
             dict(request.env),
             run.log_path,
-            float(request.timeout_seconds) if request.timeout_seconds > 0 else None,
+            hosted.timeout
+            if hosted
+            else (float(request.timeout_seconds) if request.timeout_seconds > 0 else None),
+            on_output=hosted.on_output if hosted else None,
             control=run.control,
+            masked=hosted.masked if hosted else (),
         )
-        run.thread = threading.Thread(target=self._run, args=(run, step), daemon=True)
+        run.thread = threading.Thread(target=self._run, args=(run, step, hosted), daemon=True)
         run.thread.start()
         return pb.ExecuteResponse(id=request.id)
 
-    def _run(self, run: Execution, step: execute.Step) -> None:
+    def _run(self, run: Execution, step: execute.Step, hosted: InProcess | None) -> None:
         run.state = pb.EXECUTION_STATE_RUNNING
         try:
-            result = execute.run_step(step)
+            if hosted is None:
+                result = execute.run_step(step)
+            else:
+                result = execute.run_step(step, clock=hosted.clock, grace=hosted.grace)
+                hosted.result = result
         except Exception as exc:  # noqa: BLE001 - the execution fails, the server stays up
-            log.exception("execution %s", run.id)
+            if hosted is not None:
+                hosted.error = exc
+            else:
+                log.exception("execution %s", run.id)
             run.error_message, run.state = f"runtime error: {exc}", pb.EXECUTION_STATE_FAILED
             return
         run.exit_code = result.exit_code or 0
@@ -143,7 +182,8 @@ class RuntimeServicer(pb_grpc.RuntimeServicer):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "cancel a running execution first")
         with self._lock:
             self._executions.pop(request.id, None)
-        run.log_path.unlink(missing_ok=True)
+        if run.log_path.parent == self.state_dir:  # a hosted execution's log is the attempt's
+            run.log_path.unlink(missing_ok=True)
         return pb.ForgetResponse()
 
     def Health(self, request: pb.HealthRequest, context: grpc.ServicerContext) -> pb.HealthResponse:  # noqa: N802
