@@ -1,5 +1,6 @@
 """A third-party Runtime Server in a few dozen lines: ``executor.v1.Runtime`` (the contract in
-docs/runtime-server.md) serving ``sh -c "<args joined by newlines>"``, each execution in its own
+docs/runtime-server.md) serving ``sh <entrypoint> <args…>`` (a Run's staged source), or ``sh -c "<args joined by
+newlines>"`` without an entrypoint, each execution in its own
 process group, killed on Cancel, at its timeout, and when the server stops.
 
     python examples/custom-runtime/server.py unix:/tmp/custom.sock
@@ -27,11 +28,14 @@ class Shell(pb_grpc.RuntimeServicer):
     def Execute(self, request, context):
         if request.id in self.runs:
             context.abort(grpc.StatusCode.ALREADY_EXISTS, "id in use")
-        script = "\n".join(request.args)
+        argv = ["sh", "-c", "\n".join(request.args)]
+        if request.entrypoint:
+            argv = ["sh", request.entrypoint, *request.args]
+        env = {**request.env, "CUSTOM_RUNTIME_SERVER": "sh-example"}  # a server may add to it
         process = subprocess.Popen(
-            ["sh", "-c", script],
+            argv,
             cwd=request.working_dir or None,
-            env=dict(request.env),
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
