@@ -24,8 +24,6 @@ from runtimed.runtime_server.server import OUTPUT_TAIL_BYTES
 from tests.helpers.protos import without_json_names
 from tests.helpers.waiting import wait_until
 
-pytestmark = pytest.mark.processes
-
 ROOT = Path(__file__).resolve().parents[2]
 CUSTOM = ROOT / "examples/custom-runtime/server.py"
 SERVERS = {
@@ -91,6 +89,7 @@ def execute(stub, id: str, args: list[str], cwd: Path, **fields) -> None:
     stub.Execute(pb.ExecuteRequest(id=id, args=args, env=env, working_dir=str(cwd), **fields))
 
 
+@pytest.mark.processes
 def test_execute_status_list_forget_health(server, tmp_path):
     kind, stub = server
     assert stub.Health(pb.HealthRequest()).healthy
@@ -113,6 +112,7 @@ def test_execute_status_list_forget_health(server, tmp_path):
     assert [entry.id for entry in stub.List(pb.ListRequest()).entries] == ["three"]
 
 
+@pytest.mark.processes
 def test_cancel_kills_the_tree_and_only_then_forget(server, tmp_path):
     kind, stub = server
     pid_file = tmp_path / "child.pid"
@@ -129,6 +129,7 @@ def test_cancel_kills_the_tree_and_only_then_forget(server, tmp_path):
     stub.Forget(pb.ForgetRequest(id="long"))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("server", ["bash", "python"], indirect=True)
 def test_timeout_kills_the_tree_and_output_is_bounded(server, tmp_path):
     kind, stub = server
@@ -143,6 +144,7 @@ def test_timeout_kills_the_tree_and_output_is_bounded(server, tmp_path):
     assert len(final(stub, "big").stdout) == OUTPUT_TAIL_BYTES
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("server", ["bash", "python"], indirect=True)
 def test_entrypoint_file_runs_with_args(server, tmp_path):
     kind, stub = server
