@@ -61,6 +61,9 @@ class PodConfig:
     # runtimed starts beside it (KRUNTIME_RUNTIME_SERVER / KRUNTIME_RUNTIME_SERVER_COMMAND).
     runtime_server: str = "bash"
     runtime_server_command: tuple[str, ...] = ()
+    # or one already listening in the pod (the runtime container in Kubernetes, as kruntimes):
+    # unix:/path or 127.0.0.1:port (KRUNTIME_RUNTIME_SERVER_ADDRESS)
+    runtime_server_address: str = ""
 
     @property
     def queue(self) -> str:
@@ -129,6 +132,7 @@ class PodConfig:
             pod_incarnation=_count(env, "KRUNTIME_POD_INCARNATION"),
             runtime_server=_runtime_server(env.get("KRUNTIME_RUNTIME_SERVER", "")),
             runtime_server_command=_command(env.get("KRUNTIME_RUNTIME_SERVER_COMMAND", "")),
+            runtime_server_address=env.get("KRUNTIME_RUNTIME_SERVER_ADDRESS", "").strip(),
         )
 
 

@@ -9,7 +9,9 @@ A pod runs one server for its life (docs/runtime-server.md):
 - a **command** (``KRUNTIME_RUNTIME_SERVER_COMMAND``): a third-party server runtimed starts
   beside it with ``KRUNTIME_RUNTIME_ADDRESS`` (also substituted for ``$(KRUNTIME_RUNTIME_ADDRESS)``
   in its argv, as Kubernetes expands a container's args) and stops when it stops. Its bounded
-  output tail becomes the attempt's log (masked) at the step's end.
+  output tail becomes the attempt's log (masked) at the step's end;
+- an **address** (``KRUNTIME_RUNTIME_SERVER_ADDRESS``): a server already listening in the pod
+  (the runtime container, in Kubernetes); runtimed only connects, its output as a command's.
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ START_SECONDS = 30.0
 
 
 class RuntimeHost:
-    def __init__(self, builtin: str = "bash", command: tuple[str, ...] = ()) -> None:
-        if not command and builtin not in BUILT_IN:
+    def __init__(
+        self, builtin: str = "bash", command: tuple[str, ...] = (), address: str = ""
+    ) -> None:
+        if not command and not address and builtin not in BUILT_IN:
             raise ValueError(f"no built-in Runtime Server {builtin!r}")
-        self.builtin, self.command = builtin, command
+        self.builtin, self.command, self.external = builtin, command, address
         self.socket_dir = Path(tempfile.mkdtemp(prefix="krt-"))  # short: sun_path is 108 bytes
-        self.address = f"unix:{self.socket_dir}/runtime.sock"
+        self.address = address or f"unix:{self.socket_dir}/runtime.sock"
         self._servicer: RuntimeServicer | None = None
         self._server: object | None = None
         self._child: subprocess.Popen[bytes] | None = None
@@ -53,14 +57,16 @@ class RuntimeHost:
 
     def validate(self, cwd: Path, entrypoint: str, args: tuple[str, ...]) -> None:
         """Raise PrepareError when a built-in server would refuse the step (PrepareSource)."""
-        if not self.command:
+        if not self.command and not self.external:
             BUILT_IN[self.builtin](cwd, entrypoint, args)
 
     def _start(self) -> RuntimeClient:
         with self._lock:
             if self._client is not None:
                 return self._client
-            if self.command:
+            if self.external:
+                pass  # listening already
+            elif self.command:
                 argv = [arg.replace(f"$({ADDRESS_VARIABLE})", self.address) for arg in self.command]
                 env = {**os.environ, ADDRESS_VARIABLE: self.address}
                 self._child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
@@ -70,6 +76,9 @@ class RuntimeHost:
                 )
             client = RuntimeClient(self.address)
             if not client.healthy(START_SECONDS):
+                client.close()
+                self.close()  # a command that did not come up is stopped; the next step retries
+                self._child = None
                 raise OSError(f"the Runtime Server at {self.address} is not healthy")
             self._client = client
             return client
@@ -127,17 +136,17 @@ class RuntimeHost:
             self._client.close()
 
 
-_hosts: dict[tuple[str, tuple[str, ...]], RuntimeHost] = {}
+_hosts: dict[tuple[str, tuple[str, ...], str], RuntimeHost] = {}
 _hosts_lock = threading.Lock()
 
 
-def for_pod(builtin: str, command: tuple[str, ...]) -> RuntimeHost:
+def for_pod(builtin: str, command: tuple[str, ...], address: str = "") -> RuntimeHost:
     """The pod's one Runtime Server host (started on first use, stopped at exit)."""
-    key = (builtin, command)
+    key = (builtin, command, address)
     with _hosts_lock:
         host = _hosts.get(key)
         if host is None:
-            host = _hosts[key] = RuntimeHost(builtin, command)
+            host = _hosts[key] = RuntimeHost(builtin, command, address)
             atexit.register(host.close)
         return host
 

@@ -68,6 +68,8 @@ def test_runtimed_reads_the_choice_and_refuses_what_it_cannot_run(tmp_path):
     assert python.runtime_server == "python"
     command = {**base, "KRUNTIME_RUNTIME_SERVER_COMMAND": '["srv", "--x"]'}
     assert PodConfig.from_env(command).runtime_server_command == ("srv", "--x")
+    address = {**base, "KRUNTIME_RUNTIME_SERVER_ADDRESS": " 127.0.0.1:9091 "}
+    assert PodConfig.from_env(address).runtime_server_address == "127.0.0.1:9091"
     with pytest.raises(ConfigError, match="one of bash, python"):
         PodConfig.from_env({**base, "KRUNTIME_RUNTIME_SERVER": "ruby"})
     with pytest.raises(ConfigError, match="JSON list of strings"):
