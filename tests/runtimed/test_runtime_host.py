@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from runtimed.execute import CANCELLED, SUCCEEDED, Step, StepControl, utc_now
+from runtimed.execute import CANCELLED, SUCCEEDED, TIMEOUT, Step, StepControl, utc_now
 from runtimed.runtime_host import RuntimeHost
 from tests.helpers.waiting import wait_until
 
@@ -26,13 +26,13 @@ CUSTOM = (
 )
 
 
-def step(tmp_path: Path, control: StepControl, shipped: list[bytes]) -> Step:
+def step(tmp_path: Path, control: StepControl, shipped: list[bytes], timeout: float = 30.0) -> Step:
     return Step(
         ("runtime-server",),
         tmp_path,
         {"TOKEN": "s3cret", "PATH": "/usr/bin:/bin"},
         tmp_path / "attempt-1.log",
-        30.0,
+        timeout,
         on_output=shipped.append,
         control=control,
         masked=(b"s3cret",),
@@ -74,6 +74,13 @@ def test_a_cancel_reaches_the_command_server(custom_host, tmp_path):
     runner.join(20)
     assert not runner.is_alive()
     assert ended["result"].phase == CANCELLED
+
+
+def test_a_command_server_that_kills_at_the_timeout_ends_the_attempt_timeout(custom_host, tmp_path):
+    slow = step(tmp_path, StepControl(), [], timeout=0.5)  # the wire rounds up to 1 s
+    result = custom_host.run(slow, "", ("sleep 300",), clock=utc_now, grace=1)
+    assert result.phase == TIMEOUT
+    assert result.reason == "Timeout" and "within 1s" in result.message
 
 
 def test_an_address_is_only_connected_to(tmp_path):
