@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -77,8 +78,7 @@ class RuntimeHost:
             client = RuntimeClient(self.address)
             if not client.healthy(START_SECONDS):
                 client.close()
-                self.close()  # a command that did not come up is stopped; the next step retries
-                self._child = None
+                self._stop_child()  # a command that did not come up; the next step retries
                 raise OSError(f"the Runtime Server at {self.address} is not healthy")
             self._client = client
             return client
@@ -123,17 +123,23 @@ class RuntimeHost:
         if step.on_output is not None and data:
             step.on_output(data)
 
+    def _stop_child(self) -> None:
+        child, self._child = self._child, None
+        if child is not None and child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+
     def close(self) -> None:
         if self._servicer is not None:
             self._servicer.cancel_all()
-        if self._child is not None and self._child.poll() is None:
-            self._child.terminate()
-            try:
-                self._child.wait(10)
-            except subprocess.TimeoutExpired:
-                self._child.kill()
+        self._stop_child()
         if self._client is not None:
             self._client.close()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
 _hosts: dict[tuple[str, tuple[str, ...], str], RuntimeHost] = {}

@@ -207,6 +207,7 @@ def serve(
     """Start the built-in server ``name`` (``bash``, ``python``) on ``address``
     (``unix:/path`` or ``127.0.0.1:port``); returns the started server and its servicer."""
     directory = state_dir or Path(tempfile.mkdtemp(prefix=f"runtime-{name}-"))
+    directory.mkdir(parents=True, exist_ok=True)
     servicer = RuntimeServicer(name, BUILT_IN[name], directory)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     pb_grpc.add_RuntimeServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
