@@ -1,7 +1,8 @@
 """One attempt of a Run, from a claimed slot to its outcome: prepare, execute, collect.
 
-Prepare stages the source and the artifact inputs and decides the command (``command``: a Run
-without source runs its args or a file of its workspace) (failures: PrepareSource); the step runs
+Prepare stages the source and the artifact inputs and checks that the pod's Runtime Server can
+run the step (``runtime_host``; for bash a Run without source runs its args or a file of its
+workspace, ``command``) (failures: PrepareSource); the step runs, through that server,
 with ``KRUNTIME_OUTPUTS`` and ``KRUNTIME_ARTIFACTS_DIR`` pointing into the attempt's own
 directory; after a successful step the outputs are parsed (OutputsInvalid, OutputsTooLarge)
 and the artifacts packed (ArtifactInvalid) and uploaded to the Runtime's ArtifactStore.
