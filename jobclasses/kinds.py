@@ -41,6 +41,16 @@ def _steps(job) -> str:
     return f"{done}/{len(steps)}" if steps else ""
 
 
+PARAMETERS_DESCRIPTIONS = {
+    "KubernetesExecutionParameters": "KubernetesExecutionParameters are the settings of a "
+    "JobClass whose Jobs run as Kubernetes Pods (cluster-scoped).",
+    "OpenSandboxExecutionParameters": "OpenSandboxExecutionParameters are the settings of a "
+    "JobClass whose Jobs run in an OpenSandbox service (cluster-scoped).",
+    "LocalExecutionParameters": "LocalExecutionParameters are the settings of a JobClass whose "
+    "Jobs run as processes on the control plane's worker machine (cluster-scoped).",
+}
+
+
 def register_jobclass_kinds() -> None:
     from . import models, serializers
     from .triggers import on_job_change, on_job_class_change, on_parameters_change
@@ -52,6 +62,10 @@ def register_jobclass_kinds() -> None:
             version=VERSION,
             kind="JobClass",
             plural="jobclasses",
+            description=(
+                "JobClass names the controller that executes Jobs of the class, its parameters,"
+                " and the namespaces and resources it allows (cluster-scoped)."
+            ),
             model=models.JobClass,
             namespaced=False,
             short_names=("jc",),
@@ -107,6 +121,7 @@ def register_jobclass_kinds() -> None:
                 kind=kind,
                 plural=plural,
                 singular=plural,
+                description=PARAMETERS_DESCRIPTIONS[kind],
                 model=model,
                 namespaced=False,
                 categories=CATEGORIES,
@@ -122,6 +137,10 @@ def register_jobclass_kinds() -> None:
             version=VERSION,
             kind="Job",
             plural="jobs",
+            description=(
+                "Job is a unit of work (steps or a command in an image) executed by the "
+                "controller of its JobClass."
+            ),
             model=models.Job,
             status=StatusStrategy(rules=(final_phases("Job", *models.TERMINAL_JOB_PHASES),)),
             categories=CATEGORIES,

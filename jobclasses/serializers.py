@@ -61,8 +61,16 @@ FORBIDDEN_PARAMETER_KINDS = ("ConfigMap", "Secret")
 class CpuMemorySerializer(StrictSerializer):
     """A ResourceList of cpu and memory only (GPUs and disk come with a backend that needs them)."""
 
-    cpu = QuantityField(rule=partial(quantities.resource_errors, "cpu"), required=False)
-    memory = QuantityField(rule=partial(quantities.resource_errors, "memory"), required=False)
+    cpu = QuantityField(
+        help_text="CPU, a quantity such as 500m or 2.",
+        rule=partial(quantities.resource_errors, "cpu"),
+        required=False,
+    )
+    memory = QuantityField(
+        help_text="Memory, a quantity such as 256Mi or 1Gi.",
+        rule=partial(quantities.resource_errors, "memory"),
+        required=False,
+    )
 
     def unknown_field(self, key: str) -> ErrorDetail:
         return ErrorDetail(
@@ -72,14 +80,24 @@ class CpuMemorySerializer(StrictSerializer):
 
 
 class ResourceRequirementsSerializer(StrictSerializer):
-    requests = CpuMemorySerializer(required=False)
-    limits = CpuMemorySerializer(required=False)
+    requests = CpuMemorySerializer(
+        help_text="The least cpu and memory the Job needs to be placed.", required=False
+    )
+    limits = CpuMemorySerializer(
+        help_text="The most cpu and memory the Job may use.", required=False
+    )
 
 
 class ExecutionResourcePolicySerializer(StrictSerializer):
-    defaults = ResourceRequirementsSerializer(required=False)
-    minimum = ResourceRequirementsSerializer(required=False)
-    maximum = ResourceRequirementsSerializer(required=False)
+    defaults = ResourceRequirementsSerializer(
+        help_text="Requests and limits a Job of the class gets when it gives none.", required=False
+    )
+    minimum = ResourceRequirementsSerializer(
+        help_text="The least a Job of the class may request or limit.", required=False
+    )
+    maximum = ResourceRequirementsSerializer(
+        help_text="The most a Job of the class may request or limit.", required=False
+    )
 
 
 # --- JobClass -----------------------------------------------------------------------------
@@ -88,9 +106,18 @@ class ExecutionResourcePolicySerializer(StrictSerializer):
 class ParametersReferenceSerializer(StrictSerializer):
     """One cluster-scoped parameters object of the class's controller (no namespace)."""
 
-    group = StrictCharField(max_length=253)
-    kind = StrictCharField(max_length=63)
-    name = StrictCharField(max_length=253)
+    group = StrictCharField(
+        help_text="The API group of the parameters kind, a DNS subdomain.", max_length=253
+    )
+    kind = StrictCharField(
+        help_text=(
+            "The parameters kind, such as KubernetesExecutionParameters; never ConfigMap or Secret."
+        ),
+        max_length=63,
+    )
+    name = StrictCharField(
+        help_text="The parameters object's name (cluster-scoped: no namespace).", max_length=253
+    )
 
     def validate_group(self, value: str) -> str:
         return checked(value, dns1123_subdomain_errors(value))
@@ -119,6 +146,9 @@ class ParametersReferenceSerializer(StrictSerializer):
 
 
 class JobClassSpecSerializer(StrictSerializer):
+    """JobClassSpec names the controller that executes Jobs of the class, its parameters, and
+    which namespaces and resources are allowed."""
+
     controllerName = StrictCharField(
         max_length=253, help_text="The controller that executes Jobs of this class."
     )
@@ -145,11 +175,18 @@ class JobClassSpecSerializer(StrictSerializer):
 class ObservedStatusSerializer(StrictSerializer):
     """The status of a JobClass or a parameters object: observedGeneration and conditions."""
 
-    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    observedGeneration = StrictIntegerField(
+        help_text="The metadata.generation this status was computed from; set by the server.",
+        min_value=0,
+        required=False,
+    )
     conditions = ConditionsField(required=False)
 
 
 class JobClassStatusSerializer(ObservedStatusSerializer):
+    """JobClassStatus is the observed state of a JobClass (Accepted, Ready), set by its
+    controller."""
+
     conditions = ConditionsField(required=False, types=CONDITION_TYPES_CLASS)
 
 
@@ -157,13 +194,38 @@ class JobClassStatusSerializer(ObservedStatusSerializer):
 
 
 class TolerationSerializer(StrictSerializer):
-    key = StrictCharField(max_length=316, required=False, allow_blank=True)
-    operator = serializers.ChoiceField(choices=["Exists", "Equal"], required=False)
-    value = StrictCharField(max_length=63, required=False, allow_blank=True)
-    effect = serializers.ChoiceField(
-        choices=["NoSchedule", "PreferNoSchedule", "NoExecute"], required=False
+    key = StrictCharField(
+        help_text=(
+            "The taint key the toleration matches; empty matches every key (operator must "
+            "then be Exists)."
+        ),
+        max_length=316,
+        required=False,
+        allow_blank=True,
     )
-    tolerationSeconds = StrictIntegerField(required=False)
+    operator = serializers.ChoiceField(
+        help_text="Exists (any value) or Equal (the value must match; the default).",
+        choices=["Exists", "Equal"],
+        required=False,
+    )
+    value = StrictCharField(
+        help_text="The taint value to match; empty when operator is Exists.",
+        max_length=63,
+        required=False,
+        allow_blank=True,
+    )
+    effect = serializers.ChoiceField(
+        help_text=(
+            "The taint effect to match: NoSchedule, PreferNoSchedule or NoExecute; empty "
+            "matches all."
+        ),
+        choices=["NoSchedule", "PreferNoSchedule", "NoExecute"],
+        required=False,
+    )
+    tolerationSeconds = StrictIntegerField(
+        help_text="For NoExecute, how long the Pod stays bound after the taint appears.",
+        required=False,
+    )
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         if not isinstance(data, dict):
@@ -177,13 +239,26 @@ class TolerationSerializer(StrictSerializer):
 
 
 class SchedulingSerializer(StrictSerializer):
-    nodeSelector = BoundedMapField(max_properties=64, required=False)
-    tolerations = TolerationSerializer(many=True, required=False)
+    nodeSelector = BoundedMapField(
+        help_text="Node labels (at most 64) a Job's Pod's node must have.",
+        max_properties=64,
+        required=False,
+    )
+    tolerations = TolerationSerializer(
+        help_text="Taints a Job's Pod tolerates.", many=True, required=False
+    )
 
 
 class SeccompProfileSerializer(StrictSerializer):
-    type = serializers.ChoiceField(choices=["RuntimeDefault", "Localhost", "Unconfined"])
-    localhostProfile = StrictCharField(max_length=4096, required=False)
+    type = serializers.ChoiceField(
+        help_text="RuntimeDefault, Localhost or Unconfined.",
+        choices=["RuntimeDefault", "Localhost", "Unconfined"],
+    )
+    localhostProfile = StrictCharField(
+        help_text="The profile file on the node; only, and required, for type Localhost.",
+        max_length=4096,
+        required=False,
+    )
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         if not isinstance(data, dict):
@@ -198,19 +273,41 @@ class SeccompProfileSerializer(StrictSerializer):
 class PodSecurityContextSerializer(StrictSerializer):
     """The fields of corev1.PodSecurityContext an execution class sets."""
 
-    runAsUser = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
-    runAsGroup = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
-    runAsNonRoot = StrictBooleanField(required=False)
-    fsGroup = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    runAsUser = StrictIntegerField(
+        help_text="The user id the containers run as; not 0 when runAsNonRoot is true.",
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+    )
+    runAsGroup = StrictIntegerField(
+        help_text="The primary group id of the containers' processes.",
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+    )
+    runAsNonRoot = StrictBooleanField(
+        help_text="Refuse to start a container that would run as root.", required=False
+    )
+    fsGroup = StrictIntegerField(
+        help_text="A group id that owns the Pod's volumes and is added to every process.",
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+    )
     fsGroupChangePolicy = serializers.ChoiceField(
-        choices=["OnRootMismatch", "Always"], required=False
+        help_text="When volume ownership is changed: OnRootMismatch or Always.",
+        choices=["OnRootMismatch", "Always"],
+        required=False,
     )
     supplementalGroups = BoundedListField(
+        help_text="More group ids (at most 64) given to every process.",
         max_items=64,
         child=StrictIntegerField(min_value=0, max_value=INT32_MAX),
         required=False,
     )
-    seccompProfile = SeccompProfileSerializer(required=False)
+    seccompProfile = SeccompProfileSerializer(
+        help_text="The seccomp profile of the containers.", required=False
+    )
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         if (
@@ -223,21 +320,33 @@ class PodSecurityContextSerializer(StrictSerializer):
 
 
 class KubernetesExecutionParametersSpecSerializer(StrictSerializer):
-    serviceAccountName = SubdomainField(max_length=253, required=False)
-    runtimeClassName = SubdomainField(max_length=253, required=False)
-    scheduling = SchedulingSerializer(required=False)
-    podSecurityContext = PodSecurityContextSerializer(required=False)
+    """How Jobs run as Kubernetes Pods: their service account, placement and security."""
+
+    serviceAccountName = SubdomainField(
+        help_text="The ServiceAccount the Job's Pods run as.", max_length=253, required=False
+    )
+    runtimeClassName = SubdomainField(
+        help_text="The RuntimeClass of the Job's Pods.", max_length=253, required=False
+    )
+    scheduling = SchedulingSerializer(
+        help_text="Where the Job's Pods may be placed.", required=False
+    )
+    podSecurityContext = PodSecurityContextSerializer(
+        help_text="The security settings of the Job's Pods.", required=False
+    )
     imagePullPolicy = serializers.ChoiceField(
-        choices=["Always", "IfNotPresent", "Never"], required=False
+        help_text="When images are pulled: Always, IfNotPresent or Never.",
+        choices=["Always", "IfNotPresent", "Never"],
+        required=False,
     )
 
 
 class SecretKeySelectorSerializer(StrictSerializer):
     """A key of a namespaced Secret (the API key of an OpenSandbox endpoint)."""
 
-    namespace = StrictCharField(max_length=63)
-    name = SubdomainField(max_length=253)
-    key = StrictCharField(max_length=253)
+    namespace = StrictCharField(help_text="The Secret's namespace.", max_length=63)
+    name = SubdomainField(help_text="The Secret's name.", max_length=253)
+    key = StrictCharField(help_text="The key in the Secret's data.", max_length=253)
 
     def validate_namespace(self, value: str) -> str:
         return checked(value, dns1123_label_errors(value))
@@ -247,15 +356,43 @@ class SecretKeySelectorSerializer(StrictSerializer):
 
 
 class OpenSandboxExecutionParametersSpecSerializer(StrictSerializer):
-    endpoint = StrictCharField(max_length=2048)
-    apiKeySecretRef = SecretKeySelectorSerializer()
-    poolRef = StrictCharField(max_length=253, required=False)
-    requestMapping = serializers.ChoiceField(
-        choices=["AdmissionOnly", "Native"], default="AdmissionOnly"
+    """How Jobs run in an OpenSandbox service."""
+
+    endpoint = StrictCharField(
+        help_text=(
+            "The OpenSandbox API URL: https (http only with allowInsecureHTTP), no "
+            "credentials, query or fragment."
+        ),
+        max_length=2048,
     )
-    allowSecretEnv = StrictBooleanField(default=False)
-    allowImageAuth = StrictBooleanField(default=False)
-    allowInsecureHTTP = StrictBooleanField(default=False)
+    apiKeySecretRef = SecretKeySelectorSerializer(
+        help_text="The Secret key holding the OpenSandbox API key."
+    )
+    poolRef = StrictCharField(
+        help_text="The OpenSandbox pool the sandboxes are created in (sent as extensions.poolRef).",
+        max_length=253,
+        required=False,
+    )
+    requestMapping = serializers.ChoiceField(
+        help_text="How the Job's resources reach OpenSandbox: AdmissionOnly (the default) sends the "
+        "limits only, Native the requests too.",
+        choices=["AdmissionOnly", "Native"],
+        default="AdmissionOnly",
+    )
+    allowSecretEnv = StrictBooleanField(
+        help_text="Whether Jobs may take environment variables from Secrets (their values are then sent "
+        "to OpenSandbox); false by default.",
+        default=False,
+    )
+    allowImageAuth = StrictBooleanField(
+        help_text="Whether Jobs may use imagePullSecrets (the credentials are then sent to OpenSandbox); "
+        "false by default.",
+        default=False,
+    )
+    allowInsecureHTTP = StrictBooleanField(
+        help_text="Allow an http:// endpoint; only for an isolated development endpoint.",
+        default=False,
+    )
 
     def validate_poolRef(self, value: str) -> str:
         return checked(value, dns1123_subdomain_errors(value))
@@ -300,8 +437,15 @@ def endpoint_causes(endpoint: str, allow_insecure_http: bool) -> list[FieldError
 class LocalExecutionParametersSpecSerializer(StrictSerializer):
     """The local adapter: Jobs run as processes of the control-plane worker's machine."""
 
-    workRoot = StrictCharField(max_length=4096, required=False)
-    maxConcurrentJobs = StrictIntegerField(min_value=1, max_value=1024, default=4)
+    workRoot = StrictCharField(
+        help_text="The absolute directory the Jobs' checkouts are made under; <data dir>/jobs/<name> "
+        "when left out.",
+        max_length=4096,
+        required=False,
+    )
+    maxConcurrentJobs = StrictIntegerField(
+        help_text="How many Jobs run at once, 1 to 1024.", min_value=1, max_value=1024, default=4
+    )
 
     def validate_workRoot(self, value: str) -> str:
         if not value.startswith("/"):
@@ -315,25 +459,39 @@ class LocalExecutionParametersSpecSerializer(StrictSerializer):
 
 
 class StepSerializer(StrictSerializer):
-    name = StrictCharField(max_length=63)
-    run = StrictCharField(max_length=MAX_SCRIPT)
+    name = StrictCharField(
+        help_text="The step's name, a DNS label unique within the Job.", max_length=63
+    )
+    run = StrictCharField(
+        help_text="The shell script the step runs (at most 256 KiB).", max_length=MAX_SCRIPT
+    )
 
     def validate_name(self, value: str) -> str:
         return checked(value, dns1123_label_errors(value))
 
 
 class KeyRefSerializer(StrictSerializer):
-    name = SubdomainField(max_length=253)
-    key = StrictCharField(max_length=253)
-    optional = StrictBooleanField(default=False)
+    name = SubdomainField(help_text="The object's name in the Job's namespace.", max_length=253)
+    key = StrictCharField(help_text="The key whose value is used.", max_length=253)
+    optional = StrictBooleanField(
+        help_text="If true, a missing object or key leaves the variable unset; otherwise the Job waits, "
+        "naming what is missing. False by default.",
+        default=False,
+    )
 
     def validate_key(self, value: str) -> str:
         return checked(value, config_key_errors(value))
 
 
 class EnvVarSourceSerializer(StrictSerializer):
-    secretKeyRef = KeyRefSerializer(required=False)
-    configMapKeyRef = KeyRefSerializer(required=False)
+    secretKeyRef = KeyRefSerializer(
+        help_text="A key of a Secret; exactly one of secretKeyRef or configMapKeyRef.",
+        required=False,
+    )
+    configMapKeyRef = KeyRefSerializer(
+        help_text="A key of a ConfigMap; exactly one of secretKeyRef or configMapKeyRef.",
+        required=False,
+    )
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         if not isinstance(data, dict):
@@ -353,9 +511,23 @@ class EnvVarSourceSerializer(StrictSerializer):
 class JobEnvVarSerializer(EnvVarSerializer):
     portable_names = True
 
-    name = StrictCharField(max_length=253)
-    value = StrictCharField(max_length=32768, required=False, allow_blank=True)
-    valueFrom = EnvVarSourceSerializer(required=False)
+    name = StrictCharField(
+        help_text=(
+            'The variable\'s name: letters, digits, "_", "-" or ".", not starting with a '
+            "digit; unique."
+        ),
+        max_length=253,
+    )
+    value = StrictCharField(
+        help_text="The variable's value; not together with valueFrom.",
+        max_length=32768,
+        required=False,
+        allow_blank=True,
+    )
+    valueFrom = EnvVarSourceSerializer(
+        help_text="Take the value from a Secret or ConfigMap key; not together with value.",
+        required=False,
+    )
 
     def cross_field_causes(self, data: dict[str, Any]) -> list[FieldError]:
         if isinstance(data, dict) and "value" in data and "valueFrom" in data:
@@ -364,15 +536,28 @@ class JobEnvVarSerializer(EnvVarSerializer):
 
 
 class LocalObjectReferenceSerializer(StrictSerializer):
-    name = SubdomainField(max_length=253)
+    name = SubdomainField(help_text="The name of an object in the same namespace.", max_length=253)
 
 
 class SourceSerializer(StrictSerializer):
     """The checkout: inline files, or a repository at one commit."""
 
-    inline = serializers.DictField(child=StrictCharField(allow_blank=True), required=False)
-    repoURL = StrictCharField(max_length=2048, required=False)
-    commitSHA = StrictCharField(max_length=64, required=False)
+    inline = serializers.DictField(
+        help_text=(
+            "Files by relative path (at most 256, 1 MiB in all) written into the working "
+            "directory; exactly one of inline or repoURL."
+        ),
+        child=StrictCharField(allow_blank=True),
+        required=False,
+    )
+    repoURL = StrictCharField(
+        help_text="A Git repository to check out; needs commitSHA.", max_length=2048, required=False
+    )
+    commitSHA = StrictCharField(
+        help_text="The full lowercase hexadecimal commit of repoURL to check out.",
+        max_length=64,
+        required=False,
+    )
 
     def validate_commitSHA(self, value: str) -> str:
         if not _COMMIT_SHA.fullmatch(value):
@@ -407,22 +592,68 @@ class SourceSerializer(StrictSerializer):
 
 
 class JobSpecSerializer(StrictSerializer):
-    jobClassName = SubdomainField(max_length=253, required=False)
-    image = StrictCharField(max_length=4096, required=False)
-    steps = BoundedListField(max_items=MAX_STEPS, child=StepSerializer(), required=False)
-    command = BoundedListField(max_items=MAX_ARGS, child=StrictCharField(), required=False)
+    """JobSpec is what a Job runs (steps or a command, in an image), with what, and for how long."""
+
+    jobClassName = SubdomainField(
+        help_text="The JobClass that executes the Job. When left out: the class the namespace's "
+        "execution.ayatori.ddupan.top/default-job-class annotation names, else the one class "
+        "annotated as the default.",
+        max_length=253,
+        required=False,
+    )
+    image = StrictCharField(
+        help_text="The container image the Job runs in.", max_length=4096, required=False
+    )
+    steps = BoundedListField(
+        help_text="Named shell scripts run in order; exactly one of steps or command.",
+        max_items=MAX_STEPS,
+        child=StepSerializer(),
+        required=False,
+    )
+    command = BoundedListField(
+        help_text="The program and its arguments to run; exactly one of steps or command.",
+        max_items=MAX_ARGS,
+        child=StrictCharField(),
+        required=False,
+    )
     args = BoundedListField(
-        max_items=MAX_ARGS, child=StrictCharField(allow_blank=True), required=False
+        help_text="Arguments added to command (only with command).",
+        max_items=MAX_ARGS,
+        child=StrictCharField(allow_blank=True),
+        required=False,
     )
-    workingDir = StrictCharField(max_length=4096, required=False)
-    source = SourceSerializer(required=False)
-    env = BoundedListField(max_items=MAX_ENV, child=JobEnvVarSerializer(), required=False)
+    workingDir = StrictCharField(
+        help_text="The working directory, relative to the checkout.",
+        max_length=4096,
+        required=False,
+    )
+    source = SourceSerializer(help_text="The code checked out before the Job runs.", required=False)
+    env = BoundedListField(
+        help_text="Environment variables of the Job (at most 256, names unique).",
+        max_items=MAX_ENV,
+        child=JobEnvVarSerializer(),
+        required=False,
+    )
     imagePullSecrets = BoundedListField(
-        max_items=MAX_PULL_SECRETS, child=LocalObjectReferenceSerializer(), required=False
+        help_text="Secrets (at most 32) used to pull the image.",
+        max_items=MAX_PULL_SECRETS,
+        child=LocalObjectReferenceSerializer(),
+        required=False,
     )
-    resources = ResourceRequirementsSerializer(required=False)
-    timeoutSeconds = StrictIntegerField(min_value=1, max_value=INT32_MAX, required=False)
-    cancelRequested = StrictBooleanField(required=False)
+    resources = ResourceRequirementsSerializer(
+        help_text=(
+            "The cpu and memory the Job requests and is limited to; the class's policy fills "
+            "in and bounds them."
+        ),
+        required=False,
+    )
+    timeoutSeconds = StrictIntegerField(
+        help_text="The longest the Job may run, in seconds.",
+        min_value=1,
+        max_value=INT32_MAX,
+        required=False,
+    )
+    cancelRequested = StrictBooleanField(help_text="Set to true to cancel the Job.", required=False)
 
     def validate_image(self, value: str) -> str:
         if not value or value != value.strip():
@@ -457,37 +688,78 @@ class JobSpecSerializer(StrictSerializer):
 
 
 class ResolvedParametersRefSerializer(StrictSerializer):
-    group = StrictCharField(max_length=253)
-    kind = StrictCharField(max_length=63)
-    name = StrictCharField(max_length=253)
-    uid = StrictCharField(max_length=36, required=False, allow_blank=True)
+    group = StrictCharField(help_text="The parameters kind's API group.", max_length=253)
+    kind = StrictCharField(help_text="The parameters kind.", max_length=63)
+    name = StrictCharField(help_text="The parameters object's name.", max_length=253)
+    uid = StrictCharField(
+        help_text="The parameters object's uid when the Job was admitted.",
+        max_length=36,
+        required=False,
+        allow_blank=True,
+    )
 
 
 class ResolvedJobClassSerializer(StrictSerializer):
-    name = StrictCharField(max_length=253)
-    uid = StrictCharField(max_length=36)
-    controllerName = StrictCharField(max_length=253)
-    parametersRef = ResolvedParametersRefSerializer()
+    name = StrictCharField(help_text="The JobClass's name.", max_length=253)
+    uid = StrictCharField(help_text="The JobClass's uid.", max_length=36)
+    controllerName = StrictCharField(
+        help_text="The controller that executes the Job.", max_length=253
+    )
+    parametersRef = ResolvedParametersRefSerializer(help_text="The class's parameters object.")
 
 
 class StepStatusSerializer(StrictSerializer):
-    name = StrictCharField(max_length=63)
+    name = StrictCharField(help_text="The step's name.", max_length=63)
     status = serializers.ChoiceField(
-        choices=["Pending", "Running", "Succeeded", "Failed", "Skipped", "Cancelled"]
+        help_text="Pending, Running, Succeeded, Failed, Skipped or Cancelled.",
+        choices=["Pending", "Running", "Succeeded", "Failed", "Skipped", "Cancelled"],
     )
-    exitCode = StrictIntegerField(required=False, allow_null=True)
-    startedAt = TimeField(required=False, allow_null=True)
-    finishedAt = TimeField(required=False, allow_null=True)
+    exitCode = StrictIntegerField(
+        help_text="The step's exit code once it ended.", required=False, allow_null=True
+    )
+    startedAt = TimeField(help_text="When the step started.", required=False, allow_null=True)
+    finishedAt = TimeField(help_text="When the step finished.", required=False, allow_null=True)
 
 
 class JobStatusSerializer(StrictSerializer):
-    phase = serializers.ChoiceField(choices=JobPhase.values, required=False)
-    message = StrictCharField(max_length=MAX_MESSAGE, required=False, allow_blank=True)
-    resolvedJobClass = ResolvedJobClassSerializer(required=False)
-    effectiveResources = ResourceRequirementsSerializer(required=False)
-    executionRef = FreeformObjectField(required=False)
-    steps = BoundedListField(max_items=MAX_STEPS + 1, child=StepStatusSerializer(), required=False)
-    startTime = TimeField(required=False)
-    completionTime = TimeField(required=False)
-    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    """JobStatus is the observed state of a Job, set by the server and the class's controller."""
+
+    phase = serializers.ChoiceField(
+        help_text="Where the Job is in its life: Pending, Scheduled, Running, Succeeded, Failed or Unknown "
+        "(its result cannot be observed safely; it is never re-run elsewhere).",
+        choices=JobPhase.values,
+        required=False,
+    )
+    message = StrictCharField(
+        help_text="A human-readable account of the Job's state.",
+        max_length=MAX_MESSAGE,
+        required=False,
+        allow_blank=True,
+    )
+    resolvedJobClass = ResolvedJobClassSerializer(
+        help_text="The JobClass the Job was admitted to, fixed at admission.", required=False
+    )
+    effectiveResources = ResourceRequirementsSerializer(
+        help_text=(
+            "The requests and limits the Job runs with, after the class's defaults and bounds."
+        ),
+        required=False,
+    )
+    executionRef = FreeformObjectField(
+        help_text="The backend's own reference to the running Job (a Pod, a sandbox, a process).",
+        required=False,
+    )
+    steps = BoundedListField(
+        help_text="The state of each step.",
+        max_items=MAX_STEPS + 1,
+        child=StepStatusSerializer(),
+        required=False,
+    )
+    startTime = TimeField(help_text="When the Job started.", required=False)
+    completionTime = TimeField(help_text="When the Job finished.", required=False)
+    observedGeneration = StrictIntegerField(
+        help_text="The metadata.generation this status was computed from.",
+        min_value=0,
+        required=False,
+    )
     conditions = ConditionsField(required=False, types=CONDITION_TYPES_JOB)

@@ -111,8 +111,13 @@ def validate_secret(new: dict[str, Any], old: dict[str, Any] | None) -> list[Fie
 
 
 def secret_in_list(manifest: dict[str, Any]) -> dict[str, Any]:
-    """A Secret in a list: no values (only a GET of one Secret returns its data)."""
-    return {key: value for key, value in manifest.items() if key != "data"}
+    """A Secret in a list: no values (only a GET of one Secret returns its data), nor its
+    keys (which its managedFields name)."""
+    listed = {key: value for key, value in manifest.items() if key != "data"}
+    meta = listed.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        listed["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return listed
 
 
 # --- ConfigMap ------------------------------------------------------------------------
@@ -143,13 +148,38 @@ def register_config_kinds() -> None:
             group="",
             version="v1",
             kind="Secret",
+            strategic_merge={},  # data, stringData: maps, merged key by key
             plural="secrets",
+            description=(
+                "Secret holds a small amount of sensitive data, such as passwords or keys, by "
+                "key; stored encrypted when encryption keys are configured."
+            ),
             model=Secret,
             body={
-                "data": StringMapField(default=dict),
-                "stringData": StringMapField(required=False),
-                "type": StrictCharField(default=DEFAULT_SECRET_TYPE, allow_blank=True),
-                "immutable": StrictBooleanField(required=False, allow_null=True),
+                "data": StringMapField(
+                    default=dict,
+                    help_text="The secret values by key, each base64-encoded; keys are letters, "
+                    "digits, '-', '_' or '.'; at most 1 MiB decoded in all. Left out of lists: only "
+                    "reading one Secret returns it.",
+                ),
+                "stringData": StringMapField(
+                    required=False,
+                    help_text="Write-only plain-text values, merged into data (base64-encoded) "
+                    "on write, over data's values for the same keys; never read back.",
+                ),
+                "type": StrictCharField(
+                    default=DEFAULT_SECRET_TYPE,
+                    allow_blank=True,
+                    help_text="The kind of secret, a hint to the programs that read it (such as "
+                    f"kubernetes.io/dockerconfigjson); {DEFAULT_SECRET_TYPE} when left out. "
+                    "Cannot be updated.",
+                ),
+                "immutable": StrictBooleanField(
+                    required=False,
+                    allow_null=True,
+                    help_text="If true, data can no longer change (and immutable stays true); "
+                    "only deleting the Secret removes it.",
+                ),
             },
             status=None,
             generation_fields=(),
@@ -167,13 +197,28 @@ def register_config_kinds() -> None:
             group="",
             version="v1",
             kind="ConfigMap",
+            strategic_merge={},  # data, binaryData: maps, merged key by key
             plural="configmaps",
+            description=("ConfigMap holds non-confidential configuration data as key-value pairs."),
             model=ConfigMap,
             short_names=("cm",),
             body={
-                "data": StringMapField(default=dict),
-                "binaryData": StringMapField(default=dict),
-                "immutable": StrictBooleanField(required=False, allow_null=True),
+                "data": StringMapField(
+                    default=dict,
+                    help_text="The configuration values by key, as UTF-8 text; keys are "
+                    "letters, digits, '-', '_' or '.' and not also in binaryData.",
+                ),
+                "binaryData": StringMapField(
+                    default=dict,
+                    help_text="Binary values by key, each base64-encoded; keys not also in "
+                    "data. data and binaryData together hold at most 1 MiB.",
+                ),
+                "immutable": StrictBooleanField(
+                    required=False,
+                    allow_null=True,
+                    help_text="If true, data and binaryData can no longer change (and "
+                    "immutable stays true); only deleting the ConfigMap removes it.",
+                ),
             },
             status=None,
             generation_fields=(),

@@ -58,44 +58,72 @@ def _text(**kwargs: Any) -> StrictCharField:
     return StrictCharField(required=False, allow_blank=True, **kwargs)
 
 
-def _time() -> StrictCharField:
+def _time(**kwargs: Any) -> StrictCharField:
     # never "": Go's metav1.Time refuses to decode an empty string
-    return StrictCharField(required=False, allow_null=True)
+    return StrictCharField(required=False, allow_null=True, **kwargs)
 
 
 class ObjectReferenceSerializer(StrictSerializer):
-    apiVersion = _text()
-    kind = _text()
-    name = _text()
-    namespace = _text()
-    uid = _text()
-    resourceVersion = _text()
-    fieldPath = _text()
+    """ObjectReference names an object: the one the event is about (involvedObject, regarding) or
+    a second object involved (related)."""
+
+    apiVersion = _text(help_text="The object's API version, such as kruntimes.io/v1alpha1.")
+    kind = _text(help_text="The object's kind, such as Run.")
+    name = _text(help_text="The object's name.")
+    namespace = _text(help_text="The object's namespace; empty for cluster-scoped objects.")
+    uid = _text(help_text="The object's uid.")
+    resourceVersion = _text(help_text="The object's resourceVersion when the event was recorded.")
+    fieldPath = _text(
+        help_text="A part of the object the event is about, such as spec.containers{runtime}."
+    )
 
 
 class EventSourceSerializer(StrictSerializer):
-    component = _text()
-    host = _text()
+    """EventSource names the component (and host) that reported an event."""
+
+    component = _text(help_text="The component that reported the event.")
+    host = _text(help_text="The host the reporting component runs on.")
 
 
 class EventSeriesSerializer(StrictSerializer):
-    count = StrictIntegerField(required=False, min_value=0)
-    lastObservedTime = _time()
+    """EventSeries tells of an event that keeps happening: how often and when last."""
+
+    count = StrictIntegerField(
+        help_text="How many times the event has occurred in this series.",
+        required=False,
+        min_value=0,
+    )
+    lastObservedTime = _time(help_text="When the event was last observed.")
 
 
 CORE_BODY = {
     "involvedObject": ObjectReferenceSerializer,
-    "reason": _text(default=""),
-    "message": _text(default=""),
-    "type": _text(default=""),
-    "count": StrictIntegerField(required=False, allow_null=True, min_value=0),
-    "firstTimestamp": _time(),
-    "lastTimestamp": _time(),
+    "reason": _text(
+        default="",
+        help_text="A short CamelCase word saying why the event happened, such as Scheduled or Failed.",
+    ),
+    "message": _text(default="", help_text="A human-readable description of what happened."),
+    "type": _text(default="", help_text="Normal or Warning."),
+    "count": StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="How many times the event has occurred.",
+    ),
+    "firstTimestamp": _time(help_text="When the event was first recorded."),
+    "lastTimestamp": _time(help_text="When the event most recently occurred."),
     "source": EventSourceSerializer,
-    "reportingComponent": _text(default=""),
-    "reportingInstance": _text(default=""),
-    "action": _text(default=""),
-    "eventTime": _time(),
+    "reportingComponent": _text(
+        default="",
+        help_text="The controller that emitted the event, such as kruntimes.io/scheduler.",
+    ),
+    "reportingInstance": _text(
+        default="", help_text="The instance of that controller that emitted the event."
+    ),
+    "action": _text(
+        default="", help_text="What was done, or failed, about the object, such as Binding."
+    ),
+    "eventTime": _time(help_text="When the event was first observed, in microseconds."),
     "series": EventSeriesSerializer,
     "related": ObjectReferenceSerializer,
 }
@@ -203,7 +231,12 @@ def register_event_kinds() -> None:
             group="",
             version="v1",
             kind="Event",
+            strategic_merge={},  # no list field of Event carries a patch strategy
             plural="events",
+            description=(
+                "Event is a report of something that happened to an object (core/v1): why, "
+                "what, and how often. Written by the server's controllers; read-only."
+            ),
             model=Event,
             short_names=("ev",),
             body=CORE_BODY,
@@ -220,24 +253,47 @@ def register_event_kinds() -> None:
             group=EVENTS_GROUP,
             version="v1",
             kind="Event",
+            strategic_merge={},  # no list field of Event carries a patch strategy
             plural="events",
+            description=(
+                "Event is a report of something that happened to an object (events.k8s.io/v1), "
+                "as a controller recorded it; read-only."
+            ),
             model=Event,
             short_names=(),
             body={
                 "regarding": ObjectReferenceSerializer,
                 "related": ObjectReferenceSerializer,
-                "note": _text(),
-                "reason": _text(),
-                "type": _text(),
-                "eventTime": _time(),
+                "note": _text(
+                    help_text="A human-readable description of what happened (at most 1 KiB in Kubernetes)."
+                ),
+                "reason": _text(
+                    help_text="A short CamelCase word saying why the action was taken, such as Scheduled."
+                ),
+                "type": _text(help_text="Normal or Warning."),
+                "eventTime": _time(help_text="When the event was first observed, in microseconds."),
                 "series": EventSeriesSerializer,
-                "reportingController": _text(),
-                "reportingInstance": _text(),
-                "action": _text(),
+                "reportingController": _text(
+                    help_text="The controller that emitted the event, such as kruntimes.io/scheduler."
+                ),
+                "reportingInstance": _text(
+                    help_text="The instance of that controller that emitted the event."
+                ),
+                "action": _text(
+                    help_text="What was done, or failed, about the regarding object, such as Binding."
+                ),
                 "deprecatedSource": EventSourceSerializer,
-                "deprecatedFirstTimestamp": _time(),
-                "deprecatedLastTimestamp": _time(),
-                "deprecatedCount": StrictIntegerField(required=False, allow_null=True),
+                "deprecatedFirstTimestamp": _time(
+                    help_text="The core/v1 event's firstTimestamp: when it was first recorded."
+                ),
+                "deprecatedLastTimestamp": _time(
+                    help_text="The core/v1 event's lastTimestamp: when it last occurred."
+                ),
+                "deprecatedCount": StrictIntegerField(
+                    required=False,
+                    allow_null=True,
+                    help_text="The core/v1 event's count: how many times it occurred.",
+                ),
             },
             read_only=True,
             status=None,

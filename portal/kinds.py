@@ -18,18 +18,45 @@ from portal.event_kinds import register_event_kinds
 from portal.machinery import errors
 from portal.machinery.registry import Column, ResourceKind, ReviewKind, registry
 from portal.machinery.serializers import StrictSerializer
+from portal.machinery.strategic_merge import Field
 from portal.revision_kinds import register_revision_kinds
+
+RBAC_DESCRIPTIONS = {
+    "Role": "Role is a namespaced set of rules granting access to resources of its namespace.",
+    "ClusterRole": "ClusterRole is a cluster-wide set of rules granting access to resources "
+    "of any namespace, cluster-scoped resources or non-resource URLs.",
+    "RoleBinding": "RoleBinding grants a Role or ClusterRole to subjects, within the "
+    "binding's namespace.",
+    "ClusterRoleBinding": "ClusterRoleBinding grants a ClusterRole to subjects across the "
+    "whole cluster.",
+}
 
 
 class NamespaceSpecSerializer(StrictSerializer):
+    """NamespaceSpec describes the attributes of a Namespace."""
+
     finalizers = serializers.ListField(
-        child=serializers.CharField(), required=False, default=lambda: ["kubernetes"]
+        child=serializers.CharField(),
+        required=False,
+        default=lambda: ["kubernetes"],
+        help_text="Names that must each be removed before the Namespace goes away once "
+        "deleted; kubernetes (the default) is removed when the Namespace's objects are gone.",
     )
 
 
 class NamespaceStatusSerializer(StrictSerializer):
-    phase = serializers.ChoiceField(choices=["Active", "Terminating"], required=False)
-    conditions = serializers.ListField(child=serializers.DictField(), required=False)
+    """NamespaceStatus is the observed state of a Namespace, set by the server."""
+
+    phase = serializers.ChoiceField(
+        choices=["Active", "Terminating"],
+        required=False,
+        help_text="Active, or Terminating once deleted and while its objects are removed.",
+    )
+    conditions = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="The latest observations of the Namespace's state.",
+    )
 
 
 def namespace_spec_finalizers(namespace) -> list[str]:
@@ -85,12 +112,21 @@ def register_portal_kinds() -> None:
             version="v1",
             kind="Namespace",
             plural="namespaces",
+            description=(
+                "Namespace is a scope for names: most kinds' objects live in one, and deleting "
+                "it deletes them."
+            ),
             model=Namespace,
             namespaced=False,
             short_names=("ns",),
             name_is_label=True,
             protected_names=("default",),
             extra_finalizers=namespace_spec_finalizers,
+            # core/v1: spec.finalizers is +listType=atomic (replaced); status.conditions is
+            # patchStrategy merge, patchMergeKey type
+            strategic_merge={
+                "status": Field(fields={"conditions": Field(merge=True, merge_key="type")})
+            },
             on_change=(on_namespace_change,),
             body={"spec": NamespaceSpecSerializer, "status": NamespaceStatusSerializer},
             columns=(Column("STATUS", lambda o: o.phase),),
@@ -99,8 +135,17 @@ def register_portal_kinds() -> None:
     register_config_kinds()
     register_event_kinds()
     register_revision_kinds()
-    rules = {"rules": PolicyRuleSerializer(many=True)}
-    binding = {"roleRef": RoleRefSerializer, "subjects": SubjectSerializer(many=True)}
+    rules = {
+        "rules": PolicyRuleSerializer(
+            many=True, help_text="The rules; the role grants what any of them allows."
+        )
+    }
+    binding = {
+        "roleRef": RoleRefSerializer,
+        "subjects": SubjectSerializer(
+            many=True, help_text="Who is granted the role: users, groups or service accounts."
+        ),
+    }
     role_ref_column = Column("ROLE", lambda o: f"{o.role_ref.get('kind')}/{o.role_ref.get('name')}")
     for kind, plural, model, namespaced in (
         ("Role", "roles", Role, True),
@@ -112,11 +157,13 @@ def register_portal_kinds() -> None:
                 version="v1",
                 kind=kind,
                 plural=plural,
+                description=RBAC_DESCRIPTIONS[kind],
                 model=model,
                 namespaced=namespaced,
                 body=rules,
                 status=None,
                 generation_fields=("rules",),
+                strategic_merge={},  # rbac/v1 rules: no patch strategy, replaced whole
                 admission=(role_admission,),
                 columns=(Column("RULES", lambda o: len(o.rules or [])),),
             )
@@ -137,11 +184,13 @@ def register_portal_kinds() -> None:
                 version="v1",
                 kind=kind,
                 plural=plural,
+                description=RBAC_DESCRIPTIONS[kind],
                 model=model,
                 namespaced=namespaced,
                 body=binding,
                 status=None,
                 generation_fields=("roleRef", "subjects"),
+                strategic_merge={},  # rbac/v1 subjects: no patch strategy, replaced whole
                 validators=validators,
                 admission=(binding_admission,),
                 columns=(role_ref_column,),

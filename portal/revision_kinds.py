@@ -41,11 +41,24 @@ def register_revision_kinds() -> None:
             group=GROUP,
             version=VERSION,
             kind="ControllerRevision",
+            strategic_merge={},  # data is a RawExtension: merged as a map
             plural=PLURAL,
+            description=(
+                "ControllerRevision is an immutable snapshot of state a controller keeps, such "
+                "as the definitions a WorkflowRun started from."
+            ),
             model=ControllerRevision,
             body={
-                "data": serializers.JSONField(required=False, allow_null=True),
-                "revision": StrictIntegerField(min_value=0, default=0),
+                "data": serializers.JSONField(
+                    required=False,
+                    allow_null=True,
+                    help_text="The state being recorded, any JSON value; kept as given.",
+                ),
+                "revision": StrictIntegerField(
+                    min_value=0,
+                    default=0,
+                    help_text="The revision's number among its owner's revisions (0 or more).",
+                ),
             },
             status=None,
             generation_fields=(),

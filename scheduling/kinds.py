@@ -43,6 +43,10 @@ def register_scheduling_kinds() -> None:
             version=VERSION,
             kind="Runtime",
             plural="runtimes",
+            description=(
+                "Runtime is a pool of Runtime Pods (from a Pod template) that run Runs: their "
+                "capacity, artifact store and workspace."
+            ),
             model=Runtime,
             categories=IN_ALL,
             short_names=("rt",),
@@ -62,6 +66,10 @@ def register_scheduling_kinds() -> None:
             version=VERSION,
             kind="Run",
             plural="runs",
+            description=(
+                "Run is one execution of code on a Runtime: a task run once or a function "
+                "served, scheduled onto one of the Runtime's Pods."
+            ),
             model=Run,
             categories=IN_ALL,
             short_names=("rn",),
@@ -108,6 +116,10 @@ def register_runtime_pods() -> None:
             version=VERSION,
             kind="RuntimePod",
             plural="runtimepods",
+            description=(
+                "RuntimePod is one Pod of a Runtime as its provider reports it (a local process"
+                " or a Kubernetes Pod); read-only."
+            ),
             model=RuntimePod,
             categories=IN_ALL,
             short_names=("rp",),

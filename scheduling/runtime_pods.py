@@ -18,20 +18,54 @@ from .models import ACTIVE_PHASES, Run, RuntimePod
 
 
 class RuntimePodSpecSerializer(StrictSerializer):
-    runtime = serializers.CharField()
-    provider = serializers.CharField()
-    host = serializers.CharField(required=False)
-    workspacePath = serializers.CharField(required=False)
+    """RuntimePodSpec says which Runtime a Runtime Pod belongs to and how it runs; set by the
+    server from its provider's record (the kind is read-only)."""
+
+    runtime = serializers.CharField(help_text="The Runtime this Pod belongs to.")
+    provider = serializers.CharField(
+        help_text="The provider that runs the Pod (such as local processes or Kubernetes)."
+    )
+    host = serializers.CharField(
+        help_text="The host the Pod's runtime daemon runs on.", required=False
+    )
+    workspacePath = serializers.CharField(
+        help_text="The directory the Pod's workspace is at.", required=False
+    )
 
 
 class RuntimePodStatusSerializer(StrictSerializer):
-    phase = serializers.ChoiceField(choices=["Pending", "Running", "Terminating"])
-    ready = serializers.BooleanField()
-    lastHeartbeat = serializers.CharField(required=False, allow_null=True)
-    capacity = serializers.DictField(required=False)
-    used = serializers.DictField(required=False)
-    activeRuns = serializers.ListField(child=serializers.DictField(), required=False)
-    pid = serializers.IntegerField(required=False, allow_null=True)
+    """RuntimePodStatus is the observed state of a Runtime Pod, set by the server."""
+
+    phase = serializers.ChoiceField(
+        help_text="Pending, Running or Terminating, as the provider reports it.",
+        choices=["Pending", "Running", "Terminating"],
+    )
+    ready = serializers.BooleanField(
+        help_text="Whether the Pod's runtime daemon answers and takes Runs."
+    )
+    lastHeartbeat = serializers.CharField(
+        help_text="When the runtime daemon last reported in.", required=False, allow_null=True
+    )
+    capacity = serializers.DictField(
+        help_text="What the Pod offers Runs, by resource name (runs, cpu ...).", required=False
+    )
+    used = serializers.DictField(
+        help_text=(
+            "What the Runs bound to the Pod take; runs counts the active Runs bound to it by "
+            "name and uid."
+        ),
+        required=False,
+    )
+    activeRuns = serializers.ListField(
+        help_text="The Runs the runtime daemon reports running.",
+        child=serializers.DictField(),
+        required=False,
+    )
+    pid = serializers.IntegerField(
+        help_text="The process id of the runtime daemon, for Pods run as local processes.",
+        required=False,
+        allow_null=True,
+    )
 
 
 def bound_run_count(pod: RuntimePod) -> int:

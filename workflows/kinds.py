@@ -47,6 +47,10 @@ def register_workflow_kinds() -> None:
             version=VERSION,
             kind="Workflow",
             plural="workflows",
+            description=(
+                "Workflow is a reusable definition of jobs of steps, with inputs and outputs, "
+                "that WorkflowRuns run."
+            ),
             model=Workflow,
             categories=IN_ALL,
             short_names=("wf",),
@@ -67,6 +71,10 @@ def register_workflow_kinds() -> None:
             version=VERSION,
             kind="WorkflowRun",
             plural="workflowruns",
+            description=(
+                "WorkflowRun is one run of a Workflow's jobs with given inputs; each step runs "
+                "as a Run."
+            ),
             model=WorkflowRun,
             categories=IN_ALL,
             short_names=("wfr",),
@@ -90,6 +98,9 @@ def register_workflow_kinds() -> None:
             version=VERSION,
             kind="Action",
             plural="actions",
+            description=(
+                "Action is a reusable sequence of steps that a workflow step runs with uses."
+            ),
             model=Action,
             categories=KRUNTIMES,
             body={"spec": ActionSpecSerializer, "status": DefinitionStatusSerializer},

@@ -87,23 +87,45 @@ class NamedMapField(serializers.DictField):
 
 
 class InputSpecSerializer(StrictSerializer):
-    type = serializers.ChoiceField(choices=["string"], default="string")
-    required = StrictBooleanField(required=False)
-    default = StrictCharField(max_length=MAX_VALUE, required=False, allow_blank=True)
+    type = serializers.ChoiceField(
+        help_text="The input's type; only string.", choices=["string"], default="string"
+    )
+    required = StrictBooleanField(help_text="Whether a caller must pass the input.", required=False)
+    default = StrictCharField(
+        help_text="The value used when the caller passes none (at most 8192 characters).",
+        max_length=MAX_VALUE,
+        required=False,
+        allow_blank=True,
+    )
 
 
 class OutputSpecSerializer(StrictSerializer):
-    value = StrictCharField(max_length=MAX_VALUE)
+    value = StrictCharField(
+        help_text=(
+            "An expression (at most 8192 characters) whose value the output takes, such as "
+            "${{ jobs.build.outputs.version }}."
+        ),
+        max_length=MAX_VALUE,
+    )
 
 
 class StepArtifactSerializer(StrictSerializer):
     """An artifact of a job this step's job needs, staged at ``path`` before the step runs."""
 
     # "from" is a Python keyword: declared in get_fields
-    path = StrictCharField(max_length=4096)
+    path = StrictCharField(
+        help_text="Where the artifact is staged, relative to the step's working directory.",
+        max_length=4096,
+    )
 
     def get_fields(self) -> dict:
-        return {"from": ArtifactSourceField(), **super().get_fields()}
+        return {
+            "from": ArtifactSourceField(
+                help_text="The artifact to stage: jobs.<job>.artifacts.<artifact name>, of a job "
+                "this step's job needs."
+            ),
+            **super().get_fields(),
+        }
 
     def validate_path(self, value: str) -> str:
         return checked(value, relative_path_errors(value))
@@ -123,11 +145,23 @@ class ArtifactSourceField(StrictCharField):
 
 
 def inputs_field() -> NamedMapField:
-    return NamedMapField(max_properties=MAX_INPUTS, child=InputSpecSerializer(), required=False)
+    return NamedMapField(
+        max_properties=MAX_INPUTS,
+        child=InputSpecSerializer(),
+        required=False,
+        help_text="The inputs callers may pass (at most 64), by name; expressions read them as "
+        "inputs.<name>.",
+    )
 
 
 def outputs_field() -> NamedMapField:
-    return NamedMapField(max_properties=MAX_OUTPUTS, child=OutputSpecSerializer(), required=False)
+    return NamedMapField(
+        max_properties=MAX_OUTPUTS,
+        child=OutputSpecSerializer(),
+        required=False,
+        help_text="The outputs it publishes (at most 64), by name, each an expression over the "
+        "jobs' or steps' outputs.",
+    )
 
 
 def string_map(max_properties: int, **kwargs: Any) -> BoundedMapField:
@@ -135,27 +169,46 @@ def string_map(max_properties: int, **kwargs: Any) -> BoundedMapField:
 
 
 class StepSpecSerializer(StrictSerializer):
-    name = LabelValueField()
-    run = StrictCharField(max_length=MAX_RUN, required=False)
-    uses = SubdomainField(max_length=253, required=False)
+    name = LabelValueField(help_text="The step's name, a label value, unique within its job.")
+    run = StrictCharField(
+        help_text="A script the step runs (at most 256 KiB); exactly one of run or uses.",
+        max_length=MAX_RUN,
+        required=False,
+    )
+    uses = SubdomainField(
+        help_text="The Action (in the namespace) the step runs; exactly one of run or uses.",
+        max_length=253,
+        required=False,
+    )
     # "with" is a Python keyword: declared in get_fields
     args = BoundedListField(
+        help_text="Arguments passed to the step's run script (at most 256); run steps only.",
         child=StrictCharField(max_length=MAX_VALUE, allow_blank=True),
         max_items=MAX_ARGS,
         required=False,
     )
     env = NamedMapField(
+        help_text="Environment variables of the step's run script (at most 256), by name; run steps "
+        "only.",
         max_properties=MAX_ENV,
         child=StrictCharField(allow_blank=True),
         key_errors=env_var_name_errors,
         required=False,
     )
     artifacts = BoundedListField(
-        child=StepArtifactSerializer(), max_items=MAX_ARTIFACTS, required=False
+        help_text="Artifacts of needed jobs staged before the step runs (at most 32).",
+        child=StepArtifactSerializer(),
+        max_items=MAX_ARTIFACTS,
+        required=False,
     )
 
     def get_fields(self) -> dict:
-        return {**super().get_fields(), "with": string_map(MAX_WITH)}
+        return {
+            **super().get_fields(),
+            "with": string_map(
+                MAX_WITH, help_text="Inputs passed to the Action the step uses (at most 256)."
+            ),
+        }
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         return validators.step_shape_causes(data)
@@ -164,19 +217,43 @@ class StepSpecSerializer(StrictSerializer):
 class JobSpecSerializer(StrictSerializer):
     # "runs-on" is no Python name: declared in get_fields
     needs = BoundedListField(
-        child=StrictCharField(max_length=63), max_items=MAX_NEEDS, required=False
+        help_text="The jobs (at most 64) that must succeed before this one starts.",
+        child=StrictCharField(max_length=63),
+        max_items=MAX_NEEDS,
+        required=False,
     )
     steps = BoundedListField(
-        child=StepSpecSerializer(), max_items=MAX_STEPS, min_length=1, required=False
+        help_text="The steps the job runs in order (1 to 128); not together with uses.",
+        child=StepSpecSerializer(),
+        max_items=MAX_STEPS,
+        min_length=1,
+        required=False,
     )
-    uses = SubdomainField(max_length=253, required=False)
-    outputs = string_map(MAX_OUTPUTS)
+    uses = SubdomainField(
+        help_text=(
+            "A Workflow (in the namespace) the job runs as a child WorkflowRun; not together "
+            "with steps."
+        ),
+        max_length=253,
+        required=False,
+    )
+    outputs = string_map(
+        help_text=(
+            "The job's outputs (at most 64), by name, each an expression over its steps' outputs."
+        ),
+        max_properties=MAX_OUTPUTS,
+    )
 
     def get_fields(self) -> dict:
         return {
-            "runs-on": LabelValueField(required=False),
+            "runs-on": LabelValueField(
+                required=False, help_text="The Runtime (in the namespace) the job's steps run on."
+            ),
             **super().get_fields(),
-            "with": string_map(MAX_WITH),
+            "with": string_map(
+                MAX_WITH,
+                help_text="Inputs passed to the Workflow the job uses (at most 256), by name.",
+            ),
         }
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
@@ -189,11 +266,15 @@ def jobs_field(**kwargs: Any) -> NamedMapField:
         min_properties=1,
         child=JobSpecSerializer(),
         key_errors=name_errors,
+        help_text="The jobs (1 to 64), by name (a DNS label); jobs run once the jobs they need "
+        "have succeeded.",
         **kwargs,
     )
 
 
 class WorkflowSpecSerializer(StrictSerializer):
+    """WorkflowSpec is a reusable definition of jobs, their inputs and outputs."""
+
     inputs = inputs_field()
     outputs = outputs_field()
     jobs = jobs_field()
@@ -205,72 +286,135 @@ class WorkflowSpecSerializer(StrictSerializer):
 class DefinitionStatusSerializer(StrictSerializer):
     """Workflow.status and Action.status: definition-level conditions (Ready)."""
 
-    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    observedGeneration = StrictIntegerField(
+        help_text="The metadata.generation this status was computed from.",
+        min_value=0,
+        required=False,
+    )
     conditions = ConditionsField(required=False)
 
 
 class ActionSpecSerializer(StrictSerializer):
+    """ActionSpec is a reusable sequence of steps a workflow step can use."""
+
     inputs = inputs_field()
     outputs = outputs_field()
-    steps = BoundedListField(child=StepSpecSerializer(), max_items=MAX_STEPS, min_length=1)
+    steps = BoundedListField(
+        help_text="The steps the Action runs in order (1 to 128).",
+        child=StepSpecSerializer(),
+        max_items=MAX_STEPS,
+        min_length=1,
+    )
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         return validators.action_causes(data)
 
 
 class WorkflowRefSerializer(StrictSerializer):
-    name = SubdomainField(max_length=253)
+    name = SubdomainField(
+        help_text="The Workflow's name in the WorkflowRun's namespace.", max_length=253
+    )
 
 
 class WorkflowRunSpecSerializer(StrictSerializer):
     """A run of frozen jobs: given inline, or copied from ``workflowRef`` at create
     (``workflows.starting``); ``inputs`` are the values its expressions read."""
 
-    workflowRef = WorkflowRefSerializer(required=False)
-    inputs = string_map(MAX_INPUTS, child=StrictCharField(max_length=MAX_VALUE, allow_blank=True))
+    workflowRef = WorkflowRefSerializer(
+        help_text=(
+            "The Workflow whose jobs, inputs and outputs are copied into this spec when the "
+            "WorkflowRun is created."
+        ),
+        required=False,
+    )
+    inputs = string_map(
+        MAX_INPUTS,
+        help_text="The input values (at most 64), by name, that the expressions read.",
+        child=StrictCharField(max_length=MAX_VALUE, allow_blank=True),
+    )
     outputs = outputs_field()
     jobs = jobs_field()
-    cancelRequested = StrictBooleanField(required=False)
+    cancelRequested = StrictBooleanField(
+        help_text="Set to true to cancel the WorkflowRun and the Runs it started.", required=False
+    )
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         return validators.workflow_causes(data, inputs=validators.keys(data.get("inputs")))
 
 
-def outputs_map() -> BoundedMapField:
-    return string_map(MAX_OUTPUTS)
+def outputs_map(**kwargs: Any) -> BoundedMapField:
+    return string_map(MAX_OUTPUTS, **kwargs)
 
 
 class ActionStepStatusSerializer(StrictSerializer):
-    name = LabelValueField()
-    phase = serializers.ChoiceField(choices=StepPhase.values)
-    runName = StrictCharField(max_length=253, required=False, allow_blank=True)
-    outputs = outputs_map()
+    name = LabelValueField(help_text="The step's name.")
+    phase = serializers.ChoiceField(
+        help_text="Where the step is: Pending, Running, Succeeded or Failed.",
+        choices=StepPhase.values,
+    )
+    runName = StrictCharField(
+        help_text="The Run that carries out the step.",
+        max_length=253,
+        required=False,
+        allow_blank=True,
+    )
+    outputs = outputs_map(help_text="The step's outputs, by name.")
 
 
 class StepStatusSerializer(ActionStepStatusSerializer):
     actionSteps = BoundedListField(
-        child=ActionStepStatusSerializer(), max_items=MAX_STEPS, required=False
+        help_text="The state of each step of the Action the step uses.",
+        child=ActionStepStatusSerializer(),
+        max_items=MAX_STEPS,
+        required=False,
     )
 
 
 class JobStatusSerializer(StrictSerializer):
-    phase = serializers.ChoiceField(choices=JobPhase.values)
+    phase = serializers.ChoiceField(
+        help_text="Where the job is: Pending (its needs have not all succeeded), Waiting, Running, Succeeded, Failed or Skipped (a job it needs failed).",
+        choices=JobPhase.values,
+    )
     # the jobs it waits for: its direct needs, sorted (as kruntimes resolves them)
     pre = BoundedListField(
+        help_text="The jobs this one waits for.",
         child=StrictCharField(max_length=MAX_JOB_NAME, allow_blank=True),
         max_items=MAX_PRE,
         required=False,
     )
     # why the job waits, failed or was skipped, in words (never workspace binding details)
-    message = StrictCharField(max_length=4096, required=False, allow_blank=True)
-    # why it failed, as a CamelCase word, when a machine may act on it (CallDepthExceeded)
-    reason = StrictCharField(max_length=128, required=False, allow_blank=True)
-    workflowRunName = StrictCharField(max_length=253, required=False, allow_blank=True)
-    outputs = outputs_map()
-    artifacts = NamedMapField(
-        max_properties=MAX_ARTIFACTS, child=ArtifactRefSerializer(), required=False
+    message = StrictCharField(
+        help_text="A human-readable account of the job's state.",
+        max_length=4096,
+        required=False,
+        allow_blank=True,
     )
-    steps = BoundedListField(child=StepStatusSerializer(), max_items=MAX_STEPS, required=False)
+    # why it failed, as a CamelCase word, when a machine may act on it (CallDepthExceeded)
+    reason = StrictCharField(
+        help_text="A CamelCase word saying why the job is in its phase.",
+        max_length=128,
+        required=False,
+        allow_blank=True,
+    )
+    workflowRunName = StrictCharField(
+        help_text="The child WorkflowRun of a job that uses a Workflow.",
+        max_length=253,
+        required=False,
+        allow_blank=True,
+    )
+    outputs = outputs_map(help_text="The job's outputs, by name.")
+    artifacts = NamedMapField(
+        help_text="The artifacts the job's steps stored, by name.",
+        max_properties=MAX_ARTIFACTS,
+        child=ArtifactRefSerializer(),
+        required=False,
+    )
+    steps = BoundedListField(
+        help_text="The state of each of the job's steps.",
+        child=StepStatusSerializer(),
+        max_items=MAX_STEPS,
+        required=False,
+    )
 
 
 # a workspace or called WorkflowRun per job, a Run per step (or per step of its Action)
@@ -281,21 +425,54 @@ class ChildSerializer(StrictSerializer):
     """One object the controller created for the run: the only ones it reads."""
 
     kind = serializers.ChoiceField(
-        choices=("Run", "PersistentWorkspace", "WorkflowRun", "ControllerRevision")
+        help_text="The child's kind: Run, PersistentWorkspace, WorkflowRun or ControllerRevision.",
+        choices=("Run", "PersistentWorkspace", "WorkflowRun", "ControllerRevision"),
     )
-    name = SubdomainField()
-    uid = StrictCharField(max_length=36)
+    name = SubdomainField(help_text="The child's name in the WorkflowRun's namespace.")
+    uid = StrictCharField(help_text="The child's uid.", max_length=36)
 
 
 class WorkflowRunStatusSerializer(StrictSerializer):
-    phase = serializers.ChoiceField(choices=WorkflowRunPhase.values, required=False)
-    observedGeneration = StrictIntegerField(min_value=0, required=False)
-    jobs = NamedMapField(
-        max_properties=MAX_JOBS, child=JobStatusSerializer(), key_errors=name_errors, required=False
+    """WorkflowRunStatus is the observed state of a WorkflowRun, set by the server."""
+
+    phase = serializers.ChoiceField(
+        help_text=(
+            "Where the WorkflowRun is in its life (Pending, Running, Succeeded, Failed, "
+            "Cancelled ...)."
+        ),
+        choices=WorkflowRunPhase.values,
+        required=False,
     )
-    outputs = outputs_map()
-    message = StrictCharField(max_length=MAX_MESSAGE, required=False, allow_blank=True)
+    observedGeneration = StrictIntegerField(
+        help_text="The metadata.generation this status was computed from.",
+        min_value=0,
+        required=False,
+    )
+    jobs = NamedMapField(
+        help_text="The state of each job, by name.",
+        max_properties=MAX_JOBS,
+        child=JobStatusSerializer(),
+        key_errors=name_errors,
+        required=False,
+    )
+    outputs = outputs_map(help_text="The WorkflowRun's outputs, by name, once its jobs ended.")
+    message = StrictCharField(
+        help_text="A human-readable account of the WorkflowRun's state.",
+        max_length=MAX_MESSAGE,
+        required=False,
+        allow_blank=True,
+    )
     conditions = ConditionsField(required=False)
-    children = BoundedListField(child=ChildSerializer(), max_items=MAX_CHILDREN, required=False)
+    children = BoundedListField(
+        help_text="The objects the controller created for the run; the only ones it reads.",
+        child=ChildSerializer(),
+        max_items=MAX_CHILDREN,
+        required=False,
+    )
     # the apps/v1 ControllerRevision holding the definitions the run resolved at its start
-    snapshotName = StrictCharField(max_length=MAX_SNAPSHOT_NAME, required=False, allow_blank=True)
+    snapshotName = StrictCharField(
+        help_text="The ControllerRevision holding the Workflow as it was when the run started.",
+        max_length=MAX_SNAPSHOT_NAME,
+        required=False,
+        allow_blank=True,
+    )

@@ -25,6 +25,10 @@ def register_workspace_kind() -> ResourceKind:
             version=VERSION,
             kind="PersistentWorkspace",
             plural="persistentworkspaces",
+            description=(
+                "PersistentWorkspace is a directory kept on one Runtime Pod that the Runs "
+                "naming it share, cleaned up after it goes unused."
+            ),
             model=PersistentWorkspace,
             categories=KRUNTIMES,
             short_names=("pw",),

@@ -22,6 +22,9 @@ CONDITION_TYPES = ("PodReady", "Cleanup")
 
 
 class PersistentWorkspaceSpecSerializer(StrictSerializer):
+    """PersistentWorkspaceSpec is the desired state of a workspace: a directory kept on one
+    Runtime Pod across Runs."""
+
     runtime = StrictCharField(
         max_length=63, help_text="The Runtime whose Pods mount this workspace."
     )
@@ -47,11 +50,47 @@ class PersistentWorkspaceSpecSerializer(StrictSerializer):
 
 
 class PersistentWorkspaceStatusSerializer(StrictSerializer):
-    phase = serializers.ChoiceField(choices=WorkspacePhase.values, required=False)
-    runtime = StrictCharField(max_length=63, required=False, allow_blank=True)
-    boundPod = StrictCharField(max_length=253, required=False, allow_blank=True)
-    boundPodUID = StrictCharField(max_length=36, required=False, allow_blank=True)
-    path = StrictCharField(max_length=4096, required=False, allow_blank=True)
-    lastUsedTime = TimeField(required=False)
-    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    """PersistentWorkspaceStatus is the observed state of a workspace, set by the server."""
+
+    phase = serializers.ChoiceField(
+        help_text=(
+            "Pending (waiting for a ready Runtime Pod), Bound, Lost (its Pod is gone; never "
+            "bound again) or Released (cleanup requested)."
+        ),
+        choices=WorkspacePhase.values,
+        required=False,
+    )
+    runtime = StrictCharField(
+        help_text="The Runtime the workspace was bound on.",
+        max_length=63,
+        required=False,
+        allow_blank=True,
+    )
+    boundPod = StrictCharField(
+        help_text="The Runtime Pod holding the workspace's directory.",
+        max_length=253,
+        required=False,
+        allow_blank=True,
+    )
+    boundPodUID = StrictCharField(
+        help_text="The uid of that Runtime Pod; a Pod of the same name with another uid is not it.",
+        max_length=36,
+        required=False,
+        allow_blank=True,
+    )
+    path = StrictCharField(
+        help_text="The workspace's directory on the Runtime Pod.",
+        max_length=4096,
+        required=False,
+        allow_blank=True,
+    )
+    lastUsedTime = TimeField(
+        help_text="When a Run last used the workspace; ttlSecondsAfterUnused counts from here.",
+        required=False,
+    )
+    observedGeneration = StrictIntegerField(
+        help_text="The metadata.generation this status was computed from.",
+        min_value=0,
+        required=False,
+    )
     conditions = ConditionsField(required=False)

@@ -13,11 +13,44 @@ VERBS_HINT = "get, list, watch, create, update, patch, delete, deletecollection,
 
 
 class PolicyRuleSerializer(StrictSerializer):
-    apiGroups = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
-    resources = serializers.ListField(child=serializers.CharField(), required=False)
-    verbs = serializers.ListField(child=serializers.CharField(), allow_empty=False)
-    resourceNames = serializers.ListField(child=serializers.CharField(), required=False)
-    nonResourceURLs = serializers.ListField(child=serializers.CharField(), required=False)
+    """PolicyRule names the actions (verbs) allowed on some resources or non-resource URLs."""
+
+    apiGroups = serializers.ListField(
+        help_text=(
+            'The API groups of the resources ("" is the core group, * all); required with '
+            "resources."
+        ),
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+    )
+    resources = serializers.ListField(
+        help_text=(
+            "The resources (plurals such as runs, or runs/status) the rule applies to; * is all."
+        ),
+        child=serializers.CharField(),
+        required=False,
+    )
+    verbs = serializers.ListField(
+        help_text=(
+            "What is allowed: get, list, watch, create, update, patch, delete, "
+            "deletecollection, use, or * for all; at least one."
+        ),
+        child=serializers.CharField(),
+        allow_empty=False,
+    )
+    resourceNames = serializers.ListField(
+        help_text="Limits the rule to objects of these names; empty means any.",
+        child=serializers.CharField(),
+        required=False,
+    )
+    nonResourceURLs = serializers.ListField(
+        help_text=(
+            "URL paths (such as /healthz, or a prefix ending in *) the rule allows; for "
+            "ClusterRoles."
+        ),
+        child=serializers.CharField(),
+        required=False,
+    )
 
     def validate(self, attrs):
         if attrs.get("resources") and "apiGroups" not in attrs:
@@ -40,16 +73,41 @@ class PolicyRuleSerializer(StrictSerializer):
 
 
 class RoleRefSerializer(StrictSerializer):
-    apiGroup = serializers.ChoiceField(choices=[RBAC_GROUP])
-    kind = serializers.ChoiceField(choices=["Role", "ClusterRole"])
-    name = serializers.CharField()
+    """RoleRef names the role a binding grants. Cannot be updated."""
+
+    apiGroup = serializers.ChoiceField(
+        help_text="Always rbac.authorization.k8s.io.", choices=[RBAC_GROUP]
+    )
+    kind = serializers.ChoiceField(
+        help_text="Role (a RoleBinding's namespace's own) or ClusterRole.",
+        choices=["Role", "ClusterRole"],
+    )
+    name = serializers.CharField(help_text="The role's name.")
 
 
 class SubjectSerializer(StrictSerializer):
-    kind = serializers.ChoiceField(choices=["User", "Group", "ServiceAccount"])
-    name = serializers.CharField()
-    namespace = serializers.CharField(required=False, allow_blank=True)
-    apiGroup = serializers.CharField(required=False, allow_blank=True)
+    """Subject is a user, a group or a service account a binding grants its role to."""
+
+    kind = serializers.ChoiceField(
+        help_text="User, Group or ServiceAccount.", choices=["User", "Group", "ServiceAccount"]
+    )
+    name = serializers.CharField(help_text="The user's, group's or service account's name.")
+    namespace = serializers.CharField(
+        help_text=(
+            "A ServiceAccount's namespace (a RoleBinding's own when left out); users and "
+            "groups have none."
+        ),
+        required=False,
+        allow_blank=True,
+    )
+    apiGroup = serializers.CharField(
+        help_text=(
+            'rbac.authorization.k8s.io for users and groups, "" for service accounts; filled '
+            "in when left out."
+        ),
+        required=False,
+        allow_blank=True,
+    )
 
     def validate(self, attrs):
         # Kubernetes defaults User/Group subjects to the RBAC group; ServiceAccounts have none.

@@ -11,13 +11,14 @@ from typing import Any
 
 from portal.auth.authorizer import UserInfo
 from portal.machinery import store
+from portal.machinery.managed_fields import CLI_MANAGER
 from portal.machinery.registry import ResourceKind, registry
 
 from .errors import CLIError
 
 
 def cli_context(user: UserInfo, dry_run: bool = False) -> store.WriteContext:
-    return store.WriteContext(user=user, dry_run=dry_run)
+    return store.WriteContext(user=user, dry_run=dry_run, field_manager=CLI_MANAGER)
 
 
 def kind_for_manifest(manifest: Any) -> ResourceKind:

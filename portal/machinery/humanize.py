@@ -1,4 +1,4 @@
-"""Human-readable durations: ages as kubectl prints AGE; elapsed times finer than a second."""
+"""Human-readable durations: ages as kubectl prints AGE, and elapsed times."""
 
 from __future__ import annotations
 
@@ -37,12 +37,7 @@ def human_duration(seconds: float) -> str:
 
 
 def elapsed(seconds: float) -> str:
-    """How long something took (a step, a wait), where a second is coarse: 340ms, 2.4s under
-    ten seconds, then as ``human_duration``. Ages stay ``human_duration``, as kubectl prints."""
-    if seconds < 0:
-        return "0ms"
-    if seconds < 1:
-        return f"{int(seconds * 1000)}ms"
-    if seconds < 10:
-        return f"{int(seconds * 10) / 10:.1f}s"
-    return human_duration(seconds)
+    """How long something took, measured between a status's times (startTime, completionTime:
+    whole seconds, as Kubernetes writes them): ``<1s`` under a second rather than a ``0s``
+    that reads as "did not run", else as ``human_duration``. Ages stay ``human_duration``."""
+    return "<1s" if seconds < 1 else human_duration(seconds)

@@ -42,6 +42,7 @@ def object_meta(kind: ResourceKind, obj: Any) -> dict[str, Any]:
             ("annotations", obj.annotations),
             ("finalizers", obj.finalizers),
             ("ownerReferences", obj.owner_references),
+            ("managedFields", getattr(obj, "managed_fields", None)),
         )
         if value
     }

@@ -28,6 +28,7 @@ META_DOCUMENTS = (
     ("annotations", "annotations"),
     ("finalizers", "finalizers"),
     ("ownerReferences", "owner_references"),
+    ("managedFields", "managed_fields"),
 )
 # body columns whose value to_jsonb turns into what the Python value serialises to
 PLAIN_BODY_TYPES = (

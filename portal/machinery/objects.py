@@ -25,6 +25,8 @@ class ObjectMeta(models.Model):
     annotations = models.JSONField(default=dict, blank=True)
     finalizers = models.JSONField(default=list, blank=True)
     owner_references = models.JSONField(default=list, blank=True)
+    # metadata.managedFields: who owns which fields (portal.machinery.managed_fields)
+    managed_fields = models.JSONField(default=list, blank=True)
     creation_timestamp = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     deletion_timestamp = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
 

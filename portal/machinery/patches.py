@@ -1,9 +1,11 @@
 """The patch types a PATCH may send, and how each applies to the current object.
 
 JSON merge patch (RFC 7386) and JSON patch (RFC 6902, through the ``jsonpatch`` library,
-``test`` ops included) are served, as kube-apiserver serves them for custom resources: a
-strategic merge patch is refused with the same 415 (it needs Go struct tags no custom
-resource has), and so is server-side apply, naming client-side apply instead."""
+``test`` ops included) are served for every kind. A strategic merge patch is applied to the
+built-in kinds, which declare their Go struct tags (``ResourceKind.strategic_merge``,
+``strategic_merge``); for custom resources it is refused with kube-apiserver's own 415 (no
+custom resource has those tags). Server-side apply (``APPLY_PATCH``) is served by
+``server_side_apply``."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from typing import Any
 
 import jsonpatch
 
-from . import errors
+from . import errors, strategic_merge
 from .manifest import merge_patch
+from .strategic_merge import Schema, with_object_meta
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -21,17 +24,10 @@ APPLY_PATCH = "application/apply-patch+yaml"
 SERVED = (JSON_PATCH, MERGE_PATCH)
 
 
-def refuse_unserved(content_type: str) -> None:
-    """415 for the patch types this server does not apply, saying what to send instead."""
-    if content_type == APPLY_PATCH:
-        raise errors.StatusError(
-            415,
-            "UnsupportedMediaType",
-            "server-side apply (application/apply-patch+yaml) is not supported: use "
-            "client-side apply (kubectl apply --server-side=false, the default), or a "
-            f"{MERGE_PATCH} or {JSON_PATCH} patch",
-        )
-    if content_type == STRATEGIC_MERGE_PATCH:
+def refuse_unserved(content_type: str, *, strategic: bool = False) -> None:
+    """415 for the patch types this server does not apply, saying what to send instead;
+    ``strategic`` when the kind declares strategic merge strategies (a built-in kind)."""
+    if content_type == STRATEGIC_MERGE_PATCH and not strategic:
         raise errors.StatusError(
             415,
             "UnsupportedMediaType",
@@ -75,8 +71,13 @@ def _json_patch(document: dict[str, Any], operations: list[dict[str, Any]]) -> A
     return result
 
 
-def apply_patch(patch_type: str, current: dict[str, Any], body: Any) -> Any:
-    """The patched manifest (the body's shape was checked by ``check_shape``)."""
+def apply_patch(
+    patch_type: str, current: dict[str, Any], body: Any, strategic: Schema | None = None
+) -> Any:
+    """The patched manifest (the body's shape was checked by ``check_shape``); ``strategic``
+    is the kind's schema, for a strategic merge patch."""
     if patch_type == JSON_PATCH:
         return _json_patch(current, body)
+    if patch_type == STRATEGIC_MERGE_PATCH and strategic is not None:
+        return strategic_merge.apply(current, body, with_object_meta(strategic))
     return merge_patch(current, body)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import FieldError
 from .status_strategy import StatusStrategy
+from .strategic_merge import Schema
 
 if TYPE_CHECKING:
     from .serializers import BodySpec
@@ -58,6 +59,9 @@ class ResourceKind:
     namespaced: bool = True
     short_names: tuple[str, ...] = ()
     singular: str = ""
+    # What the kind is, for its users: the schema's description, the first thing
+    # ``kubectl explain <plural>`` prints (the model's docstring is for developers).
+    description: str = ""
     # Body fields whose change bumps metadata.generation (Kubernetes: the spec).
     generation_fields: tuple[str, ...] = ("spec",)
     # The /status subresource, if any: its body field and the rules a status update keeps.
@@ -89,6 +93,10 @@ class ResourceKind:
     # Finalizers the kind keeps beyond metadata.finalizers (a Namespace's spec.finalizers):
     # model instance -> names; a deleted object stays while any remain.
     extra_finalizers: Callable[[Any], list[str]] | None = None
+    # The body's strategic merge patch strategies (the Go struct tags of a kind kubectl has
+    # compiled in; ObjectMeta's are added): None refuses that patch type with kube-apiserver's
+    # 415 for custom resources.
+    strategic_merge: Schema | None = None
     # The validated body fields as stored, on every write before the validators run (a
     # Secret's write-only ``stringData`` folded into ``data``): (body, old|None) -> body.
     normalize: Callable[[dict[str, Any], Mapping[str, Any] | None], dict[str, Any]] | None = None

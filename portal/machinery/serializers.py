@@ -258,7 +258,7 @@ def fresh_field(spec: BodySpec) -> serializers.Field[Any, Any, Any, Any]:
     if isinstance(spec, serializers.ListSerializer):
         # the child of a body field's ListSerializer is a serializer (``X(many=True)``)
         child = cast(serializers.BaseSerializer[Any], spec.child)
-        return type(child)(many=True, required=spec.required)
+        return type(child)(many=True, required=spec.required, help_text=spec.help_text)
     return copy.deepcopy(spec)
 
 
@@ -318,12 +318,66 @@ class ObjectMetaSerializer(StrictSerializer):
         required=False,
         help_text="Names that must each be removed before a deleted object goes away.",
     )
-    ownerReferences = serializers.ListField(child=serializers.DictField(), required=False)
-    uid = StrictCharField(required=False, allow_blank=True)
-    resourceVersion = StrictCharField(required=False, allow_blank=True)
-    generation = StrictIntegerField(required=False)
-    creationTimestamp = StrictCharField(required=False, allow_null=True)
-    deletionTimestamp = StrictCharField(required=False, allow_null=True)
-    deletionGracePeriodSeconds = StrictIntegerField(required=False, allow_null=True)
-    managedFields = serializers.ListField(required=False)
-    selfLink = StrictCharField(required=False, allow_blank=True)
+    ownerReferences = serializers.ListField(
+        help_text=(
+            "The objects this one depends on (each apiVersion, kind, name, uid; controller "
+            "marks the one managing it); when every owner is gone, the garbage collector "
+            "deletes this object."
+        ),
+        child=serializers.DictField(),
+        required=False,
+    )
+    uid = StrictCharField(
+        help_text=(
+            "The object's unique id for its whole life, set by the server on create; read-only."
+        ),
+        required=False,
+        allow_blank=True,
+    )
+    resourceVersion = StrictCharField(
+        help_text=(
+            "An opaque version, set by the server on every change; send it back on update to "
+            "refuse a conflicting write (409), or pass it to watch from there."
+        ),
+        required=False,
+        allow_blank=True,
+    )
+    generation = StrictIntegerField(
+        help_text=(
+            "A number the server increases on each change of the desired state (spec); read-only."
+        ),
+        required=False,
+    )
+    creationTimestamp = StrictCharField(
+        help_text="When the object was created, set by the server; read-only.",
+        required=False,
+        allow_null=True,
+    )
+    deletionTimestamp = StrictCharField(
+        help_text=(
+            "When the object was asked to be deleted, set by the server; it goes away once "
+            "its finalizers are all removed. Read-only."
+        ),
+        required=False,
+        allow_null=True,
+    )
+    deletionGracePeriodSeconds = StrictIntegerField(
+        help_text=(
+            "Seconds the object is allowed to terminate gracefully after deletion, set by the"
+            " server; read-only."
+        ),
+        required=False,
+        allow_null=True,
+    )
+    managedFields = serializers.ListField(
+        help_text=(
+            "Which field manager set which fields, as server-side apply tracks them; set by "
+            "the server."
+        ),
+        required=False,
+    )
+    selfLink = StrictCharField(
+        help_text="Deprecated and not set; kept for compatibility.",
+        required=False,
+        allow_blank=True,
+    )

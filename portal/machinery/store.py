@@ -20,7 +20,17 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from . import admission_warnings, errors, gc_queue, history, owner_admission, patches, rules
+from . import (
+    admission_warnings,
+    errors,
+    gc_queue,
+    history,
+    managed_fields,
+    owner_admission,
+    patches,
+    rules,
+    server_side_apply,
+)
 from .admission import WriteContext, authorize
 from .collectors import GARBAGE_COLLECTOR
 from .errors import FieldError
@@ -40,6 +50,7 @@ ORPHAN = "orphan"
 
 __all__ = [
     "WriteContext",
+    "apply",
     "blocking_finalizers",
     "create",
     "delete",
@@ -210,13 +221,44 @@ def _notify(kind: ResourceKind, obj: Any, event: str) -> None:
         gc_queue.request_owners(owners)
 
 
+def _managed_after(
+    kind: ResourceKind,
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    sent: Any,
+    live: list[dict[str, Any]],
+    subresource: str | None,
+    context: WriteContext,
+) -> list[dict[str, Any]]:
+    """The managedFields an ordinary write leaves: those it sent (when valid and changed) or
+    the live ones, with the writer's ``Update`` entry for what it changed (an API client's:
+    the server's own writers, with no ``field_manager``, keep no entry)."""
+    entries = managed_fields.given(sent, live)
+    if entries == []:  # the documented reset, [{}]
+        return []
+    if entries is None and not live and not context.field_manager:
+        return []  # nobody manages this object's fields (a controller's Event, say)
+    return managed_fields.record_update(
+        live if entries is None else entries,
+        old,
+        new,
+        manager=context.field_manager,
+        api_version=kind.api_version,
+        subresource=subresource,
+        status_field=kind.status_field or "",
+    )
+
+
 def create(
     kind: ResourceKind,
     manifest: Any,
     *,
     namespace: str | None = None,
     context: WriteContext,
+    managed: list[dict[str, Any]] | None = None,
 ) -> Any:
+    """Create (``managed``: the managedFields a server-side apply computed; otherwise the
+    writer's ``Update`` entry owns what it set)."""
     _refuse_read_only(kind)
     meta = _meta_of(manifest) if isinstance(manifest, dict) else {}
     body_ns = meta.get("namespace") if kind.namespaced else None
@@ -255,6 +297,11 @@ def create(
     if kind.namespaced:
         obj.namespace = namespace
     _apply_fields(kind, obj, meta, body)
+    obj.managed_fields = (
+        managed
+        if managed is not None
+        else _managed_after(kind, None, new_manifest, manifest, [], None, context)
+    )
     if context.dry_run:
         return obj
     try:
@@ -334,6 +381,7 @@ def _replace(
     manifest: Any,
     subresource: str | None,
     context: WriteContext,
+    managed: list[dict[str, Any]] | None = None,
 ) -> Any:
     check_type_meta(kind, manifest)
     if manifest.get("metadata") is None:  # e.g. a merge patch {"metadata": null}
@@ -378,7 +426,13 @@ def _replace(
             admission_warnings.admit(kind, new, old)
         if any(body.get(f) != old.get(f) for f in kind.generation_fields):
             obj.generation += 1
+        live_managed = list(obj.managed_fields or [])
         _apply_fields(kind, obj, meta, body)
+        obj.managed_fields = (
+            managed
+            if managed is not None
+            else _managed_after(kind, old, new, manifest, live_managed, subresource, context)
+        )
         if context.dry_run:
             return obj
         _save_if_unchanged(kind, obj, int(old["metadata"]["resourceVersion"]))
@@ -446,8 +500,8 @@ def patch(
     patch_type: str = patches.MERGE_PATCH,
     context: WriteContext,
 ) -> Any:
-    """A merge patch (RFC 7386) or JSON patch (RFC 6902) applied to the current object, then
-    a PUT of the result.
+    """A merge patch (RFC 7386), JSON patch (RFC 6902) or strategic merge patch (a kind with
+    ``strategic_merge``) applied to the current object, then a PUT of the result.
 
     Without a resourceVersion precondition a patch applies to whatever is current, so a
     concurrent write only makes it apply again (as the Kubernetes API server does); with one
@@ -455,13 +509,16 @@ def patch(
     is a 409."""
     _refuse_read_only(kind)
     context = authorize(context, kind, "patch", namespace, name, subresource or "")
+    patches.refuse_unserved(patch_type, strategic=kind.strategic_merge is not None)
     patches.check_shape(patch_type, patch_body)
     given_meta = patch_body.get("metadata") if isinstance(patch_body, dict) else None
     names_version = isinstance(given_meta, dict) and "resourceVersion" in given_meta
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         current = get_object(kind, namespace, name)
         seen = str(current.resource_version)
-        merged = patches.apply_patch(patch_type, to_manifest(kind, current), patch_body)
+        merged = patches.apply_patch(
+            patch_type, to_manifest(kind, current), patch_body, kind.strategic_merge
+        )
         meta = merged.get("metadata") if isinstance(merged, dict) else None
         conditional = names_version or (
             isinstance(meta, dict) and meta.get("resourceVersion") != seen
@@ -474,6 +531,91 @@ def patch(
         except errors.StatusError as exc:
             _try_again(exc, attempt, held=conditional)
     raise AssertionError("unreachable")
+
+
+def apply(
+    kind: ResourceKind,
+    namespace: str | None,
+    name: str,
+    config: Any,
+    *,
+    subresource: str | None = None,
+    force: bool = False,
+    context: WriteContext,
+) -> tuple[Any, bool]:
+    """Server-side apply of ``config`` by ``context.field_manager``: (object, created). An
+    absent object is created (authorized as a create); a present one is merged as
+    ``server_side_apply`` says, then written as an update (retried after a concurrent write
+    unless the configuration names a resourceVersion)."""
+    _refuse_read_only(kind)
+    context = authorize(context, kind, "patch", namespace, name, subresource or "")
+    check_type_meta(kind, config)
+    meta = _meta_of(config)
+    _check_apply_config(kind, namespace, name, config, meta)
+    names_version = meta.get("resourceVersion") not in (None, "")
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            current = get_object(kind, namespace, name)
+        except errors.StatusError as exc:
+            if exc.code != 404 or subresource:
+                raise
+            current = None
+        live = to_manifest(kind, current) if current is not None else None
+        result = server_side_apply.apply(
+            live,
+            config,
+            list(current.managed_fields or []) if current is not None else [],
+            manager=context.field_manager,
+            force=force,
+            api_version=kind.api_version,
+            subresource=subresource,
+            status_field=kind.status_field or "",
+            plural=kind.plural,
+            group=kind.group,
+            name=name,
+        )
+        merged = result.manifest
+        merged_meta = {**_meta_of(merged), "name": name}
+        if kind.namespaced:
+            merged_meta["namespace"] = namespace
+        try:
+            if current is None:
+                merged = {**merged, "apiVersion": kind.api_version, "kind": kind.kind}
+                merged["metadata"] = merged_meta
+                obj = create(
+                    kind, merged, namespace=namespace, context=context, managed=result.managed
+                )
+                return obj, True
+            if not names_version:
+                merged_meta["resourceVersion"] = str(current.resource_version)
+            merged["metadata"] = merged_meta
+            obj = _replace(kind, namespace, name, merged, subresource, context, result.managed)
+            return obj, False
+        except errors.StatusError as exc:
+            if exc.reason == "AlreadyExists":  # created meanwhile: apply to it
+                exc = errors.conflict(kind.plural, kind.group, name, exc.message)
+            _try_again(exc, attempt, held=names_version)
+    raise AssertionError("unreachable")
+
+
+def _check_apply_config(
+    kind: ResourceKind, namespace: str | None, name: str, config: Any, meta: Mapping[str, Any]
+) -> None:
+    """What kube-apiserver requires of an applied configuration: its type meta, a name that
+    is the URL's, no managedFields."""
+    causes = [
+        errors.required(key, "Required value: must be set for an apply patch")
+        for key in ("apiVersion", "kind")
+        if not config.get(key)
+    ]
+    if meta.get("name") not in (None, "", name):
+        causes.append(errors.invalid("metadata.name", "does not match the name on the URL"))
+    if kind.namespaced and meta.get("namespace") not in (None, "", namespace):
+        causes.append(errors.invalid("metadata.namespace", "does not match the request"))
+    if meta.get("managedFields") is not None:
+        causes.append(errors.forbidden("metadata.managedFields", "must be nil"))
+    if causes:
+        raise errors.bad_request("; ".join(f"{c.field}: {c.message}" for c in causes), causes)
 
 
 def delete(

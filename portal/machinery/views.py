@@ -19,7 +19,17 @@ from rest_framework.views import APIView
 
 from portal.auth.impersonation import impersonate
 
-from . import admission_warnings, delete_options, errors, patches, store, tables, watch
+from . import (
+    admission_warnings,
+    delete_options,
+    errors,
+    managed_fields,
+    patches,
+    server_side_apply,
+    store,
+    tables,
+    watch,
+)
 from .admission import authorize
 from .collection_delete import delete_collection
 from .decoding import max_request_bytes, too_large
@@ -29,8 +39,10 @@ from .protobuf import ProtobufParser, ProtobufRenderer, serves
 from .registry import ResourceKind, ReviewKind
 from .streams import RETRY_AFTER_SECONDS
 from .yaml import (
+    ApplyPatchParser,
     JSONPatchParser,
     MergePatchParser,
+    StrategicMergePatchParser,
     StrictJSONParser,
     YAMLParser,
     YAMLRenderer,
@@ -114,7 +126,14 @@ def _detail_text(detail: object) -> str:
 class KubeView(APIView):
     kind: ResourceKind = None  # type: ignore[assignment]
     subresource: str = ""
-    parser_classes = [StrictJSONParser, MergePatchParser, JSONPatchParser, YAMLParser]
+    parser_classes = [
+        StrictJSONParser,
+        MergePatchParser,
+        JSONPatchParser,
+        StrategicMergePatchParser,
+        YAMLParser,
+        ApplyPatchParser,
+    ]
     renderer_classes = [JSONRenderer, YAMLRenderer]
 
     def get_exception_handler(self) -> Callable[[Exception, Mapping[str, Any]], Response]:
@@ -166,7 +185,15 @@ class KubeView(APIView):
                     f'unsupported dryRun value "{value}"',
                     [errors.not_supported("dryRun", value, ["All"])],
                 )
-        return store.WriteContext(user=request.user, dry_run=bool(dry_run))
+        manager = request.query_params.get("fieldManager")
+        if manager is not None:
+            managed_fields.check_manager(manager)
+        else:  # kube-apiserver's default: the client's name, from its User-Agent
+            manager = (
+                managed_fields.manager_from_user_agent(request.META.get("HTTP_USER_AGENT", ""))
+                or managed_fields.DEFAULT_MANAGER
+            )
+        return store.WriteContext(user=request.user, dry_run=bool(dry_run), field_manager=manager)
 
     def delete_options(self, request: Request) -> delete_options.DeleteOptions:
         """DeleteOptions from the body, or from the query string when there is no body."""
@@ -305,7 +332,13 @@ class ObjectView(KubeView):
 
     def patch(self, request: Request, name: str, namespace: str | None = None) -> Response:
         content_type = (request.content_type or "").split(";")[0].strip().lower()
-        patches.refuse_unserved(content_type)
+        force = request.query_params.get("force")
+        server_side_apply.check_options(
+            content_type, request.query_params.get("fieldManager"), force
+        )
+        if content_type == patches.APPLY_PATCH:
+            return self.apply(request, name, namespace, force in ("true", "1"))
+        patches.refuse_unserved(content_type, strategic=self.kind.strategic_merge is not None)
         context = self.authorize(request, "patch", namespace, name)
         obj = store.patch(
             self.kind,
@@ -313,12 +346,26 @@ class ObjectView(KubeView):
             name,
             self.body(request),
             subresource=self.subresource or None,
-            patch_type=patches.JSON_PATCH
-            if content_type == patches.JSON_PATCH
+            patch_type=content_type
+            if content_type in (patches.JSON_PATCH, patches.STRATEGIC_MERGE_PATCH)
             else patches.MERGE_PATCH,
             context=context,
         )
         return Response(self.manifest(obj))
+
+    def apply(self, request: Request, name: str, namespace: str | None, force: bool) -> Response:
+        """Server-side apply: 201 when it created the object, 200 otherwise."""
+        context = self.authorize(request, "patch", namespace, name)
+        obj, created = store.apply(
+            self.kind,
+            namespace,
+            name,
+            self.body(request),
+            subresource=self.subresource or None,
+            force=force,
+            context=context,
+        )
+        return Response(self.manifest(obj), status=201 if created else 200)
 
     def delete(self, request: Request, name: str, namespace: str | None = None) -> Response:
         if self.subresource:

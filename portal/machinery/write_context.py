@@ -19,6 +19,9 @@ class WriteContext:
     user: Any
     dry_run: bool = False
     granted: frozenset[Grant] = frozenset()
+    # the field manager its changes are recorded for (metadata.managedFields); "" for the
+    # server's own writers (managed_fields.DEFAULT_MANAGER)
+    field_manager: str = ""
 
     @property
     def user_info(self) -> UserInfo:

@@ -216,12 +216,25 @@ class YAMLParser(BaseParser):
         return documents[0] if documents else None
 
 
+class ApplyPatchParser(YAMLParser):
+    """A server-side apply body: YAML (JSON is YAML too)."""
+
+    media_type = "application/apply-patch+yaml"
+
+
 class MergePatchParser(StrictJSONParser):
     media_type = "application/merge-patch+json"
 
 
 class JSONPatchParser(StrictJSONParser):
     media_type = "application/json-patch+json"
+
+
+class StrategicMergePatchParser(StrictJSONParser):
+    """Read only for the kinds that declare strategic merge strategies (the view refuses the
+    others with kube-apiserver's 415 before reading the body)."""
+
+    media_type = "application/strategic-merge-patch+json"
 
 
 class YAMLRenderer(BaseRenderer):

@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from portal.machinery import store
 from portal.machinery.errors import StatusError
+from portal.machinery.managed_fields import CONSOLE_MANAGER
 
 from .render import admin_change_url
 
@@ -30,7 +31,7 @@ class DeletionMixin:
     """The single-object delete page and ``delete_model`` through ``store.delete``."""
 
     def _context(self, request) -> store.WriteContext:
-        return store.WriteContext(user=request.user)
+        return store.WriteContext(user=request.user, field_manager=CONSOLE_MANAGER)
 
     def _delete(self, request, obj) -> tuple[bool | None, str]:
         """store.delete one object: (gone, error message)."""

@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from portal.machinery import admission_warnings, store
 from portal.machinery.errors import StatusError
+from portal.machinery.managed_fields import CONSOLE_MANAGER
 from portal.machinery.manifest import to_manifest
 from portal.machinery.registry import ResourceKind
 from portal.machinery.yaml import dump, load_one
@@ -143,7 +144,9 @@ class ManifestForm(forms.ModelForm):
 
     def _write(self, manifest: dict) -> None:
         kind = self.resource_kind
-        context = store.WriteContext(user=getattr(self.request, "user", None))
+        context = store.WriteContext(
+            user=getattr(self.request, "user", None), field_manager=CONSOLE_MANAGER
+        )
         with admission_warnings.recording() as warnings:
             self._store_write(kind, manifest, context)
         self.warnings_given = tuple(warnings)

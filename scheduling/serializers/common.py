@@ -76,18 +76,59 @@ def without_zero_requests(requests: dict | None) -> dict:
 
 
 class FilesystemArtifactStoreSerializer(StrictSerializer):
-    volumeClaimName = StrictCharField(max_length=253)
+    volumeClaimName = StrictCharField(
+        help_text=(
+            "The PersistentVolumeClaim (at most 253 characters) whose volume holds the artifacts."
+        ),
+        max_length=253,
+    )
 
 
 class S3ArtifactStoreSerializer(StrictSerializer):
-    bucket = StrictCharField()
-    prefix = StrictCharField(max_length=1024, required=False, allow_blank=True)
-    region = StrictCharField(max_length=128, required=False, allow_blank=True)
-    endpoint = StrictCharField(max_length=2048, required=False, allow_blank=True)
-    forcePathStyle = StrictBooleanField(required=False)
-    credentialsSecretName = StrictCharField(max_length=253, required=False)
-    uploadPartSize = StrictIntegerField(min_value=MIN_UPLOAD_PART_SIZE, required=False)
-    uploadConcurrency = StrictIntegerField(min_value=1, max_value=2**31 - 1, required=False)
+    bucket = StrictCharField(
+        help_text='The S3 bucket artifacts are written to; may not contain "/".'
+    )
+    prefix = StrictCharField(
+        help_text="A key prefix (at most 1024 characters) put before every artifact's key.",
+        max_length=1024,
+        required=False,
+        allow_blank=True,
+    )
+    region = StrictCharField(
+        help_text="The bucket's region; empty lets the client pick its default.",
+        max_length=128,
+        required=False,
+        allow_blank=True,
+    )
+    endpoint = StrictCharField(
+        help_text="The S3 API endpoint URL, for S3-compatible stores; empty is AWS S3.",
+        max_length=2048,
+        required=False,
+        allow_blank=True,
+    )
+    forcePathStyle = StrictBooleanField(
+        help_text=(
+            "Address the bucket in the URL path instead of the host name (needed by many "
+            "S3-compatible stores)."
+        ),
+        required=False,
+    )
+    credentialsSecretName = StrictCharField(
+        help_text="The Secret in the Runtime's namespace holding the S3 access credentials.",
+        max_length=253,
+        required=False,
+    )
+    uploadPartSize = StrictIntegerField(
+        help_text="The size in bytes of each part of a multipart upload; at least 5 MiB.",
+        min_value=MIN_UPLOAD_PART_SIZE,
+        required=False,
+    )
+    uploadConcurrency = StrictIntegerField(
+        help_text="How many parts of one upload are sent at once; at least 1.",
+        min_value=1,
+        max_value=2**31 - 1,
+        required=False,
+    )
 
     def validate_bucket(self, value: str) -> str:
         if "/" in value:
@@ -117,9 +158,19 @@ def driver_errors(driver: Any, attrs: dict, what: str) -> list[FieldError]:
 class ArtifactStoreSerializer(StrictSerializer):
     """RuntimeArtifactStoreSpec: Runtime.spec.artifactStore and its Run.status snapshot."""
 
-    driver = serializers.ChoiceField(choices=DRIVERS)
-    filesystem = FilesystemArtifactStoreSerializer(required=False)
-    s3 = S3ArtifactStoreSerializer(required=False)
+    driver = serializers.ChoiceField(
+        help_text=(
+            "Which store keeps artifacts: filesystem or s3; the field of the same name must "
+            "be set, and only it."
+        ),
+        choices=DRIVERS,
+    )
+    filesystem = FilesystemArtifactStoreSerializer(
+        help_text="The filesystem store; required when driver is filesystem.", required=False
+    )
+    s3 = S3ArtifactStoreSerializer(
+        help_text="The S3 store; required when driver is s3.", required=False
+    )
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:
         return driver_errors(data.get("driver"), data, "artifact store configuration")
@@ -145,37 +196,74 @@ def _location_path(value: str) -> str:
 
 
 class FilesystemArtifactLocationSerializer(StrictSerializer):
-    path = StrictCharField(max_length=4096)
-    volumeClaimName = StrictCharField(max_length=253, required=False, allow_blank=True)
+    path = StrictCharField(
+        help_text="The artifact's path relative to the store's root; must stay inside it.",
+        max_length=4096,
+    )
+    volumeClaimName = StrictCharField(
+        help_text="The PersistentVolumeClaim the artifact was written to.",
+        max_length=253,
+        required=False,
+        allow_blank=True,
+    )
 
     def validate_path(self, value: str) -> str:
         return _location_path(value)
 
 
 class S3ArtifactLocationSerializer(StrictSerializer):
-    bucket = StrictCharField(max_length=255)
-    key = StrictCharField(max_length=4096)
+    bucket = StrictCharField(help_text="The bucket holding the artifact.", max_length=255)
+    key = StrictCharField(
+        help_text="The artifact's object key; relative, and must stay inside the store's prefix.",
+        max_length=4096,
+    )
 
     def validate_key(self, value: str) -> str:
         return _location_path(value)
 
 
 class ArtifactLocationSerializer(StrictSerializer):
-    filesystem = FilesystemArtifactLocationSerializer(required=False)
-    s3 = S3ArtifactLocationSerializer(required=False)
+    filesystem = FilesystemArtifactLocationSerializer(
+        help_text="Where the artifact lies on a filesystem store; set when driver is filesystem.",
+        required=False,
+    )
+    s3 = S3ArtifactLocationSerializer(
+        help_text="Where the artifact lies in S3; set when driver is s3.", required=False
+    )
 
 
 class ArtifactRefSerializer(StrictSerializer):
     """Compact coordinates of artifact content stored outside the database."""
 
-    name = StrictCharField()
-    driver = serializers.ChoiceField(choices=DRIVERS)
-    type = serializers.ChoiceField(choices=ARTIFACT_TYPES)
-    location = ArtifactLocationSerializer()
-    sizeBytes = StrictIntegerField(min_value=0, required=False)
-    digest = StrictCharField(required=False, allow_blank=True)
-    contentType = StrictCharField(max_length=255, required=False, allow_blank=True)
-    createdAt = TimeField(required=False)
+    name = StrictCharField(help_text="The artifact's name, unique among one Run's artifacts.")
+    driver = serializers.ChoiceField(
+        help_text=(
+            "The store the artifact is kept in: filesystem or s3 (it names the location field"
+            " that is set)."
+        ),
+        choices=DRIVERS,
+    )
+    type = serializers.ChoiceField(
+        help_text="What the content is: file, directory, archive or blob.", choices=ARTIFACT_TYPES
+    )
+    location = ArtifactLocationSerializer(
+        help_text="Where the content is stored; exactly the field named by driver is set."
+    )
+    sizeBytes = StrictIntegerField(
+        help_text="The content's size in bytes.", min_value=0, required=False
+    )
+    digest = StrictCharField(
+        help_text='The content\'s SHA-256 digest, "sha256:" and 64 lowercase hexadecimal digits.',
+        required=False,
+        allow_blank=True,
+    )
+    contentType = StrictCharField(
+        help_text="The content's media type, such as application/gzip.",
+        max_length=255,
+        required=False,
+        allow_blank=True,
+    )
+    createdAt = TimeField(help_text="When the artifact was stored.", required=False)
 
     def validate_name(self, value: str) -> str:
         problem = artifact_name_problem(value)

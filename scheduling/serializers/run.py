@@ -75,8 +75,20 @@ class CodeSourceSerializer(StrictSerializer):
 
 
 class RunTaskModeSerializer(StrictSerializer):
-    entrypoint = StrictCharField(max_length=MAX_PATH, required=False, allow_blank=True)
+    entrypoint = StrictCharField(
+        help_text=(
+            "The file the task starts, relative to the working directory; without inline "
+            "source it must be a relative path the workspace holds."
+        ),
+        max_length=MAX_PATH,
+        required=False,
+        allow_blank=True,
+    )
     args = BoundedListField(
+        help_text=(
+            "Arguments passed to the task (at most 256, each at most 8192 characters); "
+            "without source and entrypoint the Runtime interprets them as the command."
+        ),
         child=StrictCharField(max_length=MAX_ARG_LENGTH, allow_blank=True),
         max_items=MAX_ARGS,
         required=False,
@@ -84,8 +96,18 @@ class RunTaskModeSerializer(StrictSerializer):
 
 
 class RunFunctionModeSerializer(StrictSerializer):
-    handler = StrictCharField(max_length=512, required=False)
-    idleTimeoutSeconds = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
+    handler = StrictCharField(
+        help_text="The function the Runtime calls, as module.function (dotted identifiers).",
+        max_length=512,
+        required=False,
+    )
+    idleTimeoutSeconds = StrictIntegerField(
+        help_text="Seconds a function Run may stay without an invocation; kept with the Run, "
+        "but this server does not stop idle functions yet.",
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+    )
 
     def validate_handler(self, value: str) -> str:
         if not _HANDLER_RE.fullmatch(value):
@@ -112,25 +134,51 @@ class RunModeSerializer(StrictSerializer):
 
 
 class RetryPolicySerializer(StrictSerializer):
-    maxAttempts = StrictIntegerField(min_value=1, max_value=100, required=False)
-    backoff = DurationField(required=False)
+    maxAttempts = StrictIntegerField(
+        help_text="How many attempts the Run gets in all, 1 to 100; 1 (no retry) when left out.",
+        min_value=1,
+        max_value=100,
+        required=False,
+    )
+    backoff = DurationField(
+        help_text="The wait before the first retry, a Go duration such as 10s (10s when left "
+        "out); it doubles with each attempt, up to 60s.",
+        required=False,
+    )
     retryableReasons = BoundedListField(
-        child=StrictCharField(max_length=128), max_items=32, required=False
+        help_text="The failure reasons (at most 32) that are retried; when left out only "
+        "infrastructure failures (the pod or its daemon went away) are. Cancellation and "
+        "invalid outputs are never retried.",
+        child=StrictCharField(max_length=128),
+        max_items=32,
+        required=False,
     )
 
 
 class RunResourceRequirementsSerializer(StrictSerializer):
     """Zero quantities are dropped and ``runs`` falls back to 1: every Run takes a run slot."""
 
-    requests = ResourceListField(integer_only=False, required=False)
+    requests = ResourceListField(
+        help_text=(
+            "Resource names and the quantities the Run takes from a Runtime Pod's capacity; "
+            "zero quantities are dropped and runs is 1 unless given."
+        ),
+        integer_only=False,
+        required=False,
+    )
 
     def validate(self, attrs: dict) -> dict:
         return {**attrs, "requests": without_zero_requests(attrs.get("requests"))}
 
 
 class ArtifactInputSerializer(StrictSerializer):
-    ref = ArtifactRefSerializer()
-    path = StrictCharField(max_length=MAX_PATH)
+    ref = ArtifactRefSerializer(
+        help_text="The artifact to copy, as another Run's status.artifactRefs names it."
+    )
+    path = StrictCharField(
+        help_text="Where the artifact is placed, relative to the Run's working directory.",
+        max_length=MAX_PATH,
+    )
 
     def validate_path(self, value: str) -> str:
         return _path_field(value)
@@ -181,6 +229,8 @@ def _mode_source_errors(spec: dict) -> list[FieldError]:
 
 
 class RunSpecSerializer(StrictSerializer):
+    """RunSpec is the desired state of a Run: the code, how it runs, and where."""
+
     runtime = StrictCharField(
         max_length=63,
         help_text="The name of the Runtime (in the Run's namespace) that runs this Run.",

@@ -137,12 +137,28 @@ class PodTemplateField(FreeformObjectField):
 
 
 class RuntimeCapacitySerializer(StrictSerializer):
-    resources = ResourceListField(integer_only=True, required=False)
+    resources = ResourceListField(
+        help_text=(
+            "Whole quantities of each resource a Runtime Pod offers its Runs, such as runs "
+            "(how many at once; 2 when left out) or cpu; no fractions."
+        ),
+        integer_only=True,
+        required=False,
+    )
 
 
 class EmptyDirSerializer(StrictSerializer):
-    medium = StrictCharField(required=False, allow_blank=True)
-    sizeLimit = QuantityField(required=False)
+    """An emptyDir volume: a directory that starts empty and lives as long as the Pod."""
+
+    medium = StrictCharField(
+        help_text='The storage medium: "" (the node\'s disk), Memory, HugePages or HugePages-<size>.',
+        required=False,
+        allow_blank=True,
+    )
+    sizeLimit = QuantityField(
+        help_text="The most storage the emptyDir volume may use, a quantity such as 1Gi.",
+        required=False,
+    )
 
     def validate_medium(self, value: str) -> str:
         if not _MEDIUM_RE.fullmatch(value):
@@ -156,7 +172,12 @@ class EmptyDirSerializer(StrictSerializer):
 
 def _workspace_fields() -> dict[str, serializers.Field]:
     fields: dict[str, serializers.Field] = {
-        name: FreeformObjectField(required=False) for name in VOLUME_SOURCES
+        name: FreeformObjectField(
+            required=False,
+            help_text=f"Use a {name} volume as the workspace, written as in a Pod's volumes "
+            f"(corev1.VolumeSource {name}); at most one source may be set.",
+        )
+        for name in VOLUME_SOURCES
     }
     fields["emptyDir"] = EmptyDirSerializer(required=False)
     return fields
@@ -198,6 +219,9 @@ def workspace_volume_source(spec: dict) -> dict:
 
 
 class RuntimeSpecSerializer(StrictSerializer):
+    """RuntimeSpec is the desired state of a Runtime: its Pods, their capacity, and where
+    artifacts and workspaces are kept."""
+
     template = PodTemplateField(
         help_text="The Pod template of the Runtime's Pods; its first container runs the Runs."
     )
@@ -228,6 +252,17 @@ class RuntimeSpecSerializer(StrictSerializer):
 
 
 class RuntimeStatusSerializer(StrictSerializer):
-    readyReplicas = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
-    observedGeneration = StrictIntegerField(min_value=0, required=False)
+    """RuntimeStatus is the observed state of a Runtime, set by the server."""
+
+    readyReplicas = StrictIntegerField(
+        help_text="How many of the Runtime's Pods are ready.",
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+    )
+    observedGeneration = StrictIntegerField(
+        help_text="The metadata.generation this status was computed from.",
+        min_value=0,
+        required=False,
+    )
     conditions = ConditionsField(required=False)

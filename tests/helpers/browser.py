@@ -59,6 +59,16 @@ def no_sideways_scroll(driver) -> bool:
     )
 
 
+def list_fits(driver) -> bool:
+    """A change list's table (present: the list is not empty) fits its box, no sideways scroll
+    inside it, with the filters open."""
+    return driver.execute_script(
+        "const r = document.querySelector('#changelist .results');"
+        "return !!document.querySelector('#changelist-filter') && !!r"
+        " && !!r.querySelector('#result_list tbody tr') && r.scrollWidth <= r.clientWidth;"
+    )
+
+
 def full_page_screenshot(driver, path: Path) -> None:
     """The whole page at 1440 px (the window grown to the document's height)."""
     height = driver.execute_script("return document.documentElement.scrollHeight")

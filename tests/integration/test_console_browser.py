@@ -12,11 +12,19 @@ import re
 import pytest
 import requests
 
-from tests.helpers.browser import chromium, full_page_screenshot, no_sideways_scroll, screenshot_dir
+from tests.helpers.browser import (
+    chromium,
+    full_page_screenshot,
+    list_fits,
+    no_sideways_scroll,
+    screenshot_dir,
+)
 from tests.helpers.live import API, RUNTIME, phase, ready_pods, script_run
 from tests.helpers.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
+JOBS_GROUP = "execution.ayatori.ddupan.top"
+JOBS_API = f"/apis/{JOBS_GROUP}/v1alpha1/namespaces/default"
 STORE = {"driver": "filesystem", "filesystem": {"volumeClaimName": "artifacts"}}
 SCRIPT = """
 echo "starting the work"
@@ -185,6 +193,37 @@ def test_the_console_in_a_real_browser(portal_up, browser, django_user_model, tm
     full_page_screenshot(browser, shots / "run-list.png")
     browser.get(f"{base}/admin/scheduling/runtimepod/")
     assert no_sideways_scroll(browser), "the RuntimePod list scrolls sideways at 1440 px"
+    # every list the issue named, with something in it, fits 1440 px with the filters open
+    wfr = {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": "listed"},
+        "spec": {"jobs": {"build": {"runs-on": RUNTIME["metadata"]["name"], "steps": [
+            {"name": "hello", "run": "echo hi"}]}}},
+    }  # fmt: skip
+    assert session.post(f"{base}{API}/workflowruns", json=wfr, timeout=10).status_code == 201
+    job = {
+        "apiVersion": f"{JOBS_GROUP}/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "listed"},
+        "spec": {"steps": [{"name": "s", "run": "true"}]},
+    }
+    assert session.post(f"{base}{JOBS_API}/jobs", json=job, timeout=10).status_code == 201
+    assert wait_until(
+        lambda: session.get(f"{base}{API}/persistentworkspaces", timeout=5).json()["items"],
+        timeout=30,
+    ), "the WorkflowRun made no job workspace"
+    for listed in (
+        "scheduling/run",
+        "scheduling/runtimepod",
+        "scheduling/runtime",
+        "workflows/workflowrun",
+        "jobclasses/job",
+        "portal/event",
+        "workspaces/persistentworkspace",
+    ):
+        browser.get(f"{base}/admin/{listed}/")
+        assert list_fits(browser), f"the {listed} list scrolls sideways at 1440 px"
 
     # Swagger UI renders the API from the installed assets (no CDN: this machine has none)
     browser.get(f"{base}/api/docs/")

@@ -10,20 +10,34 @@ GROUP = "testing.kruntimes.io"
 
 
 class PartSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=16)
-    count = serializers.IntegerField(min_value=0, default=1)
+    """One part a widget is made of."""
+
+    name = serializers.CharField(max_length=16, help_text="The part's name.")
+    count = serializers.IntegerField(min_value=0, default=1, help_text="How many of the part.")
 
 
 class WidgetSpecSerializer(StrictSerializer):
-    size = serializers.IntegerField(min_value=0, max_value=10)
-    color = serializers.ChoiceField(choices=["red", "green", "blue"], default="red")
-    parts = PartSerializer(many=True, required=False)
-    note = serializers.CharField(required=False, allow_blank=True, max_length=32)
+    """The widget as wanted."""
+
+    size = serializers.IntegerField(min_value=0, max_value=10, help_text="The size, 0 to 10.")
+    color = serializers.ChoiceField(
+        choices=["red", "green", "blue"], default="red", help_text="The colour; immutable."
+    )
+    parts = PartSerializer(many=True, required=False, help_text="What the widget is made of.")
+    note = serializers.CharField(
+        required=False, allow_blank=True, max_length=32, help_text="A free note."
+    )
 
 
 class WidgetStatusSerializer(StrictSerializer):
-    phase = serializers.ChoiceField(choices=["Pending", "Ready"], required=False)
-    conditions = serializers.ListField(child=serializers.DictField(), required=False)
+    """The widget as observed; set by the server."""
+
+    phase = serializers.ChoiceField(
+        choices=["Pending", "Ready"], required=False, help_text="Pending or Ready."
+    )
+    conditions = serializers.ListField(
+        child=serializers.DictField(), required=False, help_text="What was observed."
+    )
 
 
 def color_is_immutable(new, old):
@@ -41,6 +55,7 @@ def register() -> None:
             version="v1",
             kind="Widget",
             plural="widgets",
+            description="Widget is a namespaced kind the tests exercise the machinery with.",
             model=Widget,
             short_names=("wd",),
             body={"spec": WidgetSpecSerializer, "status": WidgetStatusSerializer},
@@ -58,6 +73,7 @@ def register() -> None:
             version="v1",
             kind="Gadget",
             plural="gadgets",
+            description="Gadget is a cluster-scoped kind the tests exercise the machinery with.",
             model=Gadget,
             namespaced=False,
             body={"spec": WidgetSpecSerializer, "status": WidgetStatusSerializer},

@@ -11,6 +11,11 @@ from ..conditions import validate_conditions
 from ..openapi.fields import conditions_schema
 from ..serializers import raise_causes
 
+CONDITIONS_DOC = (
+    "The latest observations of the object's state, one per condition type; set by the "
+    "server (or the controller that owns the object)."
+)
+
 
 class ConditionsField(serializers.JSONField):
     """metav1.Condition list: ≤16, unique by type; ``types`` limits the types allowed."""
@@ -18,6 +23,7 @@ class ConditionsField(serializers.JSONField):
     def __init__(self, *, types: tuple[str, ...] = (), max_items: int = 16, **kwargs: Any):
         self.types = types
         self.max_items = max_items
+        kwargs.setdefault("help_text", CONDITIONS_DOC)
         super().__init__(**kwargs)
 
     def openapi_schema(self) -> dict[str, Any]:

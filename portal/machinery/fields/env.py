@@ -56,8 +56,12 @@ def duplicate_name_causes(env: Any, path: str = "") -> list[FieldError]:
 class EnvVarSerializer(StrictSerializer):
     portable_names = False
 
-    name = StrictCharField()
-    value = StrictCharField(required=False, allow_blank=True)
+    name = StrictCharField(
+        help_text='The variable\'s name: printable ASCII other than "=" (unique within the list).'
+    )
+    value = StrictCharField(
+        help_text="The variable's value; empty when left out.", required=False, allow_blank=True
+    )
 
     def validate_name(self, value: str) -> str:
         return checked(value, env_var_name_errors(value, portable=self.portable_names))

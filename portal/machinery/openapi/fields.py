@@ -20,6 +20,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from ..managed_fields import LIST_MAP_KEYS
 from ..serializers import INT64_MAX, INT64_MIN, FreeformObjectField
 
 Schema = dict[str, Any]
@@ -48,7 +49,7 @@ def serializer_schema(
     for name, field in serializer.fields.items():  # type: ignore[attr-defined]
         if isinstance(field, serializers.HiddenField):
             continue
-        properties[name] = field_schema(field, closed=closed, partial=partial)
+        properties[name] = list_type(name, field_schema(field, closed=closed, partial=partial))
         if field.required and not partial:
             required.append(name)
     schema: Schema = {"type": "object", "properties": properties}
@@ -187,6 +188,19 @@ def _default(field: serializers.Field[Any, Any, Any, Any]) -> Any:
         return empty
 
 
+def list_type(name: str, schema: Schema) -> Schema:
+    """Mark a list of named items that server-side apply merges item by item
+    (``managed_fields.LIST_MAP_KEYS``) as Kubernetes does: ``x-kubernetes-list-type: map``,
+    when every item must carry its keys (a CRD may not key a list by an optional field)."""
+    keys = LIST_MAP_KEYS.get(name)
+    items = schema.get("items") if schema.get("type") == "array" else None
+    if not keys or not isinstance(items, dict) or "x-kubernetes-list-type" in schema:
+        return schema
+    if not set(keys) <= set(items.get("required") or ()):
+        return schema
+    return {**schema, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)}
+
+
 def conditions_schema(max_items: int = 16, types: tuple[str, ...] = ()) -> Schema:
     """A metav1.Condition list, a map keyed by ``type``."""
     condition_type: Schema = {"type": "string", "maxLength": 316}
@@ -200,13 +214,40 @@ def conditions_schema(max_items: int = 16, types: tuple[str, ...] = ()) -> Schem
         "items": {
             "type": "object",
             "required": ["type", "status"],
+            "description": "One aspect of the object's current state, as metav1.Condition.",
             "properties": {
-                "type": condition_type,
-                "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-                "reason": {"type": "string", "maxLength": 1024},
-                "message": {"type": "string", "maxLength": 32768},
-                "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
-                "lastTransitionTime": {"type": "string", "format": "date-time"},
+                "type": {
+                    **condition_type,
+                    "description": "The aspect this condition reports, "
+                    "in CamelCase (Ready, Succeeded ...); unique within the list.",
+                },
+                "status": {
+                    "type": "string",
+                    "enum": ["True", "False", "Unknown"],
+                    "description": "Whether the condition holds: True, False or Unknown.",
+                },
+                "reason": {
+                    "type": "string",
+                    "maxLength": 1024,
+                    "description": "A CamelCase word saying why the condition last changed.",
+                },
+                "message": {
+                    "type": "string",
+                    "maxLength": 32768,
+                    "description": "A human-readable account of the last transition.",
+                },
+                "observedGeneration": {
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0,
+                    "description": "The metadata.generation the condition was set from; "
+                    "older than the object's generation means the condition is out of date.",
+                },
+                "lastTransitionTime": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "When status last changed from one value to another.",
+                },
             },
         },
     }

@@ -53,6 +53,8 @@ def described_ref(name: str, description: str) -> Schema:
 
 
 def kind_description(kind: ResourceKind) -> str:
+    if kind.description:
+        return kind.description
     doc = kind.model.__dict__.get("__doc__") or ""
     # Django writes "Run(id, name, ...)" into models that have no docstring of their own
     if not doc or doc.startswith(f"{kind.model.__name__}("):

@@ -11,11 +11,66 @@ DELETE_OPTIONS = f"{META_PREFIX}.DeleteOptions"
 PATCH = f"{META_PREFIX}.Patch"
 
 _STRING: Schema = {"type": "string"}
+
+
+def _string(description: str) -> Schema:
+    return {"type": "string", "description": description}
+
+
 _CAUSE: Schema = {
     "type": "object",
     "description": "One field's problem: the JSON path, a reason and a message.",
-    "properties": {"field": _STRING, "reason": _STRING, "message": _STRING},
+    "properties": {
+        "field": _string("The JSON path of the field at fault, such as spec.mode.task."),
+        "reason": _string("What is wrong, such as FieldValueRequired or FieldValueInvalid."),
+        "message": _string("A human-readable account of the problem."),
+    },
 }
+
+
+MANAGED_FIELDS_ENTRY: Schema = {
+    "type": "object",
+    "description": "The fields one manager owns, by one kind of write (server-side apply).",
+    "properties": {
+        "manager": {"type": "string", "description": "Who wrote: the fieldManager."},
+        "operation": {
+            "type": "string",
+            "enum": ["Apply", "Update"],
+            "description": "Apply for a server-side apply; Update for any other write.",
+        },
+        "apiVersion": {"type": "string", "description": "The version the fields are named in."},
+        "time": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When this manager last changed what it owns.",
+        },
+        "fieldsType": {
+            "type": "string",
+            "enum": ["FieldsV1"],
+            "description": "The encoding of fieldsV1; FieldsV1 is the only one.",
+        },
+        "fieldsV1": {
+            "type": "object",
+            "description": "The owned fields, in structured-merge-diff's f:/k:/v: encoding.",
+            "x-kubernetes-preserve-unknown-fields": True,
+        },
+        "subresource": {"type": "string", "description": "Set for a write to a subresource."},
+    },
+}
+
+
+def _mark_apply_lists(properties: dict[str, Schema]) -> None:
+    """The list types of ObjectMeta as Kubernetes declares them, for server-side apply."""
+    properties["ownerReferences"].update(
+        {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"]}
+    )
+    properties["finalizers"]["x-kubernetes-list-type"] = "set"
+    properties["managedFields"] = {
+        "type": "array",
+        "description": "Which manager owns which fields (server-side apply); the server keeps it.",
+        "items": MANAGED_FIELDS_ENTRY,
+        "x-kubernetes-list-type": "atomic",
+    }
 
 
 def meta_definitions() -> dict[str, Schema]:
@@ -25,6 +80,7 @@ def meta_definitions() -> dict[str, Schema]:
         "for namespaced kinds), labels, annotations; the server sets uid, resourceVersion, "
         "generation and the timestamps."
     )
+    _mark_apply_lists(object_meta["properties"])
     return {
         OBJECT_META: object_meta,
         LIST_META: {
@@ -35,29 +91,49 @@ def meta_definitions() -> dict[str, Schema]:
                     "type": "string",
                     "description": "Set when more items are available: pass it as ?continue=.",
                 },
-                "resourceVersion": _STRING,
-                "remainingItemCount": {"type": "integer", "format": "int64"},
+                "resourceVersion": _string(
+                    "The version of the collection the list was read at; watch from it."
+                ),
+                "remainingItemCount": {
+                    "type": "integer",
+                    "format": "int64",
+                    "description": "How many more items a paged list has after this page.",
+                },
             },
         },
         STATUS: {
             "type": "object",
             "description": "Status is a return value for calls that do not return other objects.",
             "properties": {
-                "apiVersion": _STRING,
-                "kind": _STRING,
-                "metadata": {"allOf": [{"$ref": f"#/components/schemas/{LIST_META}"}]},
+                "apiVersion": _string("v1."),
+                "kind": _string("Status."),
+                "metadata": {
+                    "allOf": [{"$ref": f"#/components/schemas/{LIST_META}"}],
+                    "description": "Standard list metadata.",
+                },
                 "status": {"type": "string", "description": "Success or Failure."},
-                "message": _STRING,
-                "reason": _STRING,
-                "code": {"type": "integer", "format": "int32"},
+                "message": _string("A human-readable description of the outcome."),
+                "reason": _string(
+                    "A CamelCase word for why the call failed, such as NotFound or Invalid."
+                ),
+                "code": {
+                    "type": "integer",
+                    "format": "int32",
+                    "description": "The HTTP status code of the answer.",
+                },
                 "details": {
                     "type": "object",
+                    "description": "The object the outcome concerns, and each field at fault.",
                     "properties": {
-                        "name": _STRING,
-                        "group": _STRING,
-                        "kind": _STRING,
-                        "uid": _STRING,
-                        "causes": {"type": "array", "items": _CAUSE},
+                        "name": _string("The object's name."),
+                        "group": _string("The object's API group."),
+                        "kind": _string("The object's kind (its resource, for some errors)."),
+                        "uid": _string("The object's uid."),
+                        "causes": {
+                            "type": "array",
+                            "items": _CAUSE,
+                            "description": "Every problem found, each naming its field.",
+                        },
                     },
                 },
             },

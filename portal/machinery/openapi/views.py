@@ -20,6 +20,7 @@ from .. import errors
 from ..routes import NotFoundView
 from ..views import KubeView
 from .documents import Rendered, rendered_group_version, rendered_index
+from .v2 import OpenAPIV2View
 
 CACHE_FOR = timedelta(days=365)
 
@@ -71,6 +72,7 @@ def _split(group_version: str) -> tuple[str, str]:
 
 def openapi_urlpatterns() -> list[URLPattern]:
     return [
+        path("openapi/v2", OpenAPIV2View.as_view()),
         path("openapi/v3", OpenAPIV3IndexView.as_view()),
         re_path(r"^openapi/v3/(?P<group_version>apis?/.+)$", OpenAPIV3DocumentView.as_view()),
         re_path(r"^openapi(/.*)?$", NotFoundView.as_view()),

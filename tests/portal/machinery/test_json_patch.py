@@ -188,12 +188,6 @@ def test_strategic_merge_patch_names_the_served_types(admin_api, widget_a):
     assert patches.JSON_PATCH in body["message"] and patches.MERGE_PATCH in body["message"]
 
 
-def test_server_side_apply_names_client_side_apply(admin_api, widget_a):
-    response = admin_api.patch(widget_a, "spec: {size: 2}", content_type=patches.APPLY_PATCH)
-    body = assert_status(response, 415, "UnsupportedMediaType")
-    assert "kubectl apply --server-side=false" in body["message"]
-
-
 def test_a_merge_patch_still_merges(admin_api, widget_a):
     response = admin_api.patch(
         widget_a, json.dumps({"spec": {"size": 6}}), content_type=patches.MERGE_PATCH

@@ -190,3 +190,19 @@ def test_deletes_describe_their_delete_options_body(admin_api):
         "orphanDependents",
     }
     assert all(p.get("description") for p in options["properties"].values())
+
+
+def test_lists_server_side_apply_merges_by_key_are_marked(admin_api):
+    """kubectl and client-go read the list types to merge lists item by item, as the server
+    does (portal.machinery.managed_fields.LIST_MAP_KEYS)."""
+    run = run_schema(admin_api)
+    env = run["properties"]["spec"]["properties"]["env"]
+    assert env["x-kubernetes-list-type"] == "map"
+    assert env["x-kubernetes-list-map-keys"] == ["name"]
+    conditions = run["properties"]["status"]["properties"]["conditions"]
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    schemas = document(admin_api, "apis/kruntimes.io/v1alpha1")["components"]["schemas"]
+    meta = next(s for key, s in schemas.items() if key.endswith(".ObjectMeta"))["properties"]
+    assert meta["ownerReferences"]["x-kubernetes-list-map-keys"] == ["uid"]
+    assert meta["finalizers"]["x-kubernetes-list-type"] == "set"
+    assert meta["managedFields"]["items"]["properties"]["operation"]["enum"] == ["Apply", "Update"]

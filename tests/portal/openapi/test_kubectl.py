@@ -35,6 +35,29 @@ def test_explain_describes_a_runs_source(kubeconfig):
     assert "source code" in inline and "<no description>" not in inline
 
 
+@pytest.mark.parametrize(
+    ("path", "api_version", "says"),
+    [
+        ("runs", "kruntimes.io/v1alpha1", "one execution of code on a Runtime"),
+        ("runs.spec.mode", "kruntimes.io/v1alpha1", "exactly one of task or function"),
+        ("runs.status", "kruntimes.io/v1alpha1", "set by the server"),
+        ("runs.status.conditions", "kruntimes.io/v1alpha1", "one per condition type"),
+        ("runs.metadata", "kruntimes.io/v1alpha1", "set by the server on create"),
+        ("workflowruns.status.jobs", "kruntimes.io/v1alpha1", "The state of each job"),
+        ("jobs.spec.resources", "execution.ayatori.ddupan.top/v1alpha1", "cpu and memory"),
+        ("configmaps", "v1", "non-confidential configuration data"),
+        ("rolebindings.subjects", "rbac.authorization.k8s.io/v1", "User, Group or"),
+    ],
+)
+def test_explain_describes_every_field_it_lists(kubeconfig, path, api_version, says):
+    """The field and each field it lists under FIELDS has a description of its own."""
+    done = kubectl(kubeconfig, "explain", path, f"--api-version={api_version}")
+    assert done.returncode == 0, done.stderr
+    assert says in " ".join(done.stdout.split())
+    assert "<no description>" not in done.stdout
+    assert "FIELDS:" in done.stdout or "DESCRIPTION:" in done.stdout
+
+
 def test_explain_marks_required_fields(kubeconfig):
     done = kubectl(kubeconfig, "explain", "runs.spec", "--api-version=kruntimes.io/v1alpha1")
     assert done.returncode == 0, done.stderr
