@@ -63,7 +63,10 @@ crds: install
 clean:
 	rm -rf $(VENV) .data .pytest_cache .ruff_cache .mypy_cache .hypothesis
 
-# the protobuf modules for Kubernetes' wire format, from portal/machinery/kubeproto/*.proto
-# (tests/portal/test_kubeproto_current.py checks that the committed ones are current)
+# the protobuf modules for Kubernetes' wire format, from portal/machinery/kubeproto/*.proto, and
+# the Runtime Server contract's messages and gRPC stubs (tests/portal/machinery/
+# test_kubeproto_current.py and tests/runtimed/test_runtime_server_contract.py check them)
 protos: install-dev
 	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. portal/machinery/kubeproto/*.proto
+	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. \
+		runtimed/runtime_server/runtime.proto

@@ -1,7 +1,8 @@
 """One attempt of a Run, from a claimed slot to its outcome: prepare, execute, collect.
 
-Prepare stages the source and the artifact inputs and decides the command (``command``: a Run
-without source runs its args or a file of its workspace) (failures: PrepareSource); the step runs
+Prepare stages the source and the artifact inputs and checks that the pod's Runtime Server can
+run the step (``runtime_host``; for bash a Run without source runs its args or a file of its
+workspace, ``command``) (failures: PrepareSource); the step runs, through that server,
 with ``KRUNTIME_OUTPUTS`` and ``KRUNTIME_ARTIFACTS_DIR`` pointing into the attempt's own
 directory; after a successful step the outputs are parsed (OutputsInvalid, OutputsTooLarge)
 and the artifacts packed (ArtifactInvalid) and uploaded to the Runtime's ArtifactStore.
@@ -21,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import command, execute, masking, persistent
+from . import execute, masking, persistent, runtime_host
 from .artifacts import ArtifactError, Packed, collect
 from .config import PodConfig
 from .execute import FAILED, SUCCEEDED, Clock, Result, Step, StepControl
@@ -127,12 +128,12 @@ class Attempt:
 
     def run(self, start: datetime) -> Outcome:
         try:
-            cwd, argv = self._prepare()
+            cwd, program = self._prepare()
         except Failure as failure:
             return Outcome(
                 Result(FAILED, failure.reason, failure.message, None, start, self.clock())
             )
-        result = self._execute(cwd, argv)
+        result = self._execute(cwd, *program)
         if result.phase != SUCCEEDED:
             return Outcome(result)
         try:
@@ -162,7 +163,8 @@ class Attempt:
 
     # --- prepare ---------------------------------------------------------------------------
 
-    def _prepare(self) -> tuple[Path, tuple[str, ...]]:
+    def _prepare(self) -> tuple[Path, tuple[str, tuple[str, ...]]]:
+        """The step's cwd, and what the Runtime Server gets: its entrypoint and args."""
         spec = self.spec
         try:
             if spec.mode != "task":
@@ -180,8 +182,10 @@ class Attempt:
             ) from None
         for index, item in enumerate(spec.artifact_inputs):
             self._stage_input(index, item.ref, item.path, cwd)
+        entrypoint = str(staged.script) if staged.script is not None else spec.entrypoint or ""
         try:  # after the inputs: one of them may be the script
-            return cwd, command.build(staged.script, cwd, spec.entrypoint, spec.args)
+            self.host.validate(cwd, entrypoint, spec.args)
+            return cwd, (entrypoint, spec.args)
         except PrepareError as exc:
             raise Failure(Reason.PREPARE_SOURCE, exc.message) from None
 
@@ -209,7 +213,11 @@ class Attempt:
 
     # --- execute ---------------------------------------------------------------------------
 
-    def _execute(self, cwd: Path, argv: tuple[str, ...]) -> Result:
+    @property
+    def host(self) -> runtime_host.RuntimeHost:
+        return runtime_host.for_pod(self.config.runtime_server, self.config.runtime_server_command)
+
+    def _execute(self, cwd: Path, entrypoint: str, args: tuple[str, ...]) -> Result:
         env = execute.step_env(
             self.spec.env,
             {
@@ -228,7 +236,7 @@ class Attempt:
             },
         )
         step = Step(
-            argv,
+            ("runtime-server", entrypoint, *args),  # for the record: the server decides argv
             cwd,
             env,
             self.files.log,
@@ -237,7 +245,7 @@ class Attempt:
             control=self.control,
             masked=self.masked,
         )
-        return execute.run_step(step, clock=self.clock, grace=self.grace)
+        return self.host.run(step, entrypoint, args, clock=self.clock, grace=self.grace)
 
     # --- collect ---------------------------------------------------------------------------
 

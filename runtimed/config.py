@@ -15,6 +15,9 @@ from pathlib import Path
 
 from .protocol import pod_queue
 
+# the Runtime Servers runtimed hosts itself (runtimed.runtime_server.programs.BUILT_IN)
+BUILT_IN_SERVERS = ("bash", "python")
+
 DEFAULT_CAPACITY = {"runs": 2}
 DEFAULT_HEARTBEAT_SECONDS = 5.0
 DEFAULT_POLLING_INTERVAL = 0.05
@@ -54,6 +57,13 @@ class PodConfig:
     # Which start of the pod this process is (a local pod keeps its name and UID across a
     # restart of ``manage.py up``): its heartbeats carry it, those of an older one are refused.
     pod_incarnation: int = 0
+    # The pod's Runtime Server (runtimed.runtime_host): a built-in one by name, or a command
+    # runtimed starts beside it (KRUNTIME_RUNTIME_SERVER / KRUNTIME_RUNTIME_SERVER_COMMAND).
+    runtime_server: str = "bash"
+    runtime_server_command: tuple[str, ...] = ()
+    # or one already listening in the pod (the runtime container in Kubernetes, as kruntimes):
+    # unix:/path or 127.0.0.1:port (KRUNTIME_RUNTIME_SERVER_ADDRESS)
+    runtime_server_address: str = ""
 
     @property
     def queue(self) -> str:
@@ -120,7 +130,31 @@ class PodConfig:
                 env, "KRUNTIME_TERMINATION_GRACE_SECONDS", DEFAULT_TERMINATION_GRACE_SECONDS
             ),
             pod_incarnation=_count(env, "KRUNTIME_POD_INCARNATION"),
+            runtime_server=_runtime_server(env.get("KRUNTIME_RUNTIME_SERVER", "")),
+            runtime_server_command=_command(env.get("KRUNTIME_RUNTIME_SERVER_COMMAND", "")),
+            runtime_server_address=env.get("KRUNTIME_RUNTIME_SERVER_ADDRESS", "").strip(),
         )
+
+
+def _runtime_server(value: str) -> str:
+    name = value.strip() or "bash"
+    if name not in BUILT_IN_SERVERS:
+        raise ConfigError(
+            f"KRUNTIME_RUNTIME_SERVER must be one of {', '.join(BUILT_IN_SERVERS)}, got {name!r}"
+        )
+    return name
+
+
+def _command(value: str) -> tuple[str, ...]:
+    if not value.strip():
+        return ()
+    try:
+        argv = json.loads(value)
+    except ValueError as exc:
+        raise ConfigError(f"KRUNTIME_RUNTIME_SERVER_COMMAND is not JSON: {exc}") from exc
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise ConfigError("KRUNTIME_RUNTIME_SERVER_COMMAND must be a JSON list of strings")
+    return tuple(argv)
 
 
 def _workspace(value: str) -> Path:

@@ -22,6 +22,7 @@ from scheduling import resources
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "kruntimes-portal"
+DEFAULT_PORT = 9091  # the Runtime Server's gRPC port when spec.port is unset
 RUNTIME_LABEL = "runtime"
 RUNTIME_UID_ANNOTATION = "kruntimes.io/runtime-uid"
 HASH_ANNOTATION = "kruntimes.io/desired-hash"
@@ -85,6 +86,9 @@ def runtimed_env(
         "KRUNTIME_WORKSPACE": WORKSPACE_PATH,
         "KRUNTIME_CAPACITY": json.dumps(resources.pod_capacity(spec, template_annotations)),
         "KRUNTIME_TERMINATION_GRACE_SECONDS": str(max(1, grace - REPORT_MARGIN_SECONDS)),
+        # the runtime container is the pod's Runtime Server (docs/runtime-server.md), on the
+        # pod's loopback at spec.port, as in kruntimes
+        "KRUNTIME_RUNTIME_SERVER_ADDRESS": f"127.0.0.1:{int(spec.get('port') or DEFAULT_PORT)}",
         **options.extra_env,
     }
     if store.get("driver") == "filesystem":

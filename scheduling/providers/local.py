@@ -29,6 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -45,7 +46,7 @@ from scheduling.models import (
     RuntimePod,
     runtimes_with_pods,
 )
-from scheduling.providers import pod_secrets, rows
+from scheduling.providers import pod_secrets, rows, runtime_server
 
 log = logging.getLogger(__name__)
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -127,19 +128,25 @@ def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
         "KRUNTIME_TERMINATION_GRACE_SECONDS": str(runtimed_grace()),
         # the Secrets its Runtime references, written there by register()
         "KRUNTIME_SECRETS_DIR": str(pod.secrets),
+        # the pod's Runtime Server: the template's runtime container (built-in or a command)
+        **runtime_server.server_env(runtime_spec(pod)),
     }
     return env
+
+
+def runtime_spec(pod: PodIdentity) -> dict[str, Any]:
+    spec = (
+        Runtime.objects.filter(namespace=pod.namespace, name=pod.runtime)
+        .values_list("spec", flat=True)
+        .first()
+    )
+    return spec or {}
 
 
 def register(pod: PodIdentity) -> dict[str, int]:
     """Create the RuntimePod row, or start a kept pod's next incarnation on its row (not
     ready until runtimed's first heartbeat); ``pod.incarnation`` is then the one starting."""
-    spec = (
-        Runtime.objects.filter(namespace=pod.namespace, name=pod.runtime)
-        .values_list("spec", flat=True)
-        .first()
-        or {}
-    )
+    spec = runtime_spec(pod)
     capacity = resources.pod_capacity(spec, {})
     pod.workspace.mkdir(parents=True, exist_ok=True)
     pod_secrets.write_secrets(pod.secrets, pod.namespace, pod_secrets.referenced_secrets(spec))

@@ -11,16 +11,10 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2
 from grpc_tools import protoc
 
+from tests.helpers.protos import without_json_names
+
 ROOT = Path(__file__).resolve().parents[3]
 PROTOS = sorted((ROOT / "portal/machinery/kubeproto").glob("*.proto"))
-
-
-def without_json_names(messages) -> None:
-    """protoc writes each field's json_name into a descriptor set, not into a _pb2 module."""
-    for message in messages:
-        for field in message.field:
-            field.ClearField("json_name")
-        without_json_names(message.nested_type)
 
 
 def test_every_proto_is_compiled_and_current(tmp_path):

@@ -106,6 +106,14 @@ def test_runtimed_env_is_what_runtimed_config_accepts(tmp_path):
     )
 
 
+def test_runtimed_executes_through_the_runtime_container_on_the_runtimes_port():
+    assert env(container(manifest(), "runtimed"))["KRUNTIME_RUNTIME_SERVER_ADDRESS"] == (
+        "127.0.0.1:9091"
+    )
+    custom = env(container(manifest(port=9092), "runtimed"))
+    assert custom["KRUNTIME_RUNTIME_SERVER_ADDRESS"] == "127.0.0.1:9092"
+
+
 def test_daemon_image_and_the_pods_grace_are_the_runtimes_own():
     s = spec(daemonImage="portal:2")
     s["template"]["spec"]["terminationGracePeriodSeconds"] = 60

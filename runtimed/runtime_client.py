@@ -1,0 +1,88 @@
+"""runtimed's side of the Runtime Server contract: execute one step through ``executor.v1.Runtime``
+on a pod-local address (``unix:/path`` or ``127.0.0.1:port``) and turn its end into a
+:class:`runtimed.execute.Result`.
+
+The client owns the step's lifetime: it cancels the execution when the Run is cancelled or the
+pod stops (the server kills the process tree), reads the final status, and forgets the
+execution so the server releases what it kept.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import grpc
+
+from . import execute
+from .protocol import Reason
+from .runtime_server import runtime_pb2 as pb
+from .runtime_server import runtime_pb2_grpc as pb_grpc
+
+POLL_SECONDS = 0.05
+FINAL = (pb.EXECUTION_STATE_SUCCEEDED, pb.EXECUTION_STATE_FAILED)
+
+
+@dataclass(frozen=True)
+class Ended:
+    result: execute.Result
+    output: str  # the server's bounded tail of the step's output
+
+
+class RuntimeClient:
+    def __init__(self, address: str, *, rpc_timeout: float = 10.0) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.RuntimeStub(self.channel)  # type: ignore[no-untyped-call]
+        self.rpc_timeout = rpc_timeout
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def healthy(self, wait: float = 5.0) -> bool:
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=wait)
+            health: pb.HealthResponse = self.stub.Health(
+                pb.HealthRequest(), timeout=self.rpc_timeout
+            )
+            return health.healthy
+        except (grpc.RpcError, grpc.FutureTimeoutError):
+            return False
+
+    def run(self, request: pb.ExecuteRequest, control: execute.StepControl | None = None) -> Ended:
+        """Execute, poll to the end (cancelling on ``control``), read the status, forget."""
+        start = datetime.now(UTC)
+        control = control or execute.StepControl()
+        try:
+            self.stub.Execute(request, timeout=self.rpc_timeout)
+        except grpc.RpcError as exc:
+            message = f"the Runtime Server refused the step: {exc.details()}"
+            failed = execute.Result(
+                execute.FAILED, Reason.RUNTIME_ERROR, message, None, start, datetime.now(UTC)
+            )
+            return Ended(failed, "")
+        cancel_sent = False
+        while True:
+            status = self.stub.Status(pb.StatusRequest(id=request.id), timeout=self.rpc_timeout)
+            if status.state in FINAL:
+                break
+            if control.cancelled and not cancel_sent:
+                self.stub.Cancel(pb.CancelRequest(id=request.id), timeout=self.rpc_timeout)
+                cancel_sent = True
+            time.sleep(POLL_SECONDS)
+        self.stub.Forget(pb.ForgetRequest(id=request.id), timeout=self.rpc_timeout)
+        end = datetime.now(UTC)
+        if control.cancelled:
+            return Ended(execute.stopped_result(control, start, end), status.stdout)
+        if status.state == pb.EXECUTION_STATE_SUCCEEDED:
+            return Ended(execute.Result(execute.SUCCEEDED, "", "", 0, start, end), status.stdout)
+        message = status.error_message or f"the step exited with exit code {status.exit_code}"
+        limit = request.timeout_seconds
+        if limit > 0 and (end - start).total_seconds() >= limit:  # the server killed it
+            timed_out = f"the step did not finish within {limit}s and was killed"
+            result = execute.Result(execute.TIMEOUT, Reason.TIMEOUT, timed_out, None, start, end)
+            return Ended(result, status.stdout)
+        failed = execute.Result(
+            execute.FAILED, Reason.RUNTIME_EXECUTE, message, status.exit_code, start, end
+        )
+        return Ended(failed, status.stdout)
