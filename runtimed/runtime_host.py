@@ -105,7 +105,7 @@ class RuntimeHost:
                 step.log_path, step.on_output, control, step.masked, clock, grace, step.timeout
             )
             self._servicer.attach(id, hosted)
-            ended = client.run(request, control)
+            ended = client.run(request, control, wait=self._servicer.wait)
             if hosted.error is not None:
                 raise hosted.error
             if hosted.result is not None:
