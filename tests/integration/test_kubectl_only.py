@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.kubectl import kubectl, write_kubeconfig
+from tests.helpers.kubectl import kubectl, up_kubeconfig
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,14 +28,10 @@ def up_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def users(portal_up_tls, admin_user, tmp_path, django_user_model):
+def users(portal_up_tls, admin_kubeconfig, tmp_path, django_user_model):
     """The admin's and dev's kubeconfigs (dev: no grant at all)."""
-    _session, base, up = portal_up_tls
-    ca = up.data_dir / "tls/ca.crt"
-    admin = write_kubeconfig(tmp_path / "admin", server=base, ca_file=ca, user=admin_user)
     dev_user = django_user_model.objects.create_user("dev")
-    dev = write_kubeconfig(tmp_path / "dev", server=base, ca_file=ca, user=dev_user)
-    return admin, dev
+    return admin_kubeconfig, up_kubeconfig(tmp_path / "dev", portal_up_tls, dev_user)
 
 
 def said(config: Path, *args: str, code: int = 0, stdin: str | None = None) -> str:
