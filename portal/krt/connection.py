@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 DEFAULT_TIMEOUT = 30.0
+USER_AGENT = "krt"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ class Connection:
     def open(cls, target: Target = Target()) -> Connection:
         from kubernetes import client, config
 
+        # $KUBECONFIG as it is now (the client reads it once, when first imported)
+        kubeconfig = target.kubeconfig or os.environ.get("KUBECONFIG") or None
+        target = replace(target, kubeconfig=kubeconfig)
+
         configuration = type.__call__(client.Configuration)  # as new_client_from_config
         try:
             config.load_kube_config(
@@ -72,6 +78,7 @@ class Connection:
             raise KrtError(f"kubeconfig: {exc}") from None
         configuration.retries = False  # a refused connection is one clear error, at once
         api = client.ApiClient(configuration=configuration)
+        api.user_agent = USER_AGENT  # the field manager the server records for krt's writes
         if target.as_user:
             api.set_default_header("Impersonate-User", target.as_user)
         namespace = target.namespace or context_namespace(target.kubeconfig, target.context)
@@ -166,27 +173,29 @@ class Connection:
         )
         try:
             yield from _json_lines(response)
-        except urllib3.exceptions.ReadTimeoutError:
-            return
-        except urllib3.exceptions.HTTPError as exc:
-            raise KrtError(f"watching {path}: {_transport_reason(exc)}") from None
-        finally:
-            response.release_conn()
+        except KrtError as exc:
+            if isinstance(exc.__context__, urllib3.exceptions.ReadTimeoutError):
+                return  # quiet for the whole window: the caller reads afresh
+            raise
 
 
 def stream_chunks(response: Any) -> Iterator[bytes]:
     """Bytes as the server sends them (a log follow must not wait for a full buffer)."""
     import urllib3
 
+    ended = False
     try:
         while True:
             chunk = response.read1(65536)
             if not chunk:
+                ended = True
                 return
             yield chunk
     except urllib3.exceptions.HTTPError as exc:
         raise KrtError(f"the stream broke: {_transport_reason(exc)}") from None
     finally:
+        if not ended:  # left mid-body (a watch that saw enough): never reuse the connection
+            response.close()
         response.release_conn()
 
 

@@ -41,7 +41,9 @@ def rows(
     now = now or datetime.now(UTC)
     jobs_status = (wfr.get("status") or {}).get("jobs") or {}
     table = [HEADER]
-    for job, job_spec in ((wfr.get("spec") or {}).get("jobs") or {}).items():
+    jobs = (wfr.get("spec") or {}).get("jobs") or {}
+    for job in job_order(jobs):
+        job_spec = jobs[job]
         status = jobs_status.get(job) or {}
         by_name = {s.get("name"): s for s in status.get("steps") or [] if isinstance(s, dict)}
         step_rows = []
@@ -78,6 +80,21 @@ def rows(
     return table
 
 
+def job_order(jobs: Mapping[str, Any]) -> list[str]:
+    """Jobs in the order they can run: by the length of their ``needs`` chain, then name."""
+    depth: dict[str, int] = {}
+
+    def depth_of(job: str, seen: frozenset[str] = frozenset()) -> int:
+        if job not in depth:
+            needs = [n for n in (jobs.get(job) or {}).get("needs") or [] if n in jobs]
+            depth[job] = 1 + max(
+                (depth_of(n, seen | {job}) for n in needs if n not in seen), default=-1
+            )
+        return depth[job]
+
+    return sorted(jobs, key=lambda job: (depth_of(job), job))
+
+
 def _parse(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -104,9 +121,12 @@ def _union(spans: list[tuple[datetime, datetime] | None]) -> tuple[datetime, dat
 def _duration(span: tuple[datetime, datetime] | None) -> str:
     if span is None:
         return NONE
+    # the API's times are whole seconds: a step within one second is "<1s", not "0s"
     seconds = max(0.0, (span[1] - span[0]).total_seconds())
+    if seconds < 1:
+        return "<1s"
     if seconds < 60:
-        return f"{seconds:.1f}s"
+        return f"{seconds:.0f}s"
     minutes, secs = divmod(int(seconds), 60)
     if minutes < 60:
         return f"{minutes}m{secs:02d}s"

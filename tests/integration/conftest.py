@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -223,10 +225,11 @@ def portal_up(broker, tmp_path, admin_user, up_env):
         print(up.log_path.read_text(errors="replace")[-6000:])
 
 
-@pytest.fixture
-def portal_up_tls(tmp_path, admin_user, up_env):
-    """``manage.py up --tls`` on the filesystem broker: (session verifying the data dir's CA
-    with the admin's token, base URL, the PortalUp). The CA is made first, as ``up`` would."""
+@contextmanager
+def running_up_tls(tmp_path: Path, admin_user, up_env: dict[str, str]) -> Iterator[tuple]:
+    """``manage.py up --tls`` on the filesystem broker while the block runs: (session
+    verifying the data dir's CA with the admin's token, base URL, the PortalUp). The CA is
+    made first, as ``up`` would. Needs database access (the admin's token, ``default``)."""
     from portal import tls
     from portal.models import Namespace
 
@@ -246,6 +249,13 @@ def portal_up_tls(tmp_path, admin_user, up_env):
     finally:
         up.stop()
         print(up.log_path.read_text(errors="replace")[-6000:])
+
+
+@pytest.fixture
+def portal_up_tls(tmp_path, admin_user, up_env):
+    """``running_up_tls`` for one test."""
+    with running_up_tls(tmp_path, admin_user, up_env) as running:
+        yield running
 
 
 def _answers(session, base) -> bool:
