@@ -65,6 +65,7 @@ class Connection:
         # $KUBECONFIG as it is now (the client reads it once, when first imported)
         kubeconfig = target.kubeconfig or os.environ.get("KUBECONFIG") or None
         target = replace(target, kubeconfig=kubeconfig)
+        context_default = context_namespace(kubeconfig, target.context)  # names a bad context
 
         configuration = type.__call__(client.Configuration)  # as new_client_from_config
         try:
@@ -81,8 +82,7 @@ class Connection:
         api.user_agent = USER_AGENT  # the field manager the server records for krt's writes
         if target.as_user:
             api.set_default_header("Impersonate-User", target.as_user)
-        namespace = target.namespace or context_namespace(target.kubeconfig, target.context)
-        return cls(api, namespace)
+        return cls(api, target.namespace or context_default)
 
     @property
     def server(self) -> str:
