@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from portal import tls
-from portal.kubeconfig import as_yaml, kubeconfig, write_private
 from portal.krt.connection import Connection, Target
 from portal.krt.errors import InvokeError, KrtError, TooManyRequests
 from portal.krt.invoking import INVOCATION_HEADER, Invoker, endpoint_of
+from portal.kubeconfig import as_yaml, kubeconfig, write_private
 
 TOKEN = "t0ken"
 
