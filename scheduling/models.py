@@ -101,6 +101,9 @@ class RuntimePod(models.Model):
     workspace_path = models.CharField(max_length=4096, blank=True, default="")
     host = models.CharField(max_length=253, blank=True, default="")
     pid = models.IntegerField(null=True, blank=True)
+    # where the function gateway reaches this pod's runtimed (its heartbeat says): unix:/path
+    # or host:port; "" until it serves functions
+    dataplane_address = models.CharField(max_length=4096, blank=True, default="")
     # The runtimed heartbeat: when, and which Run UIDs (and attempts) it is executing.
     last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
     active_runs = models.JSONField(default=list, blank=True)
