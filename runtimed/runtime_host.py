@@ -27,10 +27,12 @@ import uuid
 from pathlib import Path
 
 from . import masking
+from .config import PodConfig
 from .execute import FAILED, Clock, Result, Step, StepControl
 from .protocol import Reason
 from .runtime_client import RuntimeClient
 from .runtime_server import runtime_pb2 as pb
+from .runtime_server import runtime_pb2_grpc as pb_grpc
 from .runtime_server.programs import BUILT_IN
 from .runtime_server.server import InProcess, RuntimeServicer, serve
 from .staging import PrepareError
@@ -82,6 +84,12 @@ class RuntimeHost:
                 raise OSError(f"the Runtime Server at {self.address} is not healthy")
             self._client = client
             return client
+
+    def function_stub(self) -> pb_grpc.FunctionRuntimeStub:
+        """The pod's Runtime Server as a function server (started on first use); a server
+        without ``FunctionRuntime`` answers UNIMPLEMENTED."""
+        client = self._start()
+        return pb_grpc.FunctionRuntimeStub(client.channel)  # type: ignore[no-untyped-call]
 
     def run(
         self, step: Step, entrypoint: str, args: tuple[str, ...], *, clock: Clock, grace: float
@@ -157,4 +165,11 @@ def for_pod(builtin: str, command: tuple[str, ...], address: str = "") -> Runtim
         return host
 
 
-__all__ = ["PrepareError", "RuntimeHost", "for_pod"]
+def for_config(config: PodConfig) -> RuntimeHost:
+    """The pod's Runtime Server as its configuration names it."""
+    return for_pod(
+        config.runtime_server, config.runtime_server_command, config.runtime_server_address
+    )
+
+
+__all__ = ["PrepareError", "RuntimeHost", "for_config", "for_pod"]

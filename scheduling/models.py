@@ -255,6 +255,11 @@ class Run(NamespacedObject):
         return self.phase in TERMINAL_PHASES
 
     @property
+    def is_function(self) -> bool:
+        """A function-mode Run: it serves (Ready) until it is ended, rather than running once."""
+        return isinstance(self.spec, dict) and "function" in (self.spec.get("mode") or {})
+
+    @property
     def is_stopping(self) -> bool:
         """Cancel requested, or deleted: a bound attempt is killed and never retried
         (``STOPPING`` is the same test as a query)."""
