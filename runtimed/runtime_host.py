@@ -32,6 +32,7 @@ from .protocol import Reason
 from .runtime_client import RuntimeClient
 from .runtime_server import runtime_pb2 as pb
 from .runtime_server.programs import BUILT_IN
+from .runtime_server.functions import FunctionRuntimeServicer
 from .runtime_server.server import InProcess, RuntimeServicer, serve
 from .staging import PrepareError
 
@@ -82,6 +83,13 @@ class RuntimeHost:
                 raise OSError(f"the Runtime Server at {self.address} is not healthy")
             self._client = client
             return client
+
+    def functions(self) -> FunctionRuntimeServicer | None:
+        """The hosted built-in server's ``FunctionRuntime`` servicer, to call in process
+        (started on first use); None when the server is a command or an address (use
+        :class:`~runtimed.runtime_client.FunctionClient` on :attr:`address` then)."""
+        self._start()
+        return self._servicer.functions if self._servicer is not None else None
 
     def run(
         self, step: Step, entrypoint: str, args: tuple[str, ...], *, clock: Clock, grace: float
