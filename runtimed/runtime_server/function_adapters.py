@@ -280,6 +280,8 @@ class PythonFunction:
                 grpc.StatusCode.INTERNAL,
                 f"the handler's output is {message} bytes; the limit is {MAX_OUTPUT_BYTES} bytes",
             )
+        if status == wire.BAD_RESULT:
+            raise InvocationError(grpc.StatusCode.UNKNOWN, message)
         raise InvocationError(grpc.StatusCode.UNKNOWN, f"the handler raised {message}")
 
     def _restart_locked(self) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 REQUEST = struct.Struct(">BI")
 RESPONSE = struct.Struct(">BII")
 KIND_JSON, KIND_BYTES = 0, 1
-READY, OK_JSON, OK_BYTES, HANDLER_ERROR, BAD_INPUT, TOO_LARGE, INIT_ERROR = range(7)
+READY, OK_JSON, OK_BYTES, HANDLER_ERROR, BAD_INPUT, TOO_LARGE, INIT_ERROR, BAD_RESULT = range(8)
 MESSAGE_BYTES = 4096
 
 
@@ -87,7 +87,7 @@ def answer(function: Callable[[Any], Any], kind: int, body: bytes, limit: int) -
         try:
             output = json.dumps(value, ensure_ascii=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
-            return HANDLER_ERROR, b"the return value is not JSON: " + describe(exc), b""
+            return BAD_RESULT, b"the handler's return value is not JSON: " + describe(exc), b""
         status, outputs = OK_JSON, outputs_of(value)
     if len(output) > limit:
         return TOO_LARGE, str(len(output)).encode(), b""
