@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any
 
 import grpc
 
@@ -30,7 +30,6 @@ from .runtime_server.functions import DEFAULT_INVOKE_SECONDS, MAX_INVOKE_SECONDS
 FIRST_POLL_SECONDS = 0.001
 POLL_SECONDS = 0.05
 FINAL = (pb.EXECUTION_STATE_SUCCEEDED, pb.EXECUTION_STATE_FAILED)
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -139,11 +138,17 @@ class FunctionClient:
             idle_timeout_seconds=idle_timeout_seconds,
             registration_digest=digest,
         )
-        return _call(self.stub.RegisterFunction, request, self.rpc_timeout)
+        response: pb.RegisterFunctionResponse = _call(
+            self.stub.RegisterFunction, request, self.rpc_timeout
+        )
+        return response
 
     def status(self, registration: pb.FunctionRegistration) -> pb.FunctionStatusResponse:
         request = pb.FunctionStatusRequest(registration=registration)
-        return _call(self.stub.FunctionStatus, request, self.rpc_timeout)
+        response: pb.FunctionStatusResponse = _call(
+            self.stub.FunctionStatus, request, self.rpc_timeout
+        )
+        return response
 
     def invoke(
         self,
@@ -164,7 +169,10 @@ class FunctionClient:
             timeout_millis=timeout_millis,
         )
         seconds = (timeout_millis / 1000 if timeout_millis > 0 else DEFAULT_INVOKE_SECONDS) + 1
-        return _call(self.stub.InvokeFunction, request, min(seconds, MAX_INVOKE_SECONDS + 1))
+        response: pb.InvokeFunctionResponse = _call(
+            self.stub.InvokeFunction, request, min(seconds, MAX_INVOKE_SECONDS + 1)
+        )
+        return response
 
     def unregister(
         self,
@@ -179,11 +187,14 @@ class FunctionClient:
             drain_timeout_millis=drain_timeout_millis,
         )
         seconds = self.rpc_timeout + drain_timeout_millis / 1000
-        return _call(self.stub.UnregisterFunction, request, seconds)
+        response: pb.UnregisterFunctionResponse = _call(
+            self.stub.UnregisterFunction, request, seconds
+        )
+        return response
 
 
-def _call(method: Callable[..., R], request: object, timeout: float) -> R:
+def _call(method: Callable[..., object], request: object, timeout: float) -> Any:
     try:
         return method(request, timeout=timeout)
     except grpc.RpcError as exc:
-        raise FunctionError(exc.code(), exc.details() or "") from None  # type: ignore[attr-defined]
+        raise FunctionError(exc.code(), exc.details() or "") from None

@@ -31,8 +31,8 @@ from .execute import FAILED, Clock, Result, Step, StepControl
 from .protocol import Reason
 from .runtime_client import RuntimeClient
 from .runtime_server import runtime_pb2 as pb
-from .runtime_server.programs import BUILT_IN
 from .runtime_server.functions import FunctionRuntimeServicer
+from .runtime_server.programs import BUILT_IN
 from .runtime_server.server import InProcess, RuntimeServicer, serve
 from .staging import PrepareError
 

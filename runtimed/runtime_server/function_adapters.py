@@ -243,7 +243,9 @@ class PythonFunction:
             assert worker is not None
             kind = wire.KIND_JSON if is_json(call.content_type) else wire.KIND_BYTES
             try:
-                wire.write_all(worker.requests, wire.REQUEST.pack(kind, len(call.input)) + call.input)
+                wire.write_all(
+                    worker.requests, wire.REQUEST.pack(kind, len(call.input)) + call.input
+                )
                 status, body, outputs = self._response(worker, call.deadline)
             except (TimeoutError, EOFError, OSError) as exc:
                 self._worker = None
@@ -392,7 +394,8 @@ class BashFunction:
         """stdout to its end, bounded; a call whose bash exited but whose stdout a leftover
         child holds open ends at bash's exit."""
         assert process.stdout is not None
-        fd, chunks, size = process.stdout.fileno(), [], 0
+        fd, size = process.stdout.fileno(), 0
+        chunks: list[bytes] = []
         while True:
             wait = call.deadline - time.monotonic()
             if wait <= 0:

@@ -96,7 +96,7 @@ class Registration:
     id: str
     log_path: Path  # the handler's prints and stderr; deleted when the registration is
     adapter: FunctionAdapter | None = None
-    state: int = REGISTERING
+    state: pb.FunctionRegistrationState = REGISTERING
     current: Invocation | None = None
     last_activity: int = 0  # unix ns; 0 until a call has started
     fatal_error: str = ""
@@ -308,7 +308,9 @@ class FunctionRuntimeServicer(pb_grpc.FunctionRuntimeServicer):
             _refuse(Code.INVALID_ARGUMENT, f"input: at most {MAX_INPUT_BYTES} bytes")
         if request.timeout_millis < 0:
             _refuse(Code.INVALID_ARGUMENT, "timeout_millis: 0 (the default) or more")
-        seconds = request.timeout_millis / 1000 if request.timeout_millis else DEFAULT_INVOKE_SECONDS
+        seconds = (
+            request.timeout_millis / 1000 if request.timeout_millis else DEFAULT_INVOKE_SECONDS
+        )
         seconds = min(seconds, MAX_INVOKE_SECONDS)
         remaining = context.time_remaining() if context is not None else None
         if remaining is not None:
@@ -328,9 +330,7 @@ class FunctionRuntimeServicer(pb_grpc.FunctionRuntimeServicer):
         assert adapter is not None
         try:
             if context is not None:
-                context.add_callback(
-                    lambda: registration.stop_call(call, "the caller went away")
-                )
+                context.add_callback(lambda: registration.stop_call(call, "the caller went away"))
             output = adapter.invoke(call)
             try:
                 check_limits(output.outputs)

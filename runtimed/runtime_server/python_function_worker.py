@@ -71,7 +71,9 @@ def outputs_of(value: Any) -> bytes:
     return json.dumps(outputs, ensure_ascii=False).encode("utf-8")
 
 
-def answer(function: Callable[[Any], Any], kind: int, body: bytes, limit: int) -> tuple[int, bytes, bytes]:
+def answer(
+    function: Callable[[Any], Any], kind: int, body: bytes, limit: int
+) -> tuple[int, bytes, bytes]:
     try:
         request: Any = json.loads(body) if kind == KIND_JSON else body
     except ValueError as exc:  # UnicodeDecodeError is one too

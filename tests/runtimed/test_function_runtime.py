@@ -192,9 +192,7 @@ def test_python_register_invoke_status_and_warm_state(python_stub, workdir):
     assert len((workdir / "imports").read_text().split()) == 1
 
 
-def test_same_attempt_and_digest_is_the_same_registration_not_reinitialised(
-    python_stub, workdir
-):
+def test_same_attempt_and_digest_is_the_same_registration_not_reinitialised(python_stub, workdir):
     first = register(python_stub, workdir)
     again = register(python_stub, workdir)
     assert again.registration == first.registration
@@ -260,7 +258,9 @@ def test_invalid_registrations(python_stub, workdir, field, value):
         field: value,
     }
     request = pb.RegisterFunctionRequest(**fields)
-    assert code_of(lambda: python_stub.RegisterFunction(request)) == grpc.StatusCode.INVALID_ARGUMENT
+    assert (
+        code_of(lambda: python_stub.RegisterFunction(request)) == grpc.StatusCode.INVALID_ARGUMENT
+    )
 
 
 @pytest.mark.parametrize(("handler", "why"), [("broken.handle", "ZeroDivisionError"),
