@@ -376,7 +376,8 @@ class BashFunction:
             )
         start = self.log_path.stat().st_size if self.log_path.exists() else 0
         process = self._run(BASH_INVOKE, call.input)
-        assert process.stdout is not None
+        if call.stopped:  # cancelled while it started
+            self.kill()
         try:
             output = self._collect(process, call)
         finally:

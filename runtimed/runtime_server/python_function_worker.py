@@ -99,6 +99,8 @@ def answer(
 def main(argv: list[str]) -> int:
     requests, responses = int(argv[1]), int(argv[2])
     working_dir, module_name, function_name, limit = argv[3], argv[4], argv[5], int(argv[6])
+    for fd in (requests, responses):  # the handler's own children must not hold them
+        os.set_inheritable(fd, False)
     sys.path.insert(0, working_dir)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     try:

@@ -231,7 +231,8 @@ def serve(
     directory = state_dir or Path(tempfile.mkdtemp(prefix=f"runtime-{name}-"))
     directory.mkdir(parents=True, exist_ok=True)
     servicer = RuntimeServicer(name, BUILT_IN[name], directory)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    # a function call holds a thread while it runs (and an Unregister while it drains)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
     pb_grpc.add_RuntimeServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     servicer.functions = FunctionRuntimeServicer(name, directory)
     pb_grpc.add_FunctionRuntimeServicer_to_server(servicer.functions, server)  # type: ignore[no-untyped-call]

@@ -19,6 +19,7 @@ import grpc
 import pytest
 
 from runtimed.runtime_client import FunctionClient
+from runtimed.runtime_host import RuntimeHost
 from runtimed.runtime_server import runtime_pb2 as pb
 from runtimed.runtime_server import runtime_pb2_grpc as pb_grpc
 from runtimed.runtime_server.functions import FunctionError, LocalContext
@@ -188,8 +189,22 @@ def test_python_register_invoke_status_and_warm_state(python_stub, workdir):
     assert second.invocation_id  # one is made when the caller gives none
     assert json.loads(second.output)["calls"] == 2  # the worker stays warm between calls
     assert json.loads(second.output)["pid"] == body["pid"]
+    assert len((workdir / "imports").read_text().split()) == 1  # imported once
     # handler prints go to the registration's log, not into the frames
-    assert len((workdir / "imports").read_text().split()) == 1
+    log = workdir.parent / "python-state" / f"function-{ref.registration_id}.log"
+    assert log.read_text().count("a print from the handler") == 2
+
+
+def test_a_caller_that_goes_away_kills_its_call(python_stub, workdir):
+    ref = register(python_stub, workdir).registration
+    pid = json.loads(invoke(python_stub, ref, 0).output)["pid"]
+    request = pb.InvokeFunctionRequest(registration=ref, input=b'{"sleep": 60}')
+    call = python_stub.InvokeFunction.future(request)
+    assert wait_until(lambda: status(python_stub, ref).in_flight == 1, 10, 0.01)
+    call.cancel()
+    assert wait_until(lambda: not alive(pid), 10, 0.05)
+    assert wait_until(lambda: status(python_stub, ref).in_flight == 0, 10, 0.05)
+    assert json.loads(invoke(python_stub, ref, 1).output)["pid"] != pid
 
 
 def test_same_attempt_and_digest_is_the_same_registration_not_reinitialised(python_stub, workdir):
@@ -456,8 +471,8 @@ def test_function_client_and_the_server_program(tmp_path, workdir):
 
 def test_in_process_calls_raise_function_error(tmp_path, workdir):
     """The runtimed hosting a server calls the servicer directly."""
-    server, servicer = serve("python", f"unix:{tmp_path}/local.sock", tmp_path / "state")
-    functions = servicer.functions
+    host = RuntimeHost("python")
+    functions = host.functions()
     assert functions is not None
     try:
         request = pb.RegisterFunctionRequest(
@@ -477,6 +492,7 @@ def test_in_process_calls_raise_function_error(tmp_path, workdir):
             functions.status(pb.FunctionStatusRequest(registration=pb.FunctionRegistration(
                 run_uid="run-5", registration_id="reg_old")))  # fmt: skip
         assert stale.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        pid = json.loads(functions.invoke(call).output)["pid"]
     finally:
-        servicer.cancel_all()
-        server.stop(grace=1).wait()
+        host.close()
+    assert wait_until(lambda: not alive(pid), 10, 0.05), "the worker outlived its server"
