@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,6 +46,7 @@ MAX_BASH_PAYLOAD_BYTES = 32 * 4096 - 1
 PAYLOAD_SLICE_SECONDS = 0.05  # how often a bash call whose stdout stays open checks its exit
 
 WORKER_SOURCE = Path(wire.__file__).read_text()
+BASH = shutil.which("bash") or "/bin/bash"  # the server's, whatever PATH the Run's env has
 BASH_CHECK = 'source "$1" && declare -F -- "$2" >/dev/null'
 BASH_INVOKE = 'source "$1" || exit; "$2" "$3"'
 JSON = "application/json"
@@ -237,6 +239,9 @@ class PythonFunction:
         with self._lock:
             if self._fatal:
                 raise InvocationError(grpc.StatusCode.FAILED_PRECONDITION, self._fatal)
+            if self._worker is not None and self._worker.process.poll() is not None:
+                self._discard(self._worker)  # it died between calls: this call gets a fresh one
+                self._worker = None
             if self._worker is None:
                 self._restart_locked()
             worker = self._worker
@@ -337,7 +342,7 @@ class BashFunction:
         self._closed = False
 
     def _run(self, script: str, *args: str | bytes) -> subprocess.Popen[bytes]:
-        argv: list[str | bytes] = ["bash", "-c", script, "_", str(self.script), self.function]
+        argv: list[str | bytes] = [BASH, "-c", script, "_", str(self.script), self.function]
         with open(self.log_path, "ab") as log:
             process = _spawn(
                 [*argv, *args], self.working_dir, self.env, self.step_id, log,  # type: ignore[list-item]

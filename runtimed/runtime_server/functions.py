@@ -257,7 +257,10 @@ class FunctionRuntimeServicer(pb_grpc.FunctionRuntimeServicer):
                 registration.id,
             )
         with registration.lock:
-            registration.adapter = adapter
+            if registration.state != REGISTERING:  # superseded or released already
+                registration.initialized.set()
+                return
+            registration.adapter = adapter  # from here on, a release closes it
         try:
             adapter.start()
         except InitError as exc:
@@ -268,8 +271,11 @@ class FunctionRuntimeServicer(pb_grpc.FunctionRuntimeServicer):
             registration.fail(f"the function cannot be loaded: {exc}")
         else:
             with registration.lock:
-                if registration.state == REGISTERING:
+                released = registration.state != REGISTERING
+                if not released:
                     registration.state = READY
+            if released:  # released while it started: what it started goes too
+                adapter.close()
         finally:
             registration.initialized.set()
 

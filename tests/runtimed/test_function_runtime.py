@@ -234,6 +234,29 @@ def test_higher_attempt_supersedes_and_stale_ids_are_refused_everywhere(python_s
     assert json.loads(invoke(python_stub, new.registration, 2).output)["echo"] == 2
 
 
+def test_a_registration_superseded_while_it_imports_leaves_nothing(python_stub, workdir):
+    (workdir / "slow.py").write_text(
+        "import os, time\nopen('slow.pid', 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+        "def handle(request):\n    return request\n"
+    )
+    first = in_background(lambda: register(python_stub, workdir, handler="slow.handle"))
+    assert wait_until(lambda: (workdir / "slow.pid").exists(), 20, 0.05)
+    importing = int((workdir / "slow.pid").read_text())
+    newer = register(python_stub, workdir, attempt=2, digest=OTHER_DIGEST)
+    assert newer.state == READY
+    assert first().state != READY
+    assert wait_until(lambda: not alive(importing), 10, 0.05), "the superseded import lives on"
+    assert json.loads(invoke(python_stub, newer.registration, 5).output)["echo"] == 5
+
+
+def test_a_worker_that_died_between_calls_is_replaced(python_stub, workdir):
+    ref = register(python_stub, workdir).registration
+    pid = json.loads(invoke(python_stub, ref, 0).output)["pid"]
+    os.kill(pid, 9)
+    assert wait_until(lambda: not alive(pid), 10, 0.05)
+    assert json.loads(invoke(python_stub, ref, 1).output)["pid"] != pid
+
+
 def test_unknown_run_is_not_found_and_absent_unregister_succeeds(python_stub, workdir):
     ghost = pb.FunctionRegistration(run_uid="nobody", registration_id="reg_x")
     assert code_of(lambda: status(python_stub, ghost)) == grpc.StatusCode.NOT_FOUND
