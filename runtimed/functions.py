@@ -34,8 +34,8 @@ import grpc
 from .execute import CANCELLED, FAILED, TIMEOUT, Clock, Result, StepControl
 from .protocol import FunctionStats, Reason
 from .reporting import rfc3339
+from .runtime_host import FunctionCalls
 from .runtime_server import runtime_pb2 as pb
-from .runtime_server import runtime_pb2_grpc as pb_grpc
 
 log = logging.getLogger("runtimed.functions")
 
@@ -106,7 +106,7 @@ class Serving:
     uid: str
     attempt: int
     registration: pb.FunctionRegistration
-    stub: pb_grpc.FunctionRuntimeStub
+    stub: FunctionCalls
     stats: Stats
     timeout_seconds: float | None  # the rest of spec.timeout when the invocation starts
     deadline: float | None = None  # monotonic end of the reservation (spec.timeout)
@@ -164,7 +164,7 @@ def _rpc_error(exc: grpc.RpcError) -> str:
     return f"{name}: {details}"
 
 
-def register(stub: pb_grpc.FunctionRuntimeStub, spec: Registration) -> pb.FunctionRegistration:
+def register(stub: FunctionCalls, spec: Registration) -> pb.FunctionRegistration:
     """Register (idempotent for the same attempt and digest); RegistrationRefused when the
     server cannot serve it, grpc.RpcError when it could not be asked."""
     request = pb.RegisterFunctionRequest(
@@ -202,7 +202,7 @@ def register(stub: pb_grpc.FunctionRuntimeStub, spec: Registration) -> pb.Functi
     return response.registration
 
 
-def _fatal_error(stub: pb_grpc.FunctionRuntimeStub, registration: pb.FunctionRegistration) -> str:
+def _fatal_error(stub: FunctionCalls, registration: pb.FunctionRegistration) -> str:
     try:
         status: pb.FunctionStatusResponse = stub.FunctionStatus(
             pb.FunctionStatusRequest(registration=registration), timeout=RPC_TIMEOUT_SECONDS
@@ -212,9 +212,7 @@ def _fatal_error(stub: pb_grpc.FunctionRuntimeStub, registration: pb.FunctionReg
     return status.fatal_error or "the Runtime Server gave no reason"
 
 
-def unregister(
-    stub: pb_grpc.FunctionRuntimeStub, registration: pb.FunctionRegistration, *, cancel: bool
-) -> None:
+def unregister(stub: FunctionCalls, registration: pb.FunctionRegistration, *, cancel: bool) -> None:
     try:
         stub.UnregisterFunction(
             pb.UnregisterFunctionRequest(
@@ -233,7 +231,7 @@ class Serve:
     """Serves one registered function until it must end; returns how it ended."""
 
     spec: Registration
-    stub: pb_grpc.FunctionRuntimeStub
+    stub: FunctionCalls
     table: FunctionTable
     control: StepControl
     clock: Clock
