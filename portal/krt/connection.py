@@ -228,10 +228,13 @@ def _transport_reason(exc: BaseException) -> str:
 
 
 def decode_ca_bundle(value: str | None) -> str:
-    """``status.endpoint.caBundle``: base64 of PEM text (as Kubernetes' caBundle fields)."""
+    """``status.endpoint.caBundle`` as PEM text: the portal publishes PEM; base64 of PEM (the
+    convention of Kubernetes' own caBundle fields) is accepted too."""
     if not value:
         return ""
+    if "-----BEGIN" in value:
+        return value
     try:
         return base64.b64decode(value, validate=True).decode()
     except (ValueError, UnicodeDecodeError):
-        raise KrtError("the Run's status.endpoint.caBundle is not base64 PEM") from None
+        raise KrtError("the Run's status.endpoint.caBundle is neither PEM nor base64 PEM") from None
