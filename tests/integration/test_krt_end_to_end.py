@@ -41,6 +41,18 @@ RUNTIME = {
     },
 }
 
+PYTHON_RUNTIME = {
+    "apiVersion": "kruntimes.io/v1alpha1",
+    "kind": "Runtime",
+    "metadata": {"name": "python", "namespace": NAMESPACE},
+    "spec": {
+        "replicas": 1,
+        "template": {"spec": {"containers": [{"name": "runtime", "image": "python"}]}},
+        "capacity": {"resources": {"runs": 2}},
+    },
+}
+DOUBLER = "def invoke(event):\n    return {'doubled': event['x'] * 2}\n"
+
 GHA = """\
 name: Build and ship
 on:
@@ -138,7 +150,11 @@ def up(django_db_setup, django_db_blocker, tmp_path_factory):
                 }
                 ok(
                     kubectl(
-                        config, "apply", "-f", "-", stdin=yaml.safe_dump_all([namespace, RUNTIME])
+                        config,
+                        "apply",
+                        "-f",
+                        "-",
+                        stdin=yaml.safe_dump_all([namespace, RUNTIME, PYTHON_RUNTIME]),
                     )
                 )
                 yield Up(running, config, home)
@@ -372,3 +388,19 @@ def test_the_sdk_cleans_up_a_function_that_never_becomes_ready(up):
     assert time.monotonic() - started < 30
     gone = up.krt("get", "run", "never-ready", code=1)
     assert "not found" in gone.stderr
+
+
+def test_the_sdk_serves_a_function_for_the_length_of_the_block(up):
+    from portal.krt import Client
+
+    client = Client.from_kubeconfig(kubeconfig=str(up.kubeconfig))
+    fn = client.function(runtime="python", source=DOUBLER, handler="app.invoke",
+                         inline_path="app.py", idle_timeout_seconds=300, name="doubler")  # fmt: skip
+    with fn:
+        status = fn.run["status"]
+        assert status["phase"] == "Ready"
+        assert status["endpoint"]["url"].startswith(f"{up.base}/v1/namespaces/ci/runs/doubler/")
+        spec = up.run_object("doubler")["spec"]
+        assert spec["mode"] == {"function": {"handler": "app.invoke", "idleTimeoutSeconds": 300}}
+        assert spec["source"] == {"inline": DOUBLER, "inlinePath": "app.py"}
+    assert wait_until(lambda: up.phase("doubler") is None, timeout=60)  # deleted on exit
