@@ -40,7 +40,7 @@ def context_namespace(kubeconfig: str | None, context: str | None) -> str:
     from kubernetes import config
 
     try:
-        contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
+        contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
     except (config.ConfigException, OSError) as exc:
         raise KrtError(f"kubeconfig: {exc}") from None
     chosen = current
@@ -69,7 +69,7 @@ class Connection:
 
         configuration = type.__call__(client.Configuration)  # as new_client_from_config
         try:
-            config.load_kube_config(
+            config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=target.kubeconfig,
                 context=target.context,
                 client_configuration=configuration,
@@ -81,7 +81,7 @@ class Connection:
         api = client.ApiClient(configuration=configuration)
         api.user_agent = USER_AGENT  # the field manager the server records for krt's writes
         if target.as_user:
-            api.set_default_header("Impersonate-User", target.as_user)
+            api.set_default_header("Impersonate-User", target.as_user)  # type: ignore[no-untyped-call]
         return cls(api, target.namespace or context_default)
 
     @property
@@ -116,7 +116,7 @@ class Connection:
         body: Any = None,
         content_type: str = JSON,
         accept: str = JSON,
-        timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
+        timeout: float | tuple[float, float | None] | None = DEFAULT_TIMEOUT,
     ) -> Any:
         """The urllib3 response of one call (not yet read); raises ApiError for non-2xx."""
         import urllib3

@@ -68,7 +68,7 @@ def stream_log(
     """Copy the log (``?follow=true``: until the attempt is over and quiet) to ``out``."""
     out = out or sys.stdout.buffer
     query: dict[str, Any] = {"follow": follow, "attempt": attempt_number}
-    timeout = (30.0, None) if follow else 60.0
+    timeout: float | tuple[float, float | None] = (30.0, None) if follow else 60.0
     response = conn.request(
         "GET", RUNS.path(namespace, name, "log"), query=query, accept=TEXT, timeout=timeout
     )
@@ -77,7 +77,9 @@ def stream_log(
         out.flush()
 
 
-def follow(conn: Connection, namespace: str, name: str, out: BinaryIO | None = None) -> dict:
+def follow(
+    conn: Connection, namespace: str, name: str, out: BinaryIO | None = None
+) -> dict[str, Any]:
     """Stream each attempt's log while the Run runs; returns the Run once it ended.
     While it waits for a Runtime Pod, its phase and message go to stderr."""
     shown: list[tuple[str, str]] = []

@@ -22,7 +22,7 @@ def phase(wfr: dict[str, Any]) -> str:
     return str((wfr.get("status") or {}).get("phase") or "Pending")
 
 
-def from_file(namespace: str, path: str, sets: dict[str, str], name: str | None) -> dict:
+def from_file(namespace: str, path: str, sets: dict[str, str], name: str | None) -> dict[str, Any]:
     """The WorkflowRun a ``-f`` file asks for (``-`` reads stdin), ``--set`` as inputs."""
     text = sys.stdin.read() if path == "-" else manifests.read_text(path)
     loaded = gha.load(text, "<stdin>" if path == "-" else path)
@@ -38,14 +38,18 @@ def from_file(namespace: str, path: str, sets: dict[str, str], name: str | None)
     return body
 
 
-def trigger(namespace: str, workflow: str, sets: dict[str, str], name: str | None) -> dict:
+def trigger(
+    namespace: str, workflow: str, sets: dict[str, str], name: str | None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"workflowRef": {"name": workflow}}
     if sets:
         spec["inputs"] = sets
     return manifests.workflow_run(namespace, spec, name=name, generate_from=workflow)
 
 
-def rerun(conn: Connection, namespace: str, of: str, failed_only: bool, name: str | None) -> dict:
+def rerun(
+    conn: Connection, namespace: str, of: str, failed_only: bool, name: str | None
+) -> dict[str, Any]:
     """A new WorkflowRun of ``of``'s jobs (``spec.rerunOf``); the server copies the frozen
     jobs and inputs, and with ``failedJobsOnly`` keeps what the succeeded jobs produced."""
     conn.json("GET", WORKFLOW_RUNS.path(namespace, of))  # a clear NotFound before the create
@@ -84,7 +88,9 @@ def summary(wfr: dict[str, Any]) -> str:
     return f"{line}: {message}" if message and phase(wfr) != "Succeeded" else line
 
 
-def follow(conn: Connection, namespace: str, name: str, timeout: float | None) -> tuple[dict, bool]:
+def follow(
+    conn: Connection, namespace: str, name: str, timeout: float | None
+) -> tuple[dict[str, Any], bool]:
     """Wait until the run finishes, a progress line per job change on stderr."""
     shown: dict[str, str] = {}
 
