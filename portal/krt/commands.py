@@ -136,7 +136,7 @@ def do_wf(conn: Connection, args: argparse.Namespace) -> int:
     elif sub == "trigger":
         body = workflows.trigger(ns, args.workflow, sets, args.name)
     else:
-        body = workflows.rerun(conn, ns, args.run, args.failed, args.name)
+        body = workflows.rerun(conn, ns, args.run, args.failed, args.name, sets)
     wfr = workflows.create(conn, body)
     if not args.wait:
         created(wfr, WORKFLOW_RUNS, args.output)

@@ -48,12 +48,20 @@ def trigger(
 
 
 def rerun(
-    conn: Connection, namespace: str, of: str, failed_only: bool, name: str | None
+    conn: Connection,
+    namespace: str,
+    of: str,
+    failed_only: bool,
+    name: str | None,
+    sets: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A new WorkflowRun of ``of``'s jobs (``spec.rerunOf``); the server copies the frozen
-    jobs and inputs, and with ``failedJobsOnly`` keeps what the succeeded jobs produced."""
-    conn.json("GET", WORKFLOW_RUNS.path(namespace, of))  # a clear NotFound before the create
-    spec = {"rerunOf": {"name": of, "failedJobsOnly": failed_only}}
+    jobs and inputs (``--set`` overrides known ones), and with ``failedJobsOnly`` carries
+    over what the succeeded jobs produced."""
+    get_run(conn, namespace, of)  # a clear NotFound before the create
+    spec: dict[str, Any] = {"rerunOf": {"name": of, "failedJobsOnly": failed_only}}
+    if sets:
+        spec["inputs"] = sets
     return manifests.workflow_run(namespace, spec, name=name, generate_from=of)
 
 

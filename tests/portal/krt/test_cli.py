@@ -68,6 +68,7 @@ def test_nested_commands_parse():
     assert (art.run, art.artifact, art.output) == ("r1", "dist.tgz", "out.tgz")
     rerun = parse("wf", "rerun", "w1", "--failed", "--wait", "--timeout", "30")
     assert (rerun.run, rerun.failed, rerun.wait, rerun.timeout) == ("w1", True, True, 30.0)
+    assert parse("wf", "rerun", "w1", "--set", "who=me").set == ["who=me"]
     trigger = parse("wf", "trigger", "build", "--set", "ref=main", "--set", "x=a=b")
     assert manifests.key_values(trigger.set, "--set") == {"ref": "main", "x": "a=b"}
 
