@@ -159,6 +159,13 @@ def build_parser(prog: str = "krt") -> argparse.ArgumentParser:
     wf_rerun.add_argument(
         "--failed", action="store_true", help="only the jobs that did not succeed"
     )
+    wf_rerun.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="an input to change (not with --failed)",
+    )
     wait_options(wf_rerun)
 
     invoke = command("invoke", "Call a function Run's endpoint; print the response body.")
