@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
 
 import grpc
 from celery import Celery, signals
 from kombu import Exchange, Queue
 
-from . import dataplane, drain, fstransport
+from . import dataplane, drain, fstransport, runtime_host
 from . import heartbeat as heartbeats
 from .config import PodConfig
 from .execute import Clock, utc_now
@@ -17,6 +19,8 @@ from .outbox import Outbox
 from .protocol import OUTBOX_DIR
 from .reporting import Reporter
 from .tasks import ActiveRuns, RunService, register
+
+log = logging.getLogger("runtimed.app")
 
 
 @dataclass
@@ -74,7 +78,27 @@ def build(config: PodConfig, *, clock: Clock = utc_now) -> Runtimed:
     drain.connect(app, service, beat, config.termination_grace_seconds)  # before: last beat
     heartbeats.connect(app, beat)
     connect_dataplane(app, config, active.functions)
+    warm_runtime_server(app, config)
     return Runtimed(config, app, reporter, service, beat)
+
+
+def warm_runtime_server(app: Celery, config: PodConfig) -> None:
+    """Start the pod's Runtime Server as soon as the worker is ready, not at the first Run:
+    a warm pod's first step (or function) does not pay for the server's start."""
+
+    def on_ready(sender: object = None, **_: object) -> None:
+        if getattr(sender, "app", None) is not app:
+            return
+
+        def start() -> None:
+            try:
+                runtime_host.for_config(config).start()
+            except OSError as exc:  # the first Run tries again, and fails with the reason
+                log.warning("the Runtime Server did not start: %s", exc)
+
+        threading.Thread(target=start, name="runtime-server-start", daemon=True).start()
+
+    signals.worker_ready.connect(on_ready, weak=False)
 
 
 def connect_dataplane(app: Celery, config: PodConfig, table: FunctionTable) -> None:

@@ -119,6 +119,11 @@ class RuntimeHost:
         if not self.command and not self.external:
             BUILT_IN[self.builtin](cwd, entrypoint, args)
 
+    def start(self) -> None:
+        """Start the server now (it is started on first use otherwise); OSError if it does
+        not come up."""
+        self._start()
+
     def _start(self) -> RuntimeClient:
         with self._lock:
             if self._client is not None:

@@ -133,7 +133,7 @@ def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
         **runtime_server.server_env(runtime_spec(pod)),
         # where the function gateway reaches this pod (runtimed.dataplane), and its key
         "KRUNTIME_DATAPLANE_ADDRESS": dataplane_address(pod.uid),
-        "KRUNTIME_DATAPLANE_KEY": dataplane.key(),
+        "KRUNTIME_DATAPLANE_KEY": dataplane.key(pod.namespace),
     }
     return env
 
