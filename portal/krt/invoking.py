@@ -13,6 +13,8 @@ from .connection import Connection, decode_ca_bundle
 from .errors import InvokeError, KrtError, invoke_error
 
 INVOCATION_HEADER = "X-Kruntime-Invocation-ID"
+TIMEOUT_HEADER = "X-Kruntime-Timeout"
+TIMEOUT_MARGIN = 5.0  # seconds: the gateway answers 504 itself before we give up
 
 
 def endpoint_of(run: dict[str, Any]) -> tuple[str, str]:
@@ -55,13 +57,17 @@ class Invoker:
             headers["Authorization"] = f"Bearer {self.token}"
         if invocation_id:
             headers[INVOCATION_HEADER] = invocation_id
+        read = None
+        if timeout is not None:  # the gateway's own limit, and ours a little after it
+            headers[TIMEOUT_HEADER] = f"{timeout:g}s"
+            read = timeout + TIMEOUT_MARGIN
         try:
             response = self.pool.request(
                 "POST",
                 self.url,
                 body=body,
                 headers=headers,
-                timeout=urllib3.Timeout(connect=30.0, read=timeout),
+                timeout=urllib3.Timeout(connect=30.0, read=read),
             )
         except urllib3.exceptions.HTTPError as exc:
             raise InvokeError(

@@ -100,7 +100,9 @@ def test_invocations_carry_the_token_and_id_and_share_one_connection(gateway, co
     assert connection.namespace == "team"
     url, bundle = endpoint_of(run_with(f"{base}/invoke", ca))
     invoker = Invoker(connection, url, bundle)
-    assert json.loads(invoker.invoke(b'{"n": 1}', invocation_id="abc")) == {"echo": {"n": 1}}
+    assert json.loads(invoker.invoke(b'{"n": 1}', invocation_id="abc", timeout=2.5)) == {
+        "echo": {"n": 1}
+    }
     assert json.loads(invoker.invoke(b'{"n": 2}')) == {"echo": {"n": 2}}
     assert endpoint_of(run_with(url, ca, encode=True))[1] == bundle == ca
     first, second = Gateway.seen
@@ -108,6 +110,10 @@ def test_invocations_carry_the_token_and_id_and_share_one_connection(gateway, co
         first["headers"][INVOCATION_HEADER] == "abc" and INVOCATION_HEADER not in second["headers"]
     )
     assert first["headers"]["Content-Type"] == "application/json"
+    assert (
+        first["headers"]["X-Kruntime-Timeout"] == "2.5s"
+        and "X-Kruntime-Timeout" not in second["headers"]
+    )
     assert first["peer"] == second["peer"]  # the same client socket: keep-alive
     invoker.close()
 
