@@ -65,8 +65,8 @@ def do_run(conn: Connection, args: argparse.Namespace) -> int:
 
 
 def do_logs(conn: Connection, args: argparse.Namespace) -> int:
-    if args.follow and args.attempt is None:
-        runs.stream_log(conn, conn.namespace, args.run, follow=True)
+    if args.follow and args.attempt is None:  # from the start, through every retry
+        runs.follow(conn, conn.namespace, args.run, report_end=False)
     else:
         runs.stream_log(
             conn, conn.namespace, args.run, follow=args.follow, attempt_number=args.attempt

@@ -78,14 +78,22 @@ def stream_log(
 
 
 def follow(
-    conn: Connection, namespace: str, name: str, out: BinaryIO | None = None
+    conn: Connection,
+    namespace: str,
+    name: str,
+    out: BinaryIO | None = None,
+    *,
+    report_end: bool = True,
 ) -> dict[str, Any]:
     """Stream each attempt's log while the Run runs; returns the Run once it ended.
-    While it waits for a Runtime Pod, its phase and message go to stderr."""
+    While it waits for a Runtime Pod, its phase and message go to stderr (and, with
+    ``report_end``, the phase it ended in)."""
     shown: list[tuple[str, str]] = []
 
     def report(run: dict[str, Any]) -> None:
         now = (phase(run), str((run.get("status") or {}).get("message") or ""))
+        if not report_end and now[0] not in ("Pending", "Scheduled"):
+            return
         if not shown or shown[-1] != now:
             shown.append(now)
             progress(
