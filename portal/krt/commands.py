@@ -132,7 +132,8 @@ def do_wf(conn: Connection, args: argparse.Namespace) -> int:
         return 0
     sets = manifests.key_values(getattr(args, "set", []), "--set")
     if sub == "run":
-        body = workflows.from_file(ns, args.filename, sets, args.name)
+        given = getattr(args, "namespace", None) is not None
+        body = workflows.from_file(ns, args.filename, sets, args.name, namespace_given=given)
     elif sub == "trigger":
         body = workflows.trigger(ns, args.workflow, sets, args.name)
     else:
@@ -142,7 +143,8 @@ def do_wf(conn: Connection, args: argparse.Namespace) -> int:
         created(wfr, WORKFLOW_RUNS, args.output)
         return 0
     output.progress(f"{WORKFLOW_RUNS.qualified}/{wfr['metadata']['name']} created")
-    ended, done = workflows.follow(conn, ns, wfr["metadata"]["name"], args.timeout)
+    meta = wfr["metadata"]
+    ended, done = workflows.follow(conn, meta["namespace"], meta["name"], args.timeout)
     return workflows.finish(conn, ended, done, args.timeout)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import gha, manifests, wftable
 from .connection import Connection
-from .errors import ApiError
+from .errors import ApiError, KrtError
 from .output import format_rows, phase_text, print_line, progress
 from .resources import RUNS, WORKFLOW_RUNS
 from .watching import wait_for
@@ -22,10 +22,26 @@ def phase(wfr: dict[str, Any]) -> str:
     return str((wfr.get("status") or {}).get("phase") or "Pending")
 
 
-def from_file(namespace: str, path: str, sets: dict[str, str], name: str | None) -> dict[str, Any]:
-    """The WorkflowRun a ``-f`` file asks for (``-`` reads stdin), ``--set`` as inputs."""
+def from_file(
+    namespace: str,
+    path: str,
+    sets: dict[str, str],
+    name: str | None,
+    *,
+    namespace_given: bool = False,
+) -> dict[str, Any]:
+    """The WorkflowRun a ``-f`` file asks for (``-`` reads stdin), ``--set`` as inputs. A
+    manifest's own namespace wins over the context's; against ``-n`` it must agree (kubectl)."""
     text = sys.stdin.read() if path == "-" else manifests.read_text(path)
     loaded = gha.load(text, "<stdin>" if path == "-" else path)
+    own = loaded.metadata.get("namespace")
+    if own and own != namespace:
+        if namespace_given:
+            raise KrtError(
+                f'the namespace from the provided object "{own}" does not match the namespace '
+                f"\"{namespace}\". You must pass '--namespace={own}' to perform this operation."
+            )
+        namespace = str(own)
     spec = dict(loaded.spec)
     if sets:
         spec["inputs"] = {**(spec.get("inputs") or {}), **sets}

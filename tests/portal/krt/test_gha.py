@@ -145,3 +145,26 @@ def test_a_workflowrun_manifest_passes_through():
 )
 def test_step_names_become_label_values(text, slug):
     assert gha.slug(text) == slug
+
+
+MANIFEST = """\
+apiVersion: kruntimes.io/v1alpha1
+kind: WorkflowRun
+metadata: {name: nightly, namespace: team}
+spec:
+  jobs:
+    a: {runs-on: bash, steps: [{name: s, run: x}]}
+"""
+
+
+def test_a_manifests_namespace_wins_over_the_context_and_must_agree_with_n(tmp_path):
+    from portal.krt import workflows
+    from portal.krt.errors import KrtError
+
+    path = tmp_path / "wfr.yaml"
+    path.write_text(MANIFEST)
+    body = workflows.from_file("default", str(path), {"who": "me"}, None)
+    assert body["metadata"] == {"name": "nightly", "namespace": "team"}
+    assert body["spec"]["inputs"] == {"who": "me"}
+    with pytest.raises(KrtError, match="You must pass '--namespace=team'"):
+        workflows.from_file("other", str(path), {}, None, namespace_given=True)
