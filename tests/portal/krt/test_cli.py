@@ -3,6 +3,7 @@ tested without a server (tests/integration/test_krt_end_to_end.py drives the rea
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -236,3 +237,20 @@ def test_krt_loads_neither_django_nor_celery_nor_the_kubernetes_client_to_start(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert loaded.stdout.strip() == "[]"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_phases_are_coloured_only_on_a_terminal(monkeypatch):
+    rows = [["NAME", "PHASE"], ["a", "Failed"], ["b", "Succeeded"]]
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    coloured = output.format_rows(rows, Terminal())
+    assert f"{output.RED}Failed{output.RESET}" in coloured
+    assert f"{output.GREEN}Succeeded{output.RESET}" in coloured
+    assert "\033[" not in output.format_rows(rows, io.StringIO())  # a pipe or a file
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\033[" not in output.format_rows(rows, Terminal())
