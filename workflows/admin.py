@@ -48,7 +48,7 @@ from scheduling.admin.run_artifacts import download_url
 from scheduling.admin.run_data import location_text
 from scheduling.models import Run
 
-from . import graph, step_graph
+from . import graph, job_workspaces, step_graph
 from .console import WorkflowRunActionsMixin, WorkflowSubmitMixin, may
 from .models import Action, JobPhase, Workflow, WorkflowRun
 from .starting import run_manifest
@@ -375,6 +375,9 @@ def annotate_workflow_pks(objects: Iterable[Any], attribute: str) -> None:
         obj._workflow_pk = found.get((obj.namespace, getattr(obj, attribute)))
 
 
+FIRST_SECTIONS = ("Status", "Job graph", "Jobs", "Data")
+
+
 @admin.register(WorkflowRun)
 class WorkflowRunAdmin(WorkflowRunActionsMixin, ResourceAdmin):
     change_form_template = "admin/workflows/workflowrun/change_form.html"
@@ -398,6 +401,7 @@ class WorkflowRunAdmin(WorkflowRunActionsMixin, ResourceAdmin):
                     "inputs_display",
                     "outputs_display",
                     "snapshot_display",
+                    "workspaces_display",
                     "cancel_display",
                 ]
             },
@@ -431,6 +435,22 @@ class WorkflowRunAdmin(WorkflowRunActionsMixin, ResourceAdmin):
         changelist = super().get_changelist_instance(request)
         annotate_workflow_pks(changelist.result_list, "workflow")  # evaluates (caches) the page
         return changelist
+
+    def get_fieldsets(self, request, obj=None):
+        """What the run does first (status, the step graph, the jobs, its data), then the
+        rest (metadata, labels, YAML) as the shared page orders it."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        first = [f for title in FIRST_SECTIONS for f in fieldsets if f[0] == title]
+        return first + [f for f in fieldsets if f[0] not in FIRST_SECTIONS]
+
+    def has_change_permission(self, request, obj=None):
+        """A finished run's page has nothing to save (its spec is fixed, cancelling is
+        over): it is shown read-only, without Save buttons."""
+        if obj is not None and obj.is_finished:
+            return False
+        return super().has_change_permission(request, obj)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -696,6 +716,10 @@ class WorkflowRunAdmin(WorkflowRunActionsMixin, ResourceAdmin):
         if revision is None or str(revision.uid) not in recorded:
             return format_html('{} <span class="k-muted">(not found)</span>', name)
         return link_to(revision, name, self.admin_site)
+
+    @admin.display(description="job workspaces")
+    def workspaces_display(self, obj):
+        return job_workspaces.table(obj, self.admin_site)
 
     @admin.display(description="cancel requested")
     def cancel_display(self, obj):

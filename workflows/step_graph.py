@@ -98,7 +98,7 @@ def render(wfr: WorkflowRun, runs_for: Any, links: Any) -> SafeString:
                 )
             fill, stroke, _ink = graph.PHASE_COLOURS.get(phase, UNKNOWN)
             carried = (
-                format_html(' <span class="k-muted">carried over</span>')
+                format_html(' <span class="k-carried">carried over</span>')
                 if state.get("reason") == CARRIED_REASON
                 else ""
             )

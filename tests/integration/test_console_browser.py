@@ -357,9 +357,17 @@ def node_phases(driver) -> dict[str, str]:
     )
 
 
-def viewport_shot(driver, path) -> None:
-    """What a reader sees first, at 1440 x 900."""
+def viewport_shot(driver, path, css: str = "") -> None:
+    """What a reader sees at 1440 x 900 (scrolled to ``css``, when given)."""
     driver.set_window_size(1440, 900)
+    if css:
+        driver.execute_script(
+            "const e = document.querySelector(arguments[0]); if (e) { e.scrollIntoView(); }"
+            "window.scrollBy(0, -60);",
+            css,
+        )
+    else:
+        driver.execute_script("window.scrollTo(0, 0);")
     driver.save_screenshot(str(path))
 
 
@@ -396,7 +404,7 @@ def test_submit_follow_and_rerun_failed_jobs_in_a_real_browser(portal_up, browse
     assert wait_until(lambda: node_phases(browser).get("build/compile") == "Running", timeout=60), (
         node_phases(browser)
     )
-    viewport_shot(browser, shots / "workflowrun-graph-running.png")
+    viewport_shot(browser, shots / "workflowrun-graph-running.png", ".field-phase_display")
     assert wait_until(lambda: node_phases(browser).get("check/gate") == "Failed", timeout=90), (
         node_phases(browser)
     )
@@ -406,6 +414,7 @@ def test_submit_follow_and_rerun_failed_jobs_in_a_real_browser(portal_up, browse
 
     # rerun the failed jobs once the gate is open: build is carried over, check runs again
     gate.write_text("open")
+    viewport_shot(browser, shots / "workflowrun-failed-with-rerun-buttons.png")
     browser.find_element(By.ID, "wfr-rerun-failed").click()
     assert wait_until(lambda: browser.current_url != first, timeout=10)
     assert "Rerun of" in text_of(browser, ".field-rerun_display")
@@ -430,6 +439,7 @@ def test_submit_follow_and_rerun_failed_jobs_in_a_real_browser(portal_up, browse
         timeout=30,
     )
     browser.refresh()
-    viewport_shot(browser, shots / "workflowrun-rerun-succeeded.png")
+    viewport_shot(browser, shots / "workflowrun-rerun-succeeded.png", ".field-phase_display")
+    viewport_shot(browser, shots / "workflowrun-rerun-of-link.png", ".field-workflow_display")
     browser.get(first)
     assert f"Rerun as {rerun['metadata']['name']}" in text_of(browser, ".field-rerun_display")

@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from tests.helpers.workflow_records import make_step_run, make_workflow, make_workflow_run
+from tests.helpers.workspaces import make_workspace
 from tests.workflows.test_admin import DIAMOND, messages_of, page, runtime, staff, url
 from workflows.models import WorkflowRun
 
@@ -223,3 +224,38 @@ def test_the_step_graph_shows_each_step_with_its_phase_and_run(client):
     assert '<span class="k-step-time">7s</span>' in html
     groups = re.findall(r'class="k-job-group" data-job="(\w+)" data-phase="(\w+)"', html)
     assert ("deploy", "Pending") in groups
+
+
+# ------------------------------------------------------------------------------ read-only, TTL
+
+
+def test_a_finished_run_has_no_save_button_and_an_active_one_does(client, failed):
+    html = page(client, url("workflowrun", "change", failed.pk))
+    assert 'name="_save"' not in html and "wfr-rerun" in html
+    active = make_workflow_run("active", DIAMOND, status={"phase": "Running"})
+    assert 'name="_save"' in page(client, url("workflowrun", "change", active.pk))
+    response = client.post(url("workflowrun", "change", failed.pk), {"manifest": "x"})
+    assert response.status_code == 403
+
+
+def test_the_job_workspaces_and_how_long_they_are_kept(client):
+    run = make_workflow_run("r", DIAMOND, status={"phase": "Running"})
+    used = make_workspace(
+        "r-build", labels={"kruntimes.io/workflow-job": "build"}, ttlSecondsAfterUnused=600
+    )
+    used.status = {**(used.status or {}), "lastUsedTime": "2026-01-01T00:00:00Z"}
+    used.sync_columns()
+    used.save()
+    busy = make_workspace(
+        "r-test", labels={"kruntimes.io/workflow-job": "test"}, ttlSecondsAfterUnused=60
+    )
+    make_workspace("stranger", labels={"kruntimes.io/workflow-job": "lint"})
+    children = [
+        {"kind": "PersistentWorkspace", "name": w.name, "uid": str(w.uid)} for w in (used, busy)
+    ]
+    run.status = {"phase": "Running", "children": children}
+    run.save()
+    html = page(client, url("workflowrun", "change", run.pk))
+    assert "600s after its last use: until 2026-01-01T00:10:00Z" in html
+    assert '60s <span class="k-muted">after its last use (in use)</span>' in html
+    assert "stranger" not in html
