@@ -80,6 +80,13 @@ def copy_rerun(
                 f'(uid "{old.uid}")',
             )
         ]
+    if old.deletion_timestamp is not None:
+        return [
+            errors.invalid(
+                "spec.rerunOf.name",
+                f'Invalid value: "{name}": WorkflowRun "{name}" is being deleted',
+            )
+        ]
     if not old.is_finished:
         return [
             errors.invalid(

@@ -5,6 +5,7 @@ again), the link both ways, its Events, and what keeps the carried Runs alive.""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from portal.machinery import gc, store
 from portal.models import Event
@@ -112,6 +113,12 @@ def test_a_run_still_running_cannot_be_rerun(admin_api):
     assert wfr.phase == "Running"
     found = causes_of(post(admin_api, rerun_body()))
     assert "is still running" in found["spec.rerunOf.name"]
+
+
+def test_a_run_being_deleted_cannot_be_rerun(admin_api):
+    failed_run()
+    WorkflowRun.objects.filter(name="wfr").update(deletion_timestamp=timezone.now())
+    assert "is being deleted" in causes_of(post(admin_api, rerun_body()))["spec.rerunOf.name"]
 
 
 def test_a_uid_given_is_a_precondition(admin_api):
@@ -232,6 +239,27 @@ def test_the_rerun_owns_the_carried_runs_too_so_deleting_the_old_run_keeps_them(
     store.delete(kind("WorkflowRun"), "default", "again", context=OPERATOR)
     gc.collect_owner(new.uid)
     assert deleting(make)
+
+
+def test_a_rerun_of_a_rerun_carries_the_first_runs_jobs_and_owns_their_runs_too(admin_api):
+    old = failed_run()
+    post(admin_api, rerun_body(failedJobsOnly=True))
+    middle = settle(WorkflowRun.objects.get(name="again"))
+    finish(child(middle, "deploy", "ship"), phase="Failed")
+    middle = settle(middle)
+    assert middle.phase == "Failed"
+    assert post(admin_api, rerun_body("again", "third", failedJobsOnly=True)).status_code == 201
+    third = settle(WorkflowRun.objects.get(name="third"))
+    assert (
+        third.status["jobs"]["build"]["message"] == "succeeded in WorkflowRun again; carried over"
+    )
+    make = child(old, "build", "make")
+    assert {r["uid"] for r in make.owner_references} == {
+        str(old.uid),
+        str(middle.uid),
+        str(third.uid),
+    }
+    assert child(third, "deploy", "ship").spec["source"]["inline"] == "ship 1.2 prod"
 
 
 def test_failed_jobs_only_of_a_run_gone_before_it_started_fails_saying_so(admin_api):
