@@ -411,6 +411,13 @@ def test_submit_follow_and_rerun_failed_jobs_in_a_real_browser(portal_up, browse
     assert node_phases(browser)["build/package"] == "Succeeded"
     assert browser.execute_script("return window.__notReloaded === true;"), "the page was reloaded"
     assert wait_until(lambda: browser.find_elements(By.ID, "wfr-rerun-failed"), timeout=20)
+    # the page's watches are API requests the session cookie authenticates (a GET: no CSRF)
+    live = browser.find_element(By.ID, "run-live")
+    for watch in (live.get_attribute("data-runs-watch-url"), live.get_attribute("data-watch-url")):
+        code, body = browser.execute_async_script(
+            FETCH_JSON, f"{base}{watch}&timeoutSeconds=1&resourceVersion=0"
+        )
+        assert code == 200 and '"type": "ADDED"' in body.replace('":"', '": "'), (watch, body[:300])
 
     # rerun the failed jobs once the gate is open: build is carried over, check runs again
     gate.write_text("open")
