@@ -78,6 +78,15 @@ KRUNTIMES_WORKFLOW_CONTROLLER_USERNAME = env.str(
 # Optional kubeconfig path for the kubernetes client; in-cluster config is used when absent.
 KRUNTIMES_KUBECONFIG = env.str("KUBECONFIG", default="")
 
+# The key the function gateway shows runtimed's dataplane (``scheduling.dataplane.key``);
+# empty: derived from SECRET_KEY, so every process of one installation agrees on it.
+KRUNTIMES_DATAPLANE_KEY = env.str("KRUNTIMES_DATAPLANE_KEY", default="")
+# Where function Runs are invoked (status.endpoint.url's base, an https:// URL); empty: the
+# URL ``manage.py up --tls`` serves, and no endpoint is published without TLS.
+KRUNTIMES_GATEWAY_URL = env.str("KRUNTIMES_GATEWAY_URL", default="")
+# the PEM CA published as status.endpoint.caBundle (up --tls: the portal's own CA)
+KRUNTIMES_GATEWAY_CA_FILE = env.str("KRUNTIMES_GATEWAY_CA_FILE", default="")
+
 INSTALLED_APPS = [
     "portal.overview.site.PortalAdminConfig",  # django.contrib.admin with the overview
     "django.contrib.auth",

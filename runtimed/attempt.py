@@ -215,7 +215,7 @@ class Attempt:
 
     @property
     def host(self) -> runtime_host.RuntimeHost:
-        return runtime_host.for_pod(self.config.runtime_server, self.config.runtime_server_command)
+        return runtime_host.for_config(self.config)
 
     def _execute(self, cwd: Path, entrypoint: str, args: tuple[str, ...]) -> Result:
         env = execute.step_env(

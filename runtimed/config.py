@@ -64,6 +64,11 @@ class PodConfig:
     # or one already listening in the pod (the runtime container in Kubernetes, as kruntimes):
     # unix:/path or 127.0.0.1:port (KRUNTIME_RUNTIME_SERVER_ADDRESS)
     runtime_server_address: str = ""
+    # the function dataplane (runtimed.dataplane): where this runtimed listens for the gateway
+    # (unix:/path or host:port; KRUNTIME_DATAPLANE_ADDRESS, "" serves no functions) and the key
+    # the gateway shows (KRUNTIME_DATAPLANE_KEY)
+    dataplane_address: str = ""
+    dataplane_key: str = ""
 
     @property
     def queue(self) -> str:
@@ -133,6 +138,8 @@ class PodConfig:
             runtime_server=_runtime_server(env.get("KRUNTIME_RUNTIME_SERVER", "")),
             runtime_server_command=_command(env.get("KRUNTIME_RUNTIME_SERVER_COMMAND", "")),
             runtime_server_address=env.get("KRUNTIME_RUNTIME_SERVER_ADDRESS", "").strip(),
+            dataplane_address=env.get("KRUNTIME_DATAPLANE_ADDRESS", "").strip(),
+            dataplane_key=env.get("KRUNTIME_DATAPLANE_KEY", "").strip(),
         )
 
 

@@ -40,6 +40,7 @@ def heartbeat_message(
         "workspacePath": str(config.workspace),
         "host": socket.gethostname(),
         "pid": os.getpid(),
+        "dataplane": config.dataplane_address,
     }
 
 

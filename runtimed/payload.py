@@ -4,7 +4,8 @@ Shape (unknown keys are ignored)::
 
     {"run": {"namespace", "name", "uid", "attempt"}, "pod": {"name", "uid"},
      "source": {"inline": str} | {"repoURL": str, "commitSHA": str?} | {} | null,
-     "mode": {"task": {"entrypoint": str?, "args": [str]}},
+     "mode": {"task": {"entrypoint": str?, "args": [str]}}
+           | {"function": {"handler": str, "idleTimeoutSeconds": int?}},
      "env": [{"name", "value"}], "timeoutSeconds": float | null, "workingDir": str | null,
      "artifactStore": Runtime.spec.artifactStore | null,
      "artifactInputs": [{"ref": ArtifactRef, "path": str}],
@@ -49,6 +50,7 @@ class Source:
     inline: str | None = None
     repo_url: str | None = None
     commit_sha: str | None = None
+    inline_path: str | None = None  # function mode: where the inline source is written
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,11 @@ class RunPayload:
     pod_name: str
     pod_uid: str
     source: Source
-    mode: str  # "task" is the only one this runtimed executes
+    mode: str  # "task" or "function"
     entrypoint: str | None = None
     args: tuple[str, ...] = ()
+    handler: str | None = None  # function mode: module.function, the Runtime Server's notation
+    idle_timeout_seconds: int | None = None
     env: tuple[tuple[str, str], ...] = ()
     timeout_seconds: float | None = None
     working_dir: str | None = None
@@ -92,6 +96,7 @@ def parse(payload: Any) -> RunPayload:
     run = parse_run_ref(payload)
     pod = _mapping(payload.get("pod"), "pod")
     mode, entrypoint, args = _mode(payload.get("mode"))
+    handler, idle = _function(payload.get("mode")) if mode == "function" else (None, None)
     return RunPayload(
         run=run,
         pod_name=_string(pod, "name", "pod"),
@@ -100,6 +105,8 @@ def parse(payload: Any) -> RunPayload:
         mode=mode,
         entrypoint=entrypoint,
         args=args,
+        handler=handler,
+        idle_timeout_seconds=idle,
         env=_env(payload.get("env")),
         timeout_seconds=_timeout(payload.get("timeoutSeconds")),
         working_dir=_optional_string(payload, "workingDir", "payload"),
@@ -132,7 +139,7 @@ def _source(value: Any) -> Source:
     if inline is not None:
         if not isinstance(inline, str):
             raise PayloadError("source.inline must be a string")
-        return Source(inline=inline)
+        return Source(inline=inline, inline_path=_optional_string(source, "inlinePath", "source"))
     if not isinstance(repo_url, str):
         raise PayloadError("source.repoURL must be a string")
     commit = _optional_string(source, "commitSHA", "source") or None
@@ -151,6 +158,15 @@ def _mode(value: Any) -> tuple[str, str | None, tuple[str, ...]]:
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise PayloadError("mode.task.args must be a list of strings")
     return "task", entrypoint, tuple(args)
+
+
+def _function(value: Any) -> tuple[str, int | None]:
+    function = _mapping(_mapping(value, "mode").get("function"), "mode.function")
+    handler = _string(function, "handler", "mode.function")
+    idle = function.get("idleTimeoutSeconds")
+    if idle is not None and (isinstance(idle, bool) or not isinstance(idle, int) or idle < 0):
+        raise PayloadError("mode.function.idleTimeoutSeconds must be a non-negative integer")
+    return handler, idle or None
 
 
 def _env(value: Any) -> tuple[tuple[str, str], ...]:

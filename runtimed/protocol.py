@@ -77,6 +77,7 @@ class Reason:
     ARTIFACT_INVALID = "ArtifactInvalid"
     POD_TERMINATING = "PodTerminating"  # also concluded when a pod is stopped on purpose
     CANCELLED = "Cancelled"
+    IDLE_TIMEOUT = "IdleTimeout"  # a function Run saw no invocation for idleTimeoutSeconds
     # concluded by the control plane
     POD_GONE = "PodGone"
     POD_UNHEALTHY = "PodUnhealthy"
@@ -98,6 +99,7 @@ class Reason:
             POD_UNHEALTHY,
             EXECUTION_LOST,
             FRACTIONAL_RESOURCE_REQUEST,
+            IDLE_TIMEOUT,
         }
     )
 
@@ -114,8 +116,29 @@ class Reason:
             ARTIFACT_INVALID,
             PREPARE_SOURCE,
             FRACTIONAL_RESOURCE_REQUEST,
+            IDLE_TIMEOUT,
         }
     )
+
+
+# the Ready condition's reason while a function Run serves
+FUNCTION_REGISTERED = "FunctionRegistered"
+
+# ---------------------------------------------------------------- function mode: the dataplane
+# The gateway (control plane) invokes a Ready function Run through the owning runtimed: gRPC
+# ``executor.v1.FunctionRuntime/InvokeFunction`` at the pod's dataplane address (the heartbeat's
+# ``dataplane``: ``unix:/path`` or ``host:port``). ``registration.run_uid`` names the Run (its
+# ``registration_id`` is runtimed's business and left empty); these metadata keys carry the
+# shared dataplane key and the fence: runtimed answers only for the attempt and pod incarnation
+# it serves (FAILED_PRECONDITION otherwise, NOT_FOUND for a Run it does not serve).
+DATAPLANE_KEY_METADATA = "x-kruntimes-dataplane-key"
+ATTEMPT_METADATA = "x-kruntimes-attempt"
+POD_UID_METADATA = "x-kruntimes-pod-uid"
+INVOCATION_ID_HEADER = "X-Kruntime-Invocation-ID"  # the gateway's HTTP header
+MAX_INVOKE_BYTES = 1 << 20  # request body and response body
+MAX_INVOCATION_ID_BYTES = 128
+DEFAULT_INVOKE_TIMEOUT_SECONDS = 60
+MAX_INVOKE_TIMEOUT_SECONDS = 900
 
 
 # What a status message may carry: one line, at most this many characters (``status_message``).
@@ -267,11 +290,27 @@ class RunReport(ReportExtras):
     completionTime: str | None
 
 
-class ActiveRun(TypedDict):
-    """An attempt executing here, as the heartbeat lists it."""
+class FunctionStats(TypedDict):
+    """A serving function Run's invocations since it became Ready (bounded: counts, a rate and
+    the last few errors), as the heartbeat carries them; nothing per invocation is kept."""
 
+    invocations: int
+    errors: int
+    perSecond: float  # over the last minute
+    recentErrors: list[str]  # the newest last, at most 5, each at most 256 characters
+    readySince: str  # RFC 3339
+
+
+class _ActiveRunBase(TypedDict):
     uid: str
     attempt: int
+
+
+class ActiveRun(_ActiveRunBase, total=False):
+    """An attempt executing here, as the heartbeat lists it; a Ready function Run also carries
+    its invocation figures."""
+
+    function: FunctionStats
 
 
 class HeartbeatMessage(TypedDict):
@@ -290,6 +329,8 @@ class HeartbeatMessage(TypedDict):
     workspacePath: str
     host: str
     pid: int
+    # where the gateway reaches this runtimed's dataplane ("" when it serves no functions)
+    dataplane: str
 
 
 class LogIdentity(TypedDict):

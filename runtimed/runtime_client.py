@@ -1,4 +1,5 @@
 """runtimed's side of the Runtime Server contract: execute one step through ``executor.v1.Runtime``
+(and, for function mode, :class:`FunctionClient` for ``executor.v1.FunctionRuntime``)
 on a pod-local address (``unix:/path`` or ``127.0.0.1:port``) and turn its end into a
 :class:`runtimed.execute.Result`.
 
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 
@@ -20,6 +22,7 @@ from . import execute
 from .protocol import Reason
 from .runtime_server import runtime_pb2 as pb
 from .runtime_server import runtime_pb2_grpc as pb_grpc
+from .runtime_server.functions import DEFAULT_INVOKE_SECONDS, MAX_INVOKE_SECONDS, FunctionError
 
 # Status is polled (the contract has no wait): first after a millisecond, then twice as long
 # each time up to 50 ms, so a step of a few milliseconds is seen ended within about as long
@@ -100,3 +103,98 @@ class RuntimeClient:
             execute.FAILED, Reason.RUNTIME_EXECUTE, message, status.exit_code, start, end
         )
         return Ended(failed, status.stdout)
+
+
+class FunctionClient:
+    """runtimed's side of function mode (``executor.v1.FunctionRuntime``) on a server's address:
+    one method per RPC, each raising :class:`~runtimed.runtime_server.functions.FunctionError`
+    with the call's gRPC status code when the server refuses or the call fails (UNIMPLEMENTED:
+    the server has no function mode, a permanent configuration failure)."""
+
+    def __init__(self, address: str, *, rpc_timeout: float = 30.0) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.FunctionRuntimeStub(self.channel)  # type: ignore[no-untyped-call]
+        self.rpc_timeout = rpc_timeout
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def register(
+        self,
+        run_uid: str,
+        attempt: int,
+        working_dir: str,
+        handler: str,
+        digest: str,
+        env: dict[str, str] | None = None,
+        idle_timeout_seconds: int = 0,
+    ) -> pb.RegisterFunctionResponse:
+        request = pb.RegisterFunctionRequest(
+            run_uid=run_uid,
+            registration_attempt=attempt,
+            working_dir=working_dir,
+            handler=handler,
+            env=env or {},
+            idle_timeout_seconds=idle_timeout_seconds,
+            registration_digest=digest,
+        )
+        response: pb.RegisterFunctionResponse = _call(
+            self.stub.RegisterFunction, request, self.rpc_timeout
+        )
+        return response
+
+    def status(self, registration: pb.FunctionRegistration) -> pb.FunctionStatusResponse:
+        request = pb.FunctionStatusRequest(registration=registration)
+        response: pb.FunctionStatusResponse = _call(
+            self.stub.FunctionStatus, request, self.rpc_timeout
+        )
+        return response
+
+    def invoke(
+        self,
+        registration: pb.FunctionRegistration,
+        input: bytes,
+        *,
+        content_type: str = "application/json",
+        invocation_id: str = "",
+        timeout_millis: int = 0,
+    ) -> pb.InvokeFunctionResponse:
+        """One call; the RPC's own deadline leaves the server a second past ``timeout_millis``
+        (0: the server's default, 60 s) to answer DEADLINE_EXCEEDED itself."""
+        request = pb.InvokeFunctionRequest(
+            registration=registration,
+            invocation_id=invocation_id,
+            input=input,
+            content_type=content_type,
+            timeout_millis=timeout_millis,
+        )
+        seconds = (timeout_millis / 1000 if timeout_millis > 0 else DEFAULT_INVOKE_SECONDS) + 1
+        response: pb.InvokeFunctionResponse = _call(
+            self.stub.InvokeFunction, request, min(seconds, MAX_INVOKE_SECONDS + 1)
+        )
+        return response
+
+    def unregister(
+        self,
+        registration: pb.FunctionRegistration,
+        *,
+        cancel_in_flight: bool = False,
+        drain_timeout_millis: int = 0,
+    ) -> pb.UnregisterFunctionResponse:
+        request = pb.UnregisterFunctionRequest(
+            registration=registration,
+            cancel_in_flight=cancel_in_flight,
+            drain_timeout_millis=drain_timeout_millis,
+        )
+        seconds = self.rpc_timeout + drain_timeout_millis / 1000
+        response: pb.UnregisterFunctionResponse = _call(
+            self.stub.UnregisterFunction, request, seconds
+        )
+        return response
+
+
+def _call(method: Callable[..., object], request: object, timeout: float) -> Any:
+    try:
+        return method(request, timeout=timeout)
+    except grpc.RpcError as exc:
+        raise FunctionError(exc.code(), exc.details() or "") from None

@@ -24,13 +24,20 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
 
 from . import masking
+from .config import PodConfig
 from .execute import FAILED, Clock, Result, Step, StepControl
 from .protocol import Reason
 from .runtime_client import RuntimeClient
 from .runtime_server import runtime_pb2 as pb
+from .runtime_server import runtime_pb2_grpc as pb_grpc
+from .runtime_server.functions import FunctionError, FunctionRuntimeServicer
 from .runtime_server.programs import BUILT_IN
 from .runtime_server.server import InProcess, RuntimeServicer, serve
 from .staging import PrepareError
@@ -39,6 +46,57 @@ log = logging.getLogger("runtimed.runtime_host")
 
 ADDRESS_VARIABLE = "KRUNTIME_RUNTIME_ADDRESS"
 START_SECONDS = 30.0
+
+
+class FunctionCalls(Protocol):
+    """What runtimed calls on the pod's FunctionRuntime: a gRPC stub's shape (errors are
+    ``grpc.RpcError`` with ``code()`` and ``details()``)."""
+
+    def RegisterFunction(self, request: Any, timeout: float | None = None) -> Any: ...  # noqa: N802
+    def FunctionStatus(self, request: Any, timeout: float | None = None) -> Any: ...  # noqa: N802
+    def InvokeFunction(self, request: Any, timeout: float | None = None) -> Any: ...  # noqa: N802
+    def UnregisterFunction(self, request: Any, timeout: float | None = None) -> Any: ...  # noqa: N802
+
+
+class LocalRpcError(grpc.RpcError):
+    """A hosted servicer's refusal, as a stub would raise it."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+class InProcessFunctions:
+    """The hosted built-in ``FunctionRuntime`` servicer with a stub's call shape (the
+    servicer bounds its own invocations by ``timeout_millis``)."""
+
+    def __init__(self, servicer: FunctionRuntimeServicer) -> None:
+        self.servicer = servicer
+
+    @staticmethod
+    def _call(method: Callable[[Any], Any], request: Any) -> Any:
+        try:
+            return method(request)
+        except FunctionError as exc:
+            raise LocalRpcError(exc.code, exc.message) from None
+
+    def RegisterFunction(self, request: Any, timeout: float | None = None) -> Any:  # noqa: N802
+        return self._call(self.servicer.register, request)
+
+    def FunctionStatus(self, request: Any, timeout: float | None = None) -> Any:  # noqa: N802
+        return self._call(self.servicer.status, request)
+
+    def InvokeFunction(self, request: Any, timeout: float | None = None) -> Any:  # noqa: N802
+        return self._call(self.servicer.invoke, request)
+
+    def UnregisterFunction(self, request: Any, timeout: float | None = None) -> Any:  # noqa: N802
+        return self._call(self.servicer.unregister, request)
 
 
 class RuntimeHost:
@@ -61,6 +119,11 @@ class RuntimeHost:
         if not self.command and not self.external:
             BUILT_IN[self.builtin](cwd, entrypoint, args)
 
+    def start(self) -> None:
+        """Start the server now (it is started on first use otherwise); OSError if it does
+        not come up."""
+        self._start()
+
     def _start(self) -> RuntimeClient:
         with self._lock:
             if self._client is not None:
@@ -82,6 +145,23 @@ class RuntimeHost:
                 raise OSError(f"the Runtime Server at {self.address} is not healthy")
             self._client = client
             return client
+
+    def function_stub(self) -> FunctionCalls:
+        """The pod's Runtime Server as a function server (started on first use): the hosted
+        built-in servicer called in process (no gRPC hop on the invocation path), else a stub
+        on the server's address; a server without ``FunctionRuntime`` answers UNIMPLEMENTED."""
+        client = self._start()
+        hosted = self.functions()
+        if hosted is not None:
+            return InProcessFunctions(hosted)
+        return pb_grpc.FunctionRuntimeStub(client.channel)  # type: ignore[no-untyped-call]
+
+    def functions(self) -> FunctionRuntimeServicer | None:
+        """The hosted built-in server's ``FunctionRuntime`` servicer, to call in process
+        (started on first use); None when the server is a command or an address (use
+        :class:`~runtimed.runtime_client.FunctionClient` on :attr:`address` then)."""
+        self._start()
+        return self._servicer.functions if self._servicer is not None else None
 
     def run(
         self, step: Step, entrypoint: str, args: tuple[str, ...], *, clock: Clock, grace: float
@@ -157,4 +237,11 @@ def for_pod(builtin: str, command: tuple[str, ...], address: str = "") -> Runtim
         return host
 
 
-__all__ = ["PrepareError", "RuntimeHost", "for_pod"]
+def for_config(config: PodConfig) -> RuntimeHost:
+    """The pod's Runtime Server as its configuration names it."""
+    return for_pod(
+        config.runtime_server, config.runtime_server_command, config.runtime_server_address
+    )
+
+
+__all__ = ["PrepareError", "RuntimeHost", "for_config", "for_pod"]

@@ -40,14 +40,17 @@ from .execute import (
     StepControl,
     utc_now,
 )
+from .function_attempt import serve_function
+from .functions import FunctionTable
 from .logship import LogShipper
 from .outbox import Key, Outbox
-from .payload import PayloadError, RunRef, parse, parse_run_ref, workspace_name
+from .payload import PayloadError, RunPayload, RunRef, parse, parse_run_ref, workspace_name
 from .protocol import (
     CANCEL_RUN_TASK,
     CONFIRM_REPORTS_TASK,
     DELETE_WORKSPACE_TASK,
     EXECUTE_RUN_TASK,
+    FUNCTION_REGISTERED,
     ActiveRun,
     LogChunk,
     Phase,
@@ -76,10 +79,14 @@ class ActiveRuns:
     plane has not confirmed yet (the outbox): the heartbeat carries both, so a report lost on
     the way is applied at the next beat, and kept until it is."""
 
-    def __init__(self, outbox: Outbox | None = None) -> None:
+    def __init__(
+        self, outbox: Outbox | None = None, functions: FunctionTable | None = None
+    ) -> None:
         self._lock = threading.Lock()
         self._keys: set[Key] = set()
         self.outbox = outbox if outbox is not None else Outbox()
+        # the functions served here: their invocation figures ride on the heartbeat
+        self.functions = functions if functions is not None else FunctionTable()
 
     def ended(self, report: Report) -> None:
         self.outbox.put(report)
@@ -105,7 +112,15 @@ class ActiveRuns:
 
     def snapshot(self) -> list[ActiveRun]:
         with self._lock:
-            return [{"uid": uid, "attempt": attempt} for uid, attempt in sorted(self._keys)]
+            keys = sorted(self._keys)
+        stats = self.functions.stats()
+        active: list[ActiveRun] = []
+        for uid, attempt in keys:
+            entry: ActiveRun = {"uid": uid, "attempt": attempt}
+            if (uid, attempt) in stats:
+                entry["function"] = stats[(uid, attempt)]
+            active.append(entry)
+        return active
 
 
 def claim(marker: Path) -> bool:
@@ -444,6 +459,8 @@ class RunService:
         shipper: LogShipper | None,
     ) -> Outcome:
         spec = parse(payload)  # a PayloadError here is PrepareSource
+        if spec.mode == "function":
+            return Outcome(self._serve_function(ref, spec, directory, start, control, payload))
         attempt = Attempt(
             self.config,
             ref,
@@ -457,6 +474,42 @@ class RunService:
             store_factory=self.store_factory,
         )
         return attempt.run(start)
+
+    def _serve_function(
+        self,
+        ref: RunRef,
+        spec: RunPayload,
+        directory: Path,
+        start: datetime,
+        control: StepControl,
+        payload: Mapping[str, Any],
+    ) -> Result:
+        store_spec = _object(payload.get("artifactStore")) or None
+
+        def ready() -> None:
+            self.reporter.report_run(
+                self._report(
+                    ref,
+                    Phase.READY,
+                    FUNCTION_REGISTERED,
+                    "the function is registered and serves invocations",
+                    start=start,
+                    artifact_store=store_spec,
+                )
+            )
+
+        return serve_function(
+            self.config,
+            ref,
+            spec,
+            directory,
+            start,
+            table=self.active.functions,
+            control=control,
+            clock=self.clock,
+            on_ready=ready,
+            git_timeout=self.git_timeout,
+        )
 
     def _report(
         self,

@@ -33,6 +33,16 @@ from scheduling.models import ACTIVE_PHASES, Run
 
 log = logging.getLogger(__name__)
 ARTIFACT_CLEANUP = "kruntimes.io/artifact-cleanup"
+# a function Run's: released once the Run no longer serves anywhere (its attempt unregistered
+# the function before it reported its end, or its pod is gone)
+FUNCTION_CLEANUP = "kruntimes.io/function-cleanup"
+
+
+def function_finalizers(manifest: dict) -> tuple[str, ...]:
+    spec = manifest.get("spec")
+    mode = spec.get("mode") if isinstance(spec, dict) else None
+    return (FUNCTION_CLEANUP,) if isinstance(mode, dict) and "function" in mode else ()
+
 
 # The identities the two passes write with: each may do only its own write.
 TTL_CONTROLLER = WriteContext(
@@ -148,10 +158,26 @@ def release(run: Run, store_factory: StoreFactory = build_store) -> str:
     """A deleted Run's artifacts deleted and its finalizer released, once it has ended: what
     happened (``CLEANED``; ``WAITING`` while it executes; ``FAILED``: the store refused, an
     Event says so; ``DEFERRED``: it changed meanwhile; ``NOTHING``: not this finalizer's)."""
-    if run.deletion_timestamp is None or ARTIFACT_CLEANUP not in (run.finalizers or []):
+    if run.deletion_timestamp is None:
         return NOTHING
     if run.phase in ACTIVE_PHASES:  # cancelled on deletion; cleaned once it has ended
-        return WAITING
+        return (
+            WAITING if {ARTIFACT_CLEANUP, FUNCTION_CLEANUP} & set(run.finalizers or []) else NOTHING
+        )
+    if FUNCTION_CLEANUP in (run.finalizers or []):
+        try:
+            store.remove_finalizer(
+                registry.for_model(Run), run, FUNCTION_CLEANUP, context=ARTIFACT_CLEANUP_CONTROLLER
+            )
+        except StatusError as exc:
+            log.info("releasing Run %s/%s deferred: %s", run.namespace, run.name, exc)
+            return DEFERRED
+        log.info("Run %s/%s: function-cleanup finalizer released", run.namespace, run.name)
+        if ARTIFACT_CLEANUP not in (run.finalizers or []):
+            return CLEANED
+        run.refresh_from_db()
+    if ARTIFACT_CLEANUP not in (run.finalizers or []):
+        return NOTHING
     try:
         removed = delete_artifacts(run, store_factory)
     except StoreError as exc:

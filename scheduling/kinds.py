@@ -25,7 +25,7 @@ def _status(obj: Any, field: str) -> str:
 
 def register_scheduling_kinds() -> None:
     from .artifact_access import check_artifact_inputs
-    from .cleanup import ARTIFACT_CLEANUP
+    from .cleanup import ARTIFACT_CLEANUP, function_finalizers
     from .models import TERMINAL_PHASES, Run, Runtime
     from .run_events import on_run_change as record_phase_event
     from .serializers import (
@@ -78,8 +78,9 @@ def register_scheduling_kinds() -> None:
             body={"spec": RunSpecSerializer, "status": RunStatusSerializer},
             validators=RUN_VALIDATORS,
             default_finalizers=(ARTIFACT_CLEANUP,),
+            finalizers_for=function_finalizers,
             admission=(check_artifact_inputs,),
-            subresources={"log": ("get",), "artifacts": ("get",)},
+            subresources={"log": ("get",), "artifacts": ("get",), "invoke": ("create",)},
             on_change=(on_run_change, record_phase_event),
             columns=(
                 Column("PHASE", lambda o: o.phase, description="status.phase"),

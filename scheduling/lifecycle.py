@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from portal.machinery.conditions import CONDITION_REASON_RE, MAX_REASON_LENGTH, time_or_none
 from runtimed.protocol import Phase, Reason
-from scheduling import disruption, metrics, retry, run_events, run_status, triggers
+from scheduling import disruption, endpoints, metrics, retry, run_events, run_status, triggers
 from scheduling.disruption import Silence
 from scheduling.models import ACTIVE_PHASES, PodPhase, Run, RunPhase, RuntimePod
 
@@ -95,6 +95,17 @@ def _report_status(run: Run, report: dict, now: datetime) -> dict | None:
         return _with_store(
             run_status.running(run.status, report.get("startTime"), now, run.generation), report
         )
+    if phase == RunPhase.READY:
+        if run.phase not in (RunPhase.SCHEDULED, RunPhase.RUNNING) or not run.is_function:
+            return None
+        published = endpoints.endpoint(run.namespace, run.name, str(run.uid))
+        message = str(report.get("message") or "") if published else endpoints.NO_TLS
+        return _with_store(
+            run_status.ready(
+                run.status, report.get("startTime"), now, run.generation, published, message
+            ),
+            report,
+        )
     if phase in TERMINAL_REPORTS:
         status = _with_store(dict(run.status), report)
         if report.get("startTime") and not status.get("startTime"):
@@ -127,7 +138,7 @@ def _with_store(status: dict, report: dict) -> dict:
 
 
 def _apply(run: Run, report: dict, status: dict, now: datetime) -> bool:
-    if report.get("phase") == RunPhase.RUNNING:
+    if report.get("phase") in (RunPhase.RUNNING, RunPhase.READY):
         return run_status.write(run, status)
     outputs = report.get("outputs") if isinstance(report.get("outputs"), dict) else None
     refs = report.get("artifactRefs") if isinstance(report.get("artifactRefs"), list) else None

@@ -101,6 +101,9 @@ class RuntimePod(models.Model):
     workspace_path = models.CharField(max_length=4096, blank=True, default="")
     host = models.CharField(max_length=253, blank=True, default="")
     pid = models.IntegerField(null=True, blank=True)
+    # where the function gateway reaches this pod's runtimed (its heartbeat says): unix:/path
+    # or host:port; "" until it serves functions
+    dataplane_address = models.CharField(max_length=4096, blank=True, default="")
     # The runtimed heartbeat: when, and which Run UIDs (and attempts) it is executing.
     last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
     active_runs = models.JSONField(default=list, blank=True)
@@ -250,6 +253,11 @@ class Run(NamespacedObject):
     @property
     def is_terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+    @property
+    def is_function(self) -> bool:
+        """A function-mode Run: it serves (Ready) until it is ended, rather than running once."""
+        return isinstance(self.spec, dict) and "function" in (self.spec.get("mode") or {})
 
     @property
     def is_stopping(self) -> bool:

@@ -66,6 +66,7 @@ def record_heartbeat(beat: dict, now: datetime) -> tuple[RuntimePod | None, bool
             "workspace_path": beat.get("workspacePath", "") or pod.workspace_path,
             "host": beat.get("host", "") or pod.host,
             "pid": beat.get("pid"),
+            "dataplane_address": str(beat.get("dataplane") or ""),
             "capacity": _capacity(namespace, pod.runtime, pod.annotations),
         }
         became_ready = fields["ready"] and not pod.ready

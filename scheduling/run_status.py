@@ -22,7 +22,7 @@ from django.db import connection, transaction
 
 from portal.machinery import history
 from portal.machinery.conditions import format_time, with_conditions
-from runtimed.protocol import status_message
+from runtimed.protocol import FUNCTION_REGISTERED, status_message
 from scheduling.models import Run, RunPhase
 
 MESSAGE_LIMIT = 4096
@@ -59,6 +59,35 @@ def running(status: dict, start: str | None, now: datetime, generation: int) -> 
     return new
 
 
+def ready(
+    status: dict,
+    start: str | None,
+    now: datetime,
+    generation: int,
+    endpoint: dict | None,
+    message: str,
+) -> dict:
+    """A function Run serves: Ready (active, never terminal), its endpoint published."""
+    new = _with(
+        status,
+        now,
+        generation,
+        Running=("True", "Running", "the function is registered"),
+        Ready=("True", FUNCTION_REGISTERED, message),
+    )
+    new.update(phase=RunPhase.READY, startTime=status.get("startTime") or start or format_time(now))
+    new.pop("endpoint", None)
+    if endpoint is not None:
+        new["endpoint"] = endpoint
+    return new
+
+
+def _not_ready(status: dict, conditions: dict, reason: str, message: str) -> None:
+    """A function Run that served stops being Ready (its endpoint answers 503/409 now)."""
+    if any(c.get("type") == "Ready" for c in status.get("conditions") or []):
+        conditions["Ready"] = ("False", reason, message)
+
+
 def _ran(status: dict | None) -> bool:
     # it ran if it was Running, or if the report says when it started (reports may overtake)
     status = status or {}
@@ -82,6 +111,7 @@ def retrying(
     conditions = {"Scheduled": ("False", "BackOff", waiting)}
     if _ran(status):
         conditions["Running"] = ("False", reason, message)
+    _not_ready(status, conditions, reason, message)
     new = _with(status, now, generation, **conditions)
     for key in ("assignedPod", "assignedPodUID", "exitCode", "completionTime", "reason"):
         new.pop(key, None)
@@ -110,7 +140,9 @@ def finished(
     conditions = {"Completed": ("True", reason, message)}
     if _ran(status):
         conditions["Running"] = ("False", reason, message)
+    _not_ready(status, conditions, reason, message)
     new = _with(status, now, generation, **conditions)
+    new.pop("endpoint", None)  # a finished Run is invoked nowhere
     new.update(
         phase=phase,
         reason=reason,

@@ -77,6 +77,8 @@ class ResourceKind:
     subresources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Finalizers every new object gets (what a mutating webhook would add in Kubernetes).
     default_finalizers: tuple[str, ...] = ()
+    # more finalizers a new object gets by what it is (manifest -> finalizers), e.g. function Runs
+    finalizers_for: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
     # The kind's watchers: (object, event type) -> None, called for every change recorded
     # (``history.announce``: a store write, a status write, a batch), inside the writing
     # transaction; each marks work (a work queue key). Other apps add theirs with ``watch``.

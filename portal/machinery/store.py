@@ -273,9 +273,13 @@ def create(
         )
     if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
         meta["name"] = _generate_name(meta["generateName"])
-    if kind.default_finalizers and isinstance(meta.get("finalizers") or [], list):
+    defaults = (
+        *kind.default_finalizers,
+        *(kind.finalizers_for(manifest) if kind.finalizers_for else ()),
+    )
+    if defaults and isinstance(meta.get("finalizers") or [], list):
         have = list(meta.get("finalizers") or [])
-        meta["finalizers"] = have + [f for f in kind.default_finalizers if f not in have]
+        meta["finalizers"] = have + [f for f in defaults if f not in have]
     name = meta.get("name") or ""
     manifest = _run_defaulting(kind, manifest, namespace, name, context)
     defaulted_meta = manifest.get("metadata") if kind.defaulting else None

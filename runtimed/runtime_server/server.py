@@ -23,6 +23,7 @@ from .. import execute
 from ..staging import PrepareError
 from . import runtime_pb2 as pb
 from . import runtime_pb2_grpc as pb_grpc
+from .functions import FunctionRuntimeServicer
 from .programs import BUILT_IN, Program
 
 log = logging.getLogger("runtimed.runtime_server")
@@ -81,6 +82,8 @@ class RuntimeServicer(pb_grpc.RuntimeServicer):
         self._lock = threading.Lock()
         self._executions: dict[str, Execution] = {}
         self._in_process: dict[str, InProcess] = {}
+        # function mode (``executor.v1.FunctionRuntime``), served beside it by :func:`serve`
+        self.functions: FunctionRuntimeServicer | None = None
 
     def attach(self, id: str, options: InProcess) -> None:
         """The next Execute of ``id`` comes from the runtimed hosting this server."""
@@ -215,18 +218,24 @@ class RuntimeServicer(pb_grpc.RuntimeServicer):
         for run in runs:
             if run.thread is not None:
                 run.thread.join(timeout)
+        if self.functions is not None:
+            self.functions.close()
 
 
 def serve(
     name: str, address: str, state_dir: Path | None = None
 ) -> tuple[grpc.Server, RuntimeServicer]:
     """Start the built-in server ``name`` (``bash``, ``python``) on ``address``
-    (``unix:/path`` or ``127.0.0.1:port``); returns the started server and its servicer."""
+    (``unix:/path`` or ``127.0.0.1:port``); returns the started server and its servicer, whose
+    ``functions`` is the ``FunctionRuntime`` servicer served beside it."""
     directory = state_dir or Path(tempfile.mkdtemp(prefix=f"runtime-{name}-"))
     directory.mkdir(parents=True, exist_ok=True)
     servicer = RuntimeServicer(name, BUILT_IN[name], directory)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    # a function call holds a thread while it runs (and an Unregister while it drains)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
     pb_grpc.add_RuntimeServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
+    servicer.functions = FunctionRuntimeServicer(name, directory)
+    pb_grpc.add_FunctionRuntimeServicer_to_server(servicer.functions, server)  # type: ignore[no-untyped-call]
     if server.add_insecure_port(address) == 0:
         raise OSError(f"cannot listen on {address}")
     server.start()

@@ -20,7 +20,7 @@ from portal.resource_admin import (
 )
 from scheduling.models import ACTIVE_PHASES, Run, RunPhase, Runtime
 
-from . import run_data, run_detail
+from . import run_data, run_detail, run_function
 from .common import (
     fenced_pod_cell,
     pod_row_link,
@@ -166,6 +166,38 @@ class RunAdmin(RunPageMixin, RunLogAdminMixin, ResourceAdmin):  # + page order, 
         "column_pod": "pod_cell",
         "column_reason": "message_cell",
     }
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None and obj.is_function:  # after Status: what a caller needs first
+            at = next((i + 1 for i, (title, _) in enumerate(fieldsets) if title == "Status"), 1)
+            fieldsets = [
+                *fieldsets[:at],
+                ("Function", {"fields": run_function.FIELDS}),
+                *fieldsets[at:],
+            ]
+        return fieldsets
+
+    def _figures(self, obj):
+        if getattr(obj, "_function_figures", None) is None:
+            obj._function_figures = (run_function.stats(obj),)
+        return obj._function_figures[0]
+
+    @admin.display(description="endpoint")
+    def endpoint_display(self, obj):
+        return run_function.endpoint(obj)
+
+    @admin.display(description="ready since")
+    def ready_since_display(self, obj):
+        return run_function.ready_since(obj)
+
+    @admin.display(description="invocations")
+    def invocations_display(self, obj):
+        return run_function.invocations(obj, self._figures(obj))
+
+    @admin.display(description="errors")
+    def errors_display(self, obj):
+        return run_function.errors(self._figures(obj))
 
     def example_manifest(self, namespace: str) -> dict:
         """Add Run starts from a Run that works as it is: a hello step on a Runtime of the

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduling import resources
+from scheduling import dataplane, resources
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "kruntimes-portal"
@@ -78,7 +78,12 @@ def broker_env(options: RuntimedOptions) -> dict[str, Any]:
 
 
 def runtimed_env(
-    name: str, spec: dict, template_annotations: dict, grace: int, options: RuntimedOptions
+    name: str,
+    spec: dict,
+    template_annotations: dict,
+    grace: int,
+    options: RuntimedOptions,
+    namespace: str,
 ) -> list[dict[str, Any]]:
     store = spec.get("artifactStore") or {}
     values = {
@@ -100,6 +105,22 @@ def runtimed_env(
         *downward_env("KRUNTIME_"),  # what runtimed reads (runtimed.config)
         broker_env(options),
         *({"name": key, "value": value} for key, value in values.items()),
+        *dataplane_env(namespace),
+    ]
+
+
+DATAPLANE_PORT = 9092
+
+
+def dataplane_env(namespace: str) -> list[dict[str, Any]]:
+    """The function dataplane (runtimed.dataplane) on the pod's IP, and the namespace's key
+    the gateway shows it (``scheduling.dataplane``)."""
+    key = {"name": "KRUNTIME_DATAPLANE_KEY", "value": dataplane.key(namespace)}
+    return [
+        {"name": "KRUNTIME_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        # Kubernetes expands $(VAR) from the variables listed before it
+        {"name": "KRUNTIME_DATAPLANE_ADDRESS", "value": f"$(KRUNTIME_POD_IP):{DATAPLANE_PORT}"},
+        key,
     ]
 
 
@@ -144,7 +165,7 @@ def labels_for(name: str) -> dict[str, str]:
     return {MANAGED_BY_LABEL: MANAGED_BY, RUNTIME_LABEL: name}
 
 
-def pod_template(name: str, spec: dict, options: RuntimedOptions) -> dict:
+def pod_template(name: str, spec: dict, options: RuntimedOptions, namespace: str) -> dict:
     template = copy.deepcopy(spec.get("template") or {})
     metadata = template.get("metadata") or {}
     pod = template.get("spec") or {}
@@ -155,7 +176,9 @@ def pod_template(name: str, spec: dict, options: RuntimedOptions) -> dict:
         "name": RUNTIMED_CONTAINER,
         "image": spec.get("daemonImage") or options.image,
         "command": list(RUNTIMED_COMMAND),
-        "env": runtimed_env(name, spec, metadata.get("annotations") or {}, grace, options),
+        "env": runtimed_env(
+            name, spec, metadata.get("annotations") or {}, grace, options, namespace
+        ),
         "volumeMounts": [workspace_mount, *store_mounts],
     }
     containers = [
@@ -196,7 +219,7 @@ def deployment_manifest(
         "spec": {
             "replicas": int(spec.get("replicas") or 1),
             "selector": {"matchLabels": {RUNTIME_LABEL: name}},
-            "template": pod_template(name, spec, options),
+            "template": pod_template(name, spec, options, namespace),
         },
     }
     manifest["metadata"]["annotations"][HASH_ANNOTATION] = digest(manifest)

@@ -25,6 +25,7 @@ import secrets
 import shutil
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from django.utils import timezone
 
 from portal.processes import Child, Supervisor
 from runtimed import proctree, protocol
-from scheduling import dispatch, lifecycle, pod_writer, recovery, resources
+from scheduling import dataplane, dispatch, lifecycle, pod_writer, recovery, resources
 from scheduling.models import (
     LOCAL_PROVIDER,
     PodPhase,
@@ -130,8 +131,16 @@ def pod_env(pod: PodIdentity, capacity: dict[str, int]) -> dict[str, str]:
         "KRUNTIME_SECRETS_DIR": str(pod.secrets),
         # the pod's Runtime Server: the template's runtime container (built-in or a command)
         **runtime_server.server_env(runtime_spec(pod)),
+        # where the function gateway reaches this pod (runtimed.dataplane), and its key
+        "KRUNTIME_DATAPLANE_ADDRESS": dataplane_address(pod.uid),
+        "KRUNTIME_DATAPLANE_KEY": dataplane.key(pod.namespace),
     }
     return env
+
+
+def dataplane_address(pod_uid: str) -> str:
+    """A pod-local unix socket: short enough for sun_path wherever the data directory is."""
+    return f"unix:{tempfile.gettempdir()}/krt-dp-{pod_uid}.sock"
 
 
 def runtime_spec(pod: PodIdentity) -> dict[str, Any]:

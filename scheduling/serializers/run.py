@@ -102,8 +102,8 @@ class RunFunctionModeSerializer(StrictSerializer):
         required=False,
     )
     idleTimeoutSeconds = StrictIntegerField(
-        help_text="Seconds a function Run may stay without an invocation; kept with the Run, "
-        "but this server does not stop idle functions yet.",
+        help_text="Seconds a Ready function Run may go without an invocation in flight or "
+        "ended; then it ends Timeout with reason IdleTimeout and gives its slot back.",
         min_value=0,
         max_value=INT32_MAX,
         required=False,

@@ -27,6 +27,14 @@ from collections.abc import Callable
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+INVOKE_HELP = (
+    "Warm function invocations through the gateway on real processes (control worker, beat, "
+    "the HTTPS web server, one python Runtime Pod): C function Runs are created and timed to "
+    "Ready, then COUNT invocations over one keep-alive connection (C=1) and COUNT over C "
+    "connections, one function each. Prints ONE JSON line: ready_p50_ms, c1 and cN "
+    "{p50_ms, p99_ms, per_second, errors}, bare_call_us (the same handler called in "
+    "process). Exits non-zero if an invocation failed."
+)
 WATCH_HELP = (
     "Watch fan-out on one web process: uvicorn serving portal.asgi (as manage.py up's web "
     "workers do) holds N real HTTP watches of ConfigMaps in a fresh namespace while this "
@@ -278,6 +286,38 @@ class Command(BaseCommand):
             help="do not start beat (the controller then lives on events alone)",
         )
 
+        invoke = targets.add_parser("invoke", help=INVOKE_HELP, description=INVOKE_HELP)
+        invoke.add_argument(
+            "--count", type=int, default=2000, help="measured invocations at C=1 and at C=N each"
+        )
+        invoke.add_argument(
+            "--concurrency",
+            type=int,
+            default=16,
+            help="clients at once in the second measure, each with its own function Run",
+        )
+        invoke.add_argument(
+            "--namespace", default="bench-invoke", help="the namespace to (re)create"
+        )
+        invoke.add_argument(
+            "--warmup", type=int, default=None, help="unmeasured invocations per client first"
+        )
+        invoke.add_argument(
+            "--web-workers", type=int, default=2, help="web server processes (the gateway's)"
+        )
+        invoke.add_argument(
+            "--startup-timeout", type=float, default=120.0, help="seconds for the processes"
+        )
+        invoke.add_argument("--keep", action="store_true", help="keep the namespace afterwards")
+        invoke.add_argument(
+            "--control-arg",
+            action="append",
+            default=[],
+            metavar="ARG",
+            help="append ARG to the control worker's command line",
+        )
+        invoke.add_argument("--no-beat", action="store_true", help="do not start beat")
+
         watch = targets.add_parser("watch", help=WATCH_HELP, description=WATCH_HELP)
         watch.add_argument("--watchers", type=int, required=True, help="watches held open")
         watch.add_argument("--writes", type=int, required=True, help="ConfigMap creates")
@@ -305,6 +345,8 @@ class Command(BaseCommand):
             self.handle_runs(**options)
         elif target == "workflows":
             self.handle_workflows(**options)
+        elif target == "invoke":
+            self.handle_invoke(**options)
         elif target == "idle":
             from benchmarks.idle import run_idle_bench
 
@@ -453,6 +495,24 @@ class Command(BaseCommand):
                 timeout=timeout,
                 poll=poll_ms / 1000,
                 **_common(options),
+            ),
+        )
+
+    def handle_invoke(
+        self, *, count, concurrency, no_beat, control_arg, web_workers, **options
+    ) -> None:
+        from benchmarks.invoke import InvokeOptions, run_invoke_bench
+
+        self._processes_bench(
+            InvokeOptions,
+            run_invoke_bench,
+            subdir="bench-invoke",
+            what=lambda bench: f"bench invoke: {count} invocations at C=1 and at C={concurrency}",
+            failure="invocation(s) failed",
+            control_arg=control_arg,
+            no_beat=no_beat,
+            fields=dict(
+                count=count, concurrency=concurrency, web_workers=web_workers, **_common(options)
             ),
         )
 

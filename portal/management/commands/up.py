@@ -135,6 +135,17 @@ def metrics_dir() -> str:
     return str(path)
 
 
+def gateway_env(port: int, bind: str, files: ServingFiles) -> None:
+    """Function Runs are invoked at this server's HTTPS address (``scheduling.endpoints``);
+    with the portal's own certificate, its CA is what clients verify the endpoint with."""
+    host = bind if bind not in ("", "0.0.0.0", "::", "localhost") else "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    os.environ.setdefault("KRUNTIMES_GATEWAY_URL", f"https://{host}:{port}")
+    ca = tls_files.data_dir_paths().ca_cert
+    if files.cert == tls_files.data_dir_paths().server_cert and ca.exists():
+        os.environ.setdefault("KRUNTIMES_GATEWAY_CA_FILE", str(ca))
+
+
 def serving_files(
     bind: str, *, tls: bool, cert: str | None, key: str | None
 ) -> ServingFiles | None:
@@ -210,6 +221,8 @@ class Command(BaseCommand):
     ) -> None:
         (settings.DATA_DIR / "beat.pid").unlink(missing_ok=True)
         os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", metrics_dir())
+        if files is not None:
+            gateway_env(port, bind, files)
         supervisor = Supervisor(
             control_plane(port, bind, workers=workers, tls=files, verbose_beat=verbose_beat),
             stop_timeout=settings.KRUNTIMES_POD_TERMINATION_GRACE_SECONDS,

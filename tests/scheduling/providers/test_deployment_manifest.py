@@ -225,3 +225,17 @@ def test_the_hash_says_whether_a_deployment_is_current():
     scaled_by_hand = {**served, "spec": {**served["spec"], "replicas": 5}}
     assert not is_current(scaled_by_hand, m)
     assert manifest() == m  # deterministic
+
+
+@pytest.mark.django_db
+def test_runtimed_serves_the_function_dataplane_on_the_pods_ip_with_its_namespaces_key():
+    from scheduling import dataplane
+
+    values = env(container(manifest(), "runtimed"))
+    assert values["KRUNTIME_POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert values["KRUNTIME_DATAPLANE_ADDRESS"] == "$(KRUNTIME_POD_IP):9092"
+    assert values["KRUNTIME_DATAPLANE_KEY"] == dataplane.key("team-a")
+    assert dataplane.key("team-a") != dataplane.key("team-b")  # a tenant's key opens no other
+    names = [item["name"] for item in container(manifest(), "runtimed")["env"]]
+    # $(KRUNTIME_POD_IP) expands only from a variable listed before it
+    assert names.index("KRUNTIME_POD_IP") < names.index("KRUNTIME_DATAPLANE_ADDRESS")
