@@ -27,6 +27,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from portal import overview
+from portal.auth.namespaces import visible_namespaces
 from portal.machinery.conditions import time_or_none
 from portal.models import ControllerRevision
 from portal.resource_admin import (
@@ -47,14 +48,15 @@ from scheduling.admin.run_artifacts import download_url
 from scheduling.admin.run_data import location_text
 from scheduling.models import Run
 
-from . import graph
+from . import graph, job_workspaces, step_graph
+from .console import WorkflowRunActionsMixin, WorkflowSubmitMixin, may
 from .models import Action, JobPhase, Workflow, WorkflowRun
+from .starting import run_manifest
 from .status import step_shown
 
 WORKFLOWRUN_UID = "kruntimes.io/workflowrun-uid"
 WORKFLOW_JOB = "kruntimes.io/workflow-job"
 WORKFLOW_STEP = "kruntimes.io/workflow-step"
-REFRESH_SECONDS = 3
 RUNS_SHOWN = 50
 CHILD_RUNS_LOADED = 2000
 RUN_UID_IN_LOCATION = re.compile(r"(?:^|/)runs/([0-9a-fA-F-]{32,36})(?:/|$)")
@@ -373,22 +375,33 @@ def annotate_workflow_pks(objects: Iterable[Any], attribute: str) -> None:
         obj._workflow_pk = found.get((obj.namespace, getattr(obj, attribute)))
 
 
+FIRST_SECTIONS = ("Status", "Job graph", "Jobs", "Data")
+
+
 @admin.register(WorkflowRun)
-class WorkflowRunAdmin(ResourceAdmin):
+class WorkflowRunAdmin(WorkflowRunActionsMixin, ResourceAdmin):
     change_form_template = "admin/workflows/workflowrun/change_form.html"
-    actions = ["cancel_workflow_runs", "delete_objects", "remove_finalizers"]
+    actions = [
+        "cancel_workflow_runs",
+        "rerun_workflow_runs",
+        "rerun_failed_jobs",
+        "delete_objects",
+        "remove_finalizers",
+    ]
     detail_fieldsets = [
-        ("Job graph", {"fields": ["graph_display"]}),
+        ("Job graph", {"fields": ["step_graph_display", "graph_display"]}),
         ("Jobs", {"fields": ["jobs_display"]}),
         (
             "Data",
             {
                 "fields": [
                     "workflow_display",
+                    "rerun_display",
                     "message_display",
                     "inputs_display",
                     "outputs_display",
                     "snapshot_display",
+                    "workspaces_display",
                     "cancel_display",
                 ]
             },
@@ -423,13 +436,56 @@ class WorkflowRunAdmin(ResourceAdmin):
         annotate_workflow_pks(changelist.result_list, "workflow")  # evaluates (caches) the page
         return changelist
 
+    def get_fieldsets(self, request, obj=None):
+        """What the run does first (status, the step graph, the jobs, its data), then the
+        rest (metadata, labels, YAML) as the shared page orders it."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        first = [f for title in FIRST_SECTIONS for f in fieldsets if f[0] == title]
+        return first + [f for f in fieldsets if f[0] not in FIRST_SECTIONS]
+
+    def has_change_permission(self, request, obj=None):
+        """A finished run's page has nothing to save (its spec is fixed, cancelling is
+        over): it is shown read-only, without Save buttons."""
+        if obj is not None and obj.is_finished:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        namespaces = visible_namespaces(request.user, "kruntimes.io", "workflowruns")
+        if not request.user.is_superuser and not any(
+            may(request.user, "create", ns) for ns in namespaces
+        ):
+            actions.pop("rerun_workflow_runs", None)
+            actions.pop("rerun_failed_jobs", None)
+        return actions
+
+    def example_manifest(self, namespace: str) -> dict | None:
+        """The Add form starts a Workflow of the namespace (the newest), its inputs' defaults
+        filled in; the Workflow page's Submit form is the easier way."""
+        workflow = Workflow.objects.filter(namespace=namespace).order_by("-creation_timestamp")
+        found = workflow.first()
+        if found is None:
+            return None
+        inputs = {
+            key: str(as_dict(spec).get("default", ""))
+            for key, spec in as_dict(as_dict(found.spec).get("inputs")).items()
+        }
+        manifest = run_manifest(found.name, inputs)
+        manifest["metadata"]["namespace"] = namespace
+        return manifest
+
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None and not add:
             paused = request.GET.get("refresh") == "off"
-            context["workflow_refresh"] = (
-                REFRESH_SECONDS if not obj.is_finished and not paused else None
-            )
-            context["workflow_refresh_paused"] = paused and not obj.is_finished
+            context["wfr_page"] = {
+                **self.run_buttons(request, obj),
+                "active": not obj.is_finished and not paused,
+                "watch_url": watch_url(obj),
+                "runs_watch_url": runs_watch_url(obj),
+            }
         return super().render_change_form(
             request, context, add=add, change=change, form_url=form_url, obj=obj
         )
@@ -501,6 +557,17 @@ class WorkflowRunAdmin(ResourceAdmin):
     def job_anchors(self, obj) -> dict[str, str]:
         return {job: f"job-{index}" for index, job in enumerate(job_ids(obj))}
 
+    @admin.display(description="steps")
+    def step_graph_display(self, obj):
+        children = self._children(obj)
+        site = self.admin_site
+
+        def links(run: Run) -> tuple[str, str]:
+            url = admin_url(site, "scheduling_run_change", run.pk) or ""
+            return url, f"{url}#run-log" if url else ""
+
+        return step_graph.render(obj, children.for_step, links)
+
     @admin.display(description="graph")
     def graph_display(self, obj):
         jobs = {job: spec_jobs(obj.spec).get(job, {}) for job in job_ids(obj)}
@@ -513,9 +580,8 @@ class WorkflowRunAdmin(ResourceAdmin):
         )
         note = (
             format_html(
-                '<p class="k-muted">This page refreshes every {}s while the run is {}. '
-                '<a href="?refresh=off">Stop refreshing</a></p>',
-                REFRESH_SECONDS,
+                '<p class="k-muted">This page follows the run live while it is {}. '
+                '<a href="?refresh=off">Stop following</a></p>',
                 obj.phase,
             )
             if not obj.is_finished
@@ -651,6 +717,10 @@ class WorkflowRunAdmin(ResourceAdmin):
             return format_html('{} <span class="k-muted">(not found)</span>', name)
         return link_to(revision, name, self.admin_site)
 
+    @admin.display(description="job workspaces")
+    def workspaces_display(self, obj):
+        return job_workspaces.table(obj, self.admin_site)
+
     @admin.display(description="cancel requested")
     def cancel_display(self, obj):
         return badge("yes", "warn") if obj.cancel_requested else "no"
@@ -663,6 +733,18 @@ class WorkflowRunAdmin(ResourceAdmin):
         self.request_cancellation(
             request, queryset, finished=lambda run: run.is_finished, plural="WorkflowRuns"
         )
+
+
+def watch_url(obj: WorkflowRun) -> str:
+    """The WorkflowRun's own watch (the page's live.js follows it)."""
+    base = f"/apis/kruntimes.io/v1alpha1/namespaces/{obj.namespace}/workflowruns"
+    return f"{base}?watch=true&fieldSelector=metadata.name%3D{obj.name}"
+
+
+def runs_watch_url(obj: WorkflowRun) -> str:
+    """The watch of the Runs the run made (by the controller's label)."""
+    base = f"/apis/kruntimes.io/v1alpha1/namespaces/{obj.namespace}/runs"
+    return f"{base}?watch=true&labelSelector={WORKFLOWRUN_UID}%3D{obj.uid}"
 
 
 # ------------------------------------------------------------------------------ Workflow
@@ -698,8 +780,8 @@ def names_list(values: Any) -> SafeString:
 
 
 @admin.register(Workflow)
-class WorkflowAdmin(ResourceAdmin):
-    change_form_template = "admin/workflows/change_form.html"
+class WorkflowAdmin(WorkflowSubmitMixin, ResourceAdmin):
+    change_form_template = "admin/workflows/workflow/change_form.html"
     detail_fieldsets = [
         ("Jobs", {"fields": ["graph_display", "jobs_display"]}),
         ("Interface", {"fields": ["inputs_display", "outputs_display"]}),
@@ -722,6 +804,13 @@ class WorkflowAdmin(ResourceAdmin):
         changelist = super().get_changelist_instance(request)
         annotate_run_counts(changelist.result_list)
         return changelist
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None and not add and may(request.user, "create", obj.namespace):
+            context["submit_url"] = self.submit_url(obj)
+        return super().render_change_form(
+            request, context, add=add, change=change, form_url=form_url, obj=obj
+        )
 
     def _runs_url(self, obj) -> str | None:
         url = admin_url(self.admin_site, "workflows_workflowrun_changelist")

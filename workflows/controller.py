@@ -19,6 +19,8 @@ it again changes nothing until a child moves.
 - Before its first child a run gets its snapshot (``workflows.snapshots``: the spec and the
   Actions and Workflows it calls, in a ControllerRevision it owns, ``status.snapshotName``);
   every pass computes from it. Each job's ``pre`` is its direct needs, sorted.
+- A rerun of failed jobs only (``spec.rerunOf``, ``workflows.reruns``) starts with the jobs
+  that succeeded in the old run as they were there (from its snapshot), and owns their Runs too.
 - ``cancelRequested`` cancels the active children (child WorkflowRuns too) and ends the run
   Cancelled; a WorkflowRun whose caller at any level is cancelled is cancelled with it, and a
   call that would nest WorkflowRuns too deep fails its job (``workflows.calls``).
@@ -48,7 +50,7 @@ from scheduling.models import ACTIVE_PHASES, TERMINAL_PHASES, Run, RunPhase, Run
 from workspaces.models import PersistentWorkspace, WorkspacePhase
 from workspaces.ownership import WORKFLOW_CONTROLLER
 
-from . import calls, expressions, run_events, snapshots
+from . import calls, expressions, reruns, run_events, snapshots
 from . import status as run_status
 from .expressions import Unresolved, Values
 from .models import FINISHED_RUN_PHASES, JobPhase, StepPhase, WorkflowRun, WorkflowRunPhase
@@ -297,6 +299,9 @@ class Reconciler:
     # --- one job -------------------------------------------------------------------------
 
     def job(self, job: str, spec: dict, previous: dict) -> dict:
+        carried = (self.snapshot.get("carried") or {}).get(job)
+        if carried is not None:  # a rerun of failed jobs only: it succeeded in the old run
+            return carried
         if previous.get("phase") in DONE_JOBS:
             return previous  # settled: a finished job never changes
         needs = spec.get("needs") or []
@@ -816,6 +821,10 @@ def _pass(wfr: WorkflowRun, children: Children, now: datetime) -> bool:
     created = int(ensure_snapshot(wfr, children))
     callers = calls.callers(wfr)
     revision = next(iter(children.revisions.values()))
+    if created and (wfr.spec or {}).get("rerunOf"):
+        carried = (revision.data or {}).get("carried") or {}
+        reruns.keep_carried(wfr, carried, context())
+        reruns.record_link(wfr, carried)
     runtimes = runtimes_present(wfr, (revision.data or {}).get("spec") or {})
     refused: dict[tuple[str, str], str] = {}
     done: set[Write] = set()

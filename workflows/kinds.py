@@ -30,6 +30,7 @@ def register_workflow_kinds() -> None:
     from .injection import action_warnings, jobs_warnings, workflow_run_warnings
     from .models import FINISHED_RUN_PHASES, Action, Workflow, WorkflowRun
     from .names import CONTROLLER_LABELS
+    from .reruns import copy_rerun
     from .serializers import (
         ActionSpecSerializer,
         DefinitionStatusSerializer,
@@ -80,7 +81,7 @@ def register_workflow_kinds() -> None:
             short_names=("wfr",),
             status=StatusStrategy(rules=(final_phases("WorkflowRun", *FINISHED_RUN_PHASES),)),
             body={"spec": WorkflowRunSpecSerializer, "status": WorkflowRunStatusSerializer},
-            defaulting=(freeze_workflow,),
+            defaulting=(copy_rerun, freeze_workflow),
             validators=WORKFLOW_RUN_VALIDATORS,
             warnings=(workflow_run_warnings,),
             # the controller runs after each write (and from beat): workflows.controller

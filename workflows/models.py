@@ -37,6 +37,9 @@ class StepPhase(models.TextChoices):
     FAILED = "Failed"
 
 
+# a job status a rerun of failed jobs only took from the run it reruns (workflows.reruns)
+CARRIED_REASON = "CarriedOver"
+
 FINISHED_RUN_PHASES = (
     WorkflowRunPhase.SUCCEEDED,
     WorkflowRunPhase.FAILED,

@@ -17,7 +17,14 @@ from portal import event_writer, events_recorder
 from portal.events_recorder import NORMAL, WARNING
 from portal.machinery.registry import registry
 
-from .models import FINISHED_RUN_PHASES, JobPhase, StepPhase, WorkflowRun, WorkflowRunPhase
+from .models import (
+    CARRIED_REASON,
+    FINISHED_RUN_PHASES,
+    JobPhase,
+    StepPhase,
+    WorkflowRun,
+    WorkflowRunPhase,
+)
 
 Item = tuple[Any, str, str, str]
 JOB_ENDS = {
@@ -58,6 +65,8 @@ def _step_items(wfr: WorkflowRun, name: str, before: dict, after: dict) -> list[
 def _job_message(name: str, job: dict) -> str:
     phase = job.get("phase")
     if phase == JobPhase.SUCCEEDED:
+        if job.get("reason") == CARRIED_REASON:
+            return f"job {name} {job.get('message') or 'carried over'}"
         return f"job {name} succeeded"
     if phase == JobPhase.SKIPPED:
         return f"job {name} was skipped: {job.get('message') or 'it did not start'}"
@@ -77,7 +86,8 @@ def transitions(wfr: WorkflowRun, before: dict, after: dict) -> list[Item]:
     old_jobs = before.get("jobs") or {}
     for name, job in (after.get("jobs") or {}).items():
         old = old_jobs.get(name) or {}
-        items += _step_items(wfr, name, old, job)
+        if job.get("reason") != CARRIED_REASON:  # its steps ran in the old run
+            items += _step_items(wfr, name, old, job)
         if job.get("phase") in JOB_ENDS and old.get("phase") != job.get("phase"):
             reason, type_ = JOB_ENDS[job["phase"]]
             items.append((wfr, reason, _job_message(name, job), type_))

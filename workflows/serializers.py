@@ -316,6 +316,36 @@ class WorkflowRefSerializer(StrictSerializer):
     )
 
 
+class RerunOfSerializer(StrictSerializer):
+    """The finished WorkflowRun this one runs again (``workflows.reruns``)."""
+
+    name = SubdomainField(
+        help_text=(
+            "The WorkflowRun (in this WorkflowRun's namespace) run again: it must exist, be "
+            "finished, and be readable by the creator; its jobs, outputs, workflowRef and "
+            "inputs are copied into this spec at create."
+        ),
+        max_length=253,
+    )
+    failedJobsOnly = StrictBooleanField(
+        help_text=(
+            "Run only the jobs that did not succeed and those downstream of them; the jobs "
+            "that succeeded keep their outputs, artifacts and step Runs from that run. "
+            "Default false: every job runs again."
+        ),
+        required=False,
+        default=False,
+    )
+    uid = StrictCharField(
+        help_text=(
+            "The uid of the WorkflowRun run again, set at create; when given, a precondition "
+            "that the named WorkflowRun still has it."
+        ),
+        max_length=36,
+        required=False,
+    )
+
+
 class WorkflowRunSpecSerializer(StrictSerializer):
     """A run of frozen jobs: given inline, or copied from ``workflowRef`` at create
     (``workflows.starting``); ``inputs`` are the values its expressions read."""
@@ -336,6 +366,14 @@ class WorkflowRunSpecSerializer(StrictSerializer):
     jobs = jobs_field()
     cancelRequested = StrictBooleanField(
         help_text="Set to true to cancel the WorkflowRun and the Runs it started.", required=False
+    )
+    rerunOf = RerunOfSerializer(
+        help_text=(
+            "The finished WorkflowRun this one reruns: its jobs, outputs and inputs are copied "
+            "(inputs may be overridden unless failedJobsOnly), and the label "
+            "kruntimes.io/rerun-of names it."
+        ),
+        required=False,
     )
 
     def cross_field_causes(self, data: dict) -> list[FieldError]:

@@ -5,7 +5,8 @@ apps/v1 ControllerRevision it owns and named by ``status.snapshotName`` (kruntim
 
 ``data`` holds the run's frozen ``spec`` (jobs, inputs, outputs, workflowRef; not the
 ``cancelRequested`` switch), the Action each ``uses`` step calls (``actions.<job>.<step>``) and
-the Workflow each ``uses`` job calls (``workflows.<job>``), as they were at the start. The
+the Workflow each ``uses`` job calls (``workflows.<job>``), as they were at the start, and for a
+rerun of failed jobs only the job statuses it carries over (``carried.<job>``, ``workflows.reruns``). The
 controller runs from it and from nothing else, so a later change to a Workflow or Action never
 reaches a run that started. A name that does not resolve is left out: its step or job fails
 with the same "not found" message when it is due.
@@ -17,6 +18,7 @@ import hashlib
 import json
 from typing import Any
 
+from . import reruns
 from .models import Action, Workflow, WorkflowRun
 from .names import MAX_NAME, UID_LABEL, owner_reference
 
@@ -60,7 +62,14 @@ def resolve(wfr: WorkflowRun) -> dict[str, Any]:
                     "name": step["uses"],
                     "spec": found_actions[step["uses"]],
                 }
-    return {"spec": spec, "actions": actions, "workflows": workflows}
+    data: dict[str, Any] = {"spec": spec, "actions": actions, "workflows": workflows}
+    try:
+        carried = reruns.carried_jobs(wfr)
+    except reruns.SourceGone as exc:
+        raise Unusable(str(exc)) from None
+    if carried:
+        data["carried"] = carried
+    return data
 
 
 def _specs(model, namespace: str, names: set[str]) -> dict[str, dict]:

@@ -26,7 +26,7 @@ from .expressions import Scope, check
 
 # jobs.<job>.artifacts.<artifact name> (the job is the shortest label value that fits)
 ARTIFACT_FROM = re.compile(r"jobs\.(?P<job>[A-Za-z0-9][-A-Za-z0-9_.]*?)\.artifacts\.(?P<name>.+)")
-RUN_IMMUTABLE_FIELDS = ("workflowRef", "inputs", "outputs", "jobs")
+RUN_IMMUTABLE_FIELDS = ("workflowRef", "inputs", "outputs", "jobs", "rerunOf")
 
 
 def _has(data: Any, key: str) -> bool:
@@ -266,7 +266,8 @@ def action_causes(spec: dict) -> list[FieldError]:
 
 
 def run_spec_immutable(new: dict, old: dict | None) -> list[FieldError]:
-    """What a WorkflowRun runs is fixed at create: its jobs, outputs, inputs and workflowRef."""
+    """What a WorkflowRun runs is fixed at create: its jobs, outputs, inputs, workflowRef and
+    the run it reruns."""
     if old is None:
         return []
     new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}

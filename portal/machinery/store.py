@@ -282,6 +282,9 @@ def create(
         meta["finalizers"] = have + [f for f in defaults if f not in have]
     name = meta.get("name") or ""
     manifest = _run_defaulting(kind, manifest, namespace, name, context)
+    defaulted_meta = manifest.get("metadata") if kind.defaulting else None
+    if isinstance(defaulted_meta, dict) and "labels" in defaulted_meta:
+        meta["labels"] = defaulted_meta["labels"]  # a defaulting hook may label the object
     body, causes = _validate_body(kind, manifest, None, None)
     causes = _meta_shape_causes(manifest.get("metadata")) + validate_metadata(kind, meta) + causes
     new_manifest = {

@@ -152,6 +152,13 @@ class RunPageMixin:
             request, context, add=add, change=change, form_url=form_url, obj=obj
         )
 
+    def has_change_permission(self, request, obj=None):
+        """A finished Run's page has nothing to save (its spec is fixed, it cannot be
+        cancelled): it is shown read-only, without Save buttons; Retry makes a new one."""
+        if obj is not None and obj.is_terminal:
+            return False
+        return super().has_change_permission(request, obj)  # type: ignore[misc]
+
     def _posted_run(self, request, object_id) -> Run:
         run = self.get_object(request, unquote(object_id))
         if run is None:

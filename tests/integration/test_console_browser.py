@@ -299,3 +299,154 @@ def test_the_console_in_a_real_browser(portal_up, browser, django_user_model, tm
     )
     assert allowed.status_code == 200
     assert re.search(r"scheduling/run/", browser.page_source) is None or True
+
+
+def workflow_with_a_gate(runtime: str) -> dict:
+    """build (two steps, an output and an artifact), then check: it passes once the file named
+    by the input ``gate`` exists (so a run fails, and its rerun of failed jobs succeeds)."""
+    return {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "gated"},
+        "spec": {
+            "inputs": {
+                "gate": {"type": "string", "required": True},
+                "delay": {"type": "string", "default": "3"},
+            },
+            "jobs": {
+                "build": {
+                    "runs-on": runtime,
+                    "steps": [
+                        {
+                            "name": "compile",
+                            "run": 'sleep ${{ inputs.delay }}; echo "version=1.4" >> "$KRUNTIME_OUTPUTS"',
+                        },
+                        {
+                            "name": "package",
+                            "run": 'echo dist > "$KRUNTIME_ARTIFACTS_DIR/dist.txt"',
+                        },
+                    ],
+                    "outputs": {"version": "${{ steps.compile.outputs.version }}"},
+                },
+                "check": {
+                    "runs-on": runtime,
+                    "needs": ["build"],
+                    "steps": [
+                        {
+                            "name": "gate",
+                            "run": 'test -f "${{ inputs.gate }}" && test "$(cat dist.txt)" = dist '
+                            '&& echo "checked ${{ jobs.build.outputs.version }}"',
+                            "artifacts": [
+                                {"from": "jobs.build.artifacts.dist.txt", "path": "dist.txt"}
+                            ],
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def node_phases(driver) -> dict[str, str]:
+    """ "job/step" -> the phase the page's step graph shows."""
+    return driver.execute_script(
+        "const found = {};"
+        "document.querySelectorAll('#step-graph .k-step-node[data-step]').forEach(n => {"
+        "  found[n.dataset.job + '/' + n.dataset.step] = n.dataset.phase; });"
+        "return found;"
+    )
+
+
+def viewport_shot(driver, path, css: str = "") -> None:
+    """What a reader sees at 1440 x 900 (scrolled to ``css``, when given)."""
+    driver.set_window_size(1440, 900)
+    if css:
+        driver.execute_script(
+            "const e = document.querySelector(arguments[0]); if (e) { e.scrollIntoView(); }"
+            "window.scrollBy(0, -60);",
+            css,
+        )
+    else:
+        driver.execute_script("window.scrollTo(0, 0);")
+    driver.save_screenshot(str(path))
+
+
+def test_submit_follow_and_rerun_failed_jobs_in_a_real_browser(portal_up, browser, tmp_path):
+    """Submit a Workflow from its form, watch its step graph move without a reload, rerun the
+    failed jobs of the run that failed, and see the rerun succeed with the build carried over."""
+    from selenium.webdriver.common.by import By
+
+    session, base = portal_up
+    shots = screenshot_dir()
+    runtime = {**RUNTIME, "spec": {**RUNTIME["spec"], "artifactStore": STORE}}
+    assert session.post(f"{base}{API}/runtimes", json=runtime, timeout=10).status_code == 201
+    workflow = workflow_with_a_gate(RUNTIME["metadata"]["name"])
+    assert session.post(f"{base}{API}/workflows", json=workflow, timeout=10).status_code == 201
+    assert wait_until(lambda: ready_pods() == 2, timeout=90), "Runtime Pods never got ready"
+    gate = tmp_path / "gate-open"
+
+    log_in(browser, base, "admin", "pw")
+    browser.get(f"{base}/admin/workflows/workflow/?q=gated")
+    browser.find_element(By.LINK_TEXT, "gated").click()
+    browser.find_element(By.ID, "workflow-submit").click()
+    assert browser.find_element(By.NAME, "delay").get_attribute("value") == "3"
+    viewport_shot(browser, shots / "workflow-submit-form.png")
+    browser.find_element(By.ID, "workflow-submit-button").click()  # gate is required
+    assert "The Workflow requires the input gate." in text_of(browser, ".errorlist")
+    browser.find_element(By.NAME, "gate").send_keys(str(gate))
+    browser.find_element(By.ID, "workflow-submit-button").click()
+    assert wait_until(lambda: "/workflowrun/" in browser.current_url, timeout=10)
+    assert "Started gated-" in text_of(browser, ".messagelist")
+    first = browser.current_url
+    browser.execute_script("window.__notReloaded = true;")
+
+    # the step graph moves as the Runs do, without a reload
+    assert wait_until(lambda: node_phases(browser).get("build/compile") == "Running", timeout=60), (
+        node_phases(browser)
+    )
+    viewport_shot(browser, shots / "workflowrun-graph-running.png", ".field-phase_display")
+    assert wait_until(lambda: node_phases(browser).get("check/gate") == "Failed", timeout=90), (
+        node_phases(browser)
+    )
+    assert node_phases(browser)["build/package"] == "Succeeded"
+    assert browser.execute_script("return window.__notReloaded === true;"), "the page was reloaded"
+    assert wait_until(lambda: browser.find_elements(By.ID, "wfr-rerun-failed"), timeout=20)
+    # the page's watches are API requests the session cookie authenticates (a GET: no CSRF)
+    live = browser.find_element(By.ID, "run-live")
+    for watch in (live.get_attribute("data-runs-watch-url"), live.get_attribute("data-watch-url")):
+        code, body = browser.execute_async_script(
+            FETCH_JSON, f"{base}{watch}&timeoutSeconds=1&resourceVersion=0"
+        )
+        assert code == 200 and '"type": "ADDED"' in body.replace('":"', '": "'), (watch, body[:300])
+
+    # rerun the failed jobs once the gate is open: build is carried over, check runs again
+    gate.write_text("open")
+    viewport_shot(browser, shots / "workflowrun-failed-with-rerun-buttons.png")
+    browser.find_element(By.ID, "wfr-rerun-failed").click()
+    assert wait_until(lambda: browser.current_url != first, timeout=10)
+    assert "Rerun of" in text_of(browser, ".field-rerun_display")
+    assert wait_until(
+        lambda: "carried over" in text_of(browser, '#step-graph .k-job-group[data-job="build"]'),
+        timeout=30,
+    ), text_of(browser, "#step-graph")
+    assert wait_until(lambda: node_phases(browser).get("check/gate") == "Succeeded", timeout=90), (
+        node_phases(browser)
+    )
+    name = browser.current_url.rstrip("/").split("/")[-2]
+    assert name.isdigit()
+    reruns = session.get(f"{base}{API}/workflowruns", timeout=5).json()["items"]
+    rerun = next(r for r in reruns if (r["spec"].get("rerunOf") or {}).get("failedJobsOnly"))
+    assert wait_until(
+        lambda: (
+            session.get(f"{base}{API}/workflowruns/{rerun['metadata']['name']}", timeout=5)
+            .json()["status"]
+            .get("phase")
+            == "Succeeded"
+        ),
+        timeout=30,
+    )
+    browser.refresh()
+    viewport_shot(browser, shots / "workflowrun-rerun-succeeded.png", ".field-phase_display")
+    viewport_shot(browser, shots / "workflowrun-rerun-of-link.png", ".field-workflow_display")
+    browser.get(first)
+    assert f"Rerun as {rerun['metadata']['name']}" in text_of(browser, ".field-rerun_display")

@@ -30,7 +30,7 @@ from workflows.models import WorkflowRun
 
 pytestmark = pytest.mark.django_db
 
-REFRESH = '<meta http-equiv="refresh" content="3">'
+LIVE = 'data-active="1"'  # portal/live.js follows the run (its watch and its Runs' watch)
 DIAMOND = {
     "build": {
         "runs-on": "bash",
@@ -328,17 +328,20 @@ def test_detail_shows_inputs_outputs_message_and_conditions(client):
     assert f'<a href="{url("workflow", "change", workflow.pk)}">release</a>' in html
 
 
-def test_the_page_refreshes_only_while_the_run_is_active(client):
+def test_the_page_follows_the_run_only_while_it_is_active(client):
     active, _ = diamond_run("active")
-    assert REFRESH in page(client, url("workflowrun", "change", active.pk))
-    assert REFRESH not in page(client, url("workflowrun", "change", active.pk) + "?refresh=off")
+    html = page(client, url("workflowrun", "change", active.pk))
+    assert LIVE in html and "portal/live.js" in html and "http-equiv" not in html
+    assert f"labelSelector=kruntimes.io/workflowrun-uid%3D{active.uid}" in html
+    assert "fieldSelector=metadata.name%3Dactive" in html
+    assert LIVE not in page(client, url("workflowrun", "change", active.pk) + "?refresh=off")
     for phase in ("Succeeded", "Failed", "Cancelled"):
         done = make_workflow_run(f"done-{phase.lower()}", DIAMOND, status={"phase": phase})
         html = page(client, url("workflowrun", "change", done.pk))
-        assert REFRESH not in html and "http-equiv" not in html
+        assert LIVE not in html and "http-equiv" not in html
         assert svg_nodes(html)  # the graph is still drawn
     pending = make_workflow_run("pending", DIAMOND, status={"phase": "Pending"})
-    assert REFRESH in page(client, url("workflowrun", "change", pending.pk))
+    assert LIVE in page(client, url("workflowrun", "change", pending.pk))
 
 
 def test_job_names_and_values_are_escaped(client):
@@ -530,7 +533,7 @@ def test_workflow_detail_shows_the_graph_inputs_and_its_runs(client):
         assert f'<a href="{url("workflowrun", "change", run.pk)}">{run.name}</a>' in html
     assert "unrelated" not in html
     assert "compile" in html and "package" in html  # the jobs table's steps
-    assert REFRESH not in html
+    assert LIVE not in html
 
 
 # ------------------------------------------------------------------------------ Action

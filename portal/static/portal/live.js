@@ -3,7 +3,9 @@
  * A Run page (#run-live) watches its Run through the portal's API (?watch=true with a
  * fieldSelector, from the page's resourceVersion); on every change it fetches the page again
  * and swaps the sections marked data-live (phase, reason, pod, timing, outputs, conditions,
- * timeline), until the Run has finished. A list page (#result_list with data-watch-url on
+ * timeline), until the Run has finished. A WorkflowRun page uses the same #run-live element
+ * and watches its Runs too (data-runs-watch-url: a labelSelector on the run's uid), so its
+ * step graph moves as each step's Run does. A list page (#result_list with data-watch-url on
  * #k-live-list) watches its kind's collection and swaps the table's rows after a change
  * (not while rows are selected). The overview reloads its tiles every data-live-refresh ms.
  * A watch that ends (the server's timeout) reconnects; one that fails falls back to polling.
@@ -108,9 +110,14 @@
     var soon = debounce(refresh, 200);
     document.addEventListener("kruntimes:refresh", soon);
     if (active) {
-      var controller = follow(run.dataset.watchUrl, run.dataset.resourceVersion, soon, function () {
-        if (!active && controller) { controller.abort(); }
-        return !active;
+      // a WorkflowRun page also follows its Runs (data-runs-watch-url, by the controller's label)
+      var urls = [run.dataset.watchUrl, run.dataset.runsWatchUrl].filter(function (u) { return !!u; });
+      var controllers = [];
+      urls.forEach(function (url) {
+        controllers.push(follow(url, run.dataset.resourceVersion, soon, function () {
+          if (!active) { controllers.forEach(function (c) { c.abort(); }); }
+          return !active;
+        }));
       });
     }
   }

@@ -104,6 +104,15 @@ def test_retry_creates_a_new_run_from_the_same_spec_linked_both_ways(admin_clien
     assert f'retried as</span> <a href="{change_url(retry)}">{retry.name}</a>' in old_page
 
 
+def test_a_finished_run_has_no_save_button_and_an_active_one_does(admin_client):
+    active = make_run("active")
+    assert 'name="_save"' in admin_client.get(change_url(active)).content.decode()
+    done = finish(make_run("done"), phase="Succeeded")
+    page = admin_client.get(change_url(done)).content.decode()
+    assert 'name="_save"' not in page and 'id="run-retry"' in page
+    assert admin_client.post(change_url(done), {"manifest": "x"}).status_code == 403
+
+
 def test_retry_and_cancel_take_only_a_post(admin_client):
     run = finish(make_run("build"))
     assert admin_client.get(reverse("admin:scheduling_run_retry", args=[run.pk])).status_code == 405
