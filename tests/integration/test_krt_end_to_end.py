@@ -404,3 +404,33 @@ def test_the_sdk_serves_a_function_for_the_length_of_the_block(up):
         assert spec["mode"] == {"function": {"handler": "app.invoke", "idleTimeoutSeconds": 300}}
         assert spec["source"] == {"inline": DOUBLER, "inlinePath": "app.py"}
     assert wait_until(lambda: up.phase("doubler") is None, timeout=60)  # deleted on exit
+
+
+def test_wf_rerun_failed_jobs_runs_only_those_and_carries_the_rest_over(up):
+    flaky = {
+        "apiVersion": "kruntimes.io/v1alpha1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": "flaky"},
+        "spec": {"jobs": {
+            "build": {"runs-on": "bash", "outputs": {"v": "${{ steps.make.outputs.v }}"},
+                      "steps": [{"name": "make", "run": 'echo "v=7" >> "$KRUNTIME_OUTPUTS"'}]},
+            "check": {"runs-on": "bash", "needs": ["build"], "steps": [
+                # fails in the first run only: its Run is named flaky-check-test there
+                {"name": "test", "env": {"V": "${{ jobs.build.outputs.v }}"},
+                 "run": 'test "$V" = 7 && test "$KRUNTIME_RUN_NAME" != flaky-check-test'}]},
+        }},
+    }  # fmt: skip
+    (up.home / "flaky.yaml").write_text(yaml.safe_dump(flaky))
+    up.krt("wf", "run", "-f", "flaky.yaml", "--wait", code=1, timeout=120)
+    result = up.krt("wf", "rerun", "flaky", "--failed", "--wait", timeout=120)
+    last = result.stdout.splitlines()[-1]
+    assert last.startswith("workflowrun/flaky-") and last.endswith("Succeeded")
+    name = last.split()[0].removeprefix("workflowrun/")
+    wfr = json.loads(up.krt("wf", "get", name, "-o", "json").stdout)
+    assert wfr["spec"]["rerunOf"]["name"] == "flaky"
+    assert wfr["spec"]["rerunOf"]["failedJobsOnly"] is True
+    # build was carried over (its step's Run is the first run's), check ran again
+    assert wfr["status"]["jobs"]["build"]["steps"][0]["runName"] == "flaky-build-make"
+    assert wfr["status"]["jobs"]["check"]["steps"][0]["runName"] != "flaky-check-test"
+    missing = up.krt("wf", "rerun", "nope", code=1)
+    assert missing.stderr == 'error: workflowrun "nope" not found in namespace "ci"\n'
