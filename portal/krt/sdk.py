@@ -109,9 +109,7 @@ class Function:
     def _wait_ready(self) -> dict[str, Any]:
         def settled(run: dict[str, Any]) -> bool:
             status = run.get("status") or {}
-            return status.get("phase") in ENDED or (
-                status.get("phase") == "Ready" and bool((status.get("endpoint") or {}).get("url"))
-            )
+            return status.get("phase") in (*ENDED, "Ready")
 
         run, done = wait_for(
             self.connection, RUNS, self.namespace, self.name, settled, timeout=self.ready_timeout
@@ -126,6 +124,12 @@ class Function:
             )
         if phase != "Ready":
             raise FunctionFailed(self.name, phase, str(status.get("message") or ""))
+        if not (status.get("endpoint") or {}).get("url"):  # e.g. a portal without HTTPS
+            ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+            why = (ready[0].get("message") if ready else "") or status.get("message") or ""
+            raise NotReady(
+                f'Run "{self.name}" is Ready but publishes no endpoint: {why}'.rstrip(": ")
+            )
         return run
 
     def invoke(

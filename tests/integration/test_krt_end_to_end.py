@@ -434,3 +434,16 @@ def test_wf_rerun_failed_jobs_runs_only_those_and_carries_the_rest_over(up):
     assert wfr["status"]["jobs"]["check"]["steps"][0]["runName"] != "flaky-check-test"
     missing = up.krt("wf", "rerun", "nope", code=1)
     assert missing.stderr == 'error: workflowrun "nope" not found in namespace "ci"\n'
+
+
+def test_the_sdk_says_why_a_function_ended_instead_of_serving(up):
+    from portal.krt import Client, FunctionFailed
+
+    client = Client.from_kubeconfig(kubeconfig=str(up.kubeconfig))
+    fn = client.function(runtime="python", source=DOUBLER, handler="app.missing",
+                         name="no-handler", ready_timeout=60)  # fmt: skip
+    with pytest.raises(FunctionFailed) as failed, fn:
+        pass
+    assert failed.value.phase == "Failed" and failed.value.name == "no-handler"
+    assert failed.value.message.startswith('Run "no-handler" is Failed: ')
+    assert wait_until(lambda: up.phase("no-handler") is None, timeout=60)  # deleted all the same
