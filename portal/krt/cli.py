@@ -24,7 +24,11 @@ EPILOG = """examples:
   krt get runs -o wide
   krt wf run -f .github/workflows/ci.yaml --wait
   krt wf trigger ci-data-sharing-demo --set ref=main --wait
-  krt artifacts get RUN dist.tgz -o dist.tgz"""
+  krt artifacts get RUN dist.tgz -o dist.tgz
+
+exit status: 0 done; 1 an error (one line on stderr); 2 a usage error or a --timeout
+that passed; run --wait: the step's exit code (1 if it failed without one, 124 Timeout,
+130 Cancelled)"""
 
 
 def common_options() -> argparse.ArgumentParser:

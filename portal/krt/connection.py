@@ -42,7 +42,7 @@ def context_namespace(kubeconfig: str | None, context: str | None) -> str:
     try:
         contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
     except (config.ConfigException, OSError) as exc:
-        raise KrtError(f"kubeconfig: {exc}") from None
+        raise KrtError(f"kubeconfig {kubeconfig or '~/.kube/config'}: {exc}") from None
     chosen = current
     if context:
         chosen = next((c for c in contexts if c.get("name") == context), None)
