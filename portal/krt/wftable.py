@@ -15,6 +15,7 @@ HEADER = ["JOB", "STEP", "PHASE", "DURATION", "RUN", "REASON"]
 NONE = "-"
 REASON_WIDTH = 60
 FINISHED = ("Succeeded", "Failed", "Cancelled")
+CARRIED_OVER = "CarriedOver"  # a rerun's job that succeeded before (spec.rerunOf.failedJobsOnly)
 
 
 def step_shown(job: Mapping[str, Any], step: Mapping[str, Any]) -> tuple[str, str]:
@@ -72,6 +73,8 @@ def rows(
             )
         job_phase = str(status.get("phase") or "Pending")
         job_reason = status.get("message") if job_phase != "Succeeded" else ""
+        if status.get("reason") == CARRIED_OVER:  # the server's words: where it succeeded
+            job_reason = status.get("message") or "carried over"
         run_of_job = status.get("workflowRunName") or NONE
         table.append(
             [job, NONE, job_phase, _duration(_union(spans)), run_of_job, _reason(job_reason)]

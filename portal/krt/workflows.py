@@ -86,18 +86,18 @@ def create(conn: Connection, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def step_runs(conn: Connection, wfr: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Name → status of the Runs this WorkflowRun started (for durations and reasons)."""
+    """Name → status of the Runs its steps name (for durations and reasons): those it
+    started, by its uid label, and those a rerun carried over from the run it reruns."""
     meta = wfr.get("metadata") or {}
-    uid = meta.get("uid")
-    if not uid:
-        return {}
-    listed = conn.json(
-        "GET", RUNS.path(meta.get("namespace")), query={"labelSelector": f"{UID_LABEL}={uid}"}
-    )
-    return {
-        (item.get("metadata") or {}).get("name", ""): item.get("status") or {}
-        for item in listed.get("items") or []
-    }
+    uids = [meta.get("uid"), ((wfr.get("spec") or {}).get("rerunOf") or {}).get("uid")]
+    found: dict[str, dict[str, Any]] = {}
+    for uid in filter(None, uids):
+        listed = conn.json(
+            "GET", RUNS.path(meta.get("namespace")), query={"labelSelector": f"{UID_LABEL}={uid}"}
+        )
+        for item in listed.get("items") or []:
+            found.setdefault((item.get("metadata") or {}).get("name", ""), item.get("status") or {})
+    return found
 
 
 def table(conn: Connection, wfr: dict[str, Any]) -> str:

@@ -432,6 +432,9 @@ def test_wf_rerun_failed_jobs_runs_only_those_and_carries_the_rest_over(up):
     # build was carried over (its step's Run is the first run's), check ran again
     assert wfr["status"]["jobs"]["build"]["steps"][0]["runName"] == "flaky-build-make"
     assert wfr["status"]["jobs"]["check"]["steps"][0]["runName"] != "flaky-check-test"
+    rows = {tuple(line.split()[:2]): line for line in up.krt("wf", "get", name).stdout.splitlines()}
+    assert "succeeded in WorkflowRun flaky; carried over" in rows[("build", "-")]
+    assert rows[("build", "make")].split()[3] != "-"  # the carried Run's duration is shown
     missing = up.krt("wf", "rerun", "nope", code=1)
     assert missing.stderr == 'error: workflowrun "nope" not found in namespace "ci"\n'
 

@@ -254,3 +254,11 @@ def test_phases_are_coloured_only_on_a_terminal(monkeypatch):
     assert "\033[" not in output.format_rows(rows, io.StringIO())  # a pipe or a file
     monkeypatch.setenv("NO_COLOR", "1")
     assert "\033[" not in output.format_rows(rows, Terminal())
+
+
+def test_a_carried_over_job_says_where_it_succeeded():
+    carried = {"phase": "Succeeded", "reason": "CarriedOver", "message": "succeeded in WorkflowRun w1; carried over",
+               "steps": [{"name": "a", "phase": "Succeeded", "runName": "w1-build-a"}]}  # fmt: skip
+    wfr = {"spec": {"rerunOf": {"name": "w1"}, "jobs": {"build": {"steps": [{"name": "a"}]}}},
+           "status": {"jobs": {"build": carried}}}  # fmt: skip
+    assert wftable.rows(wfr, {})[1][5] == "succeeded in WorkflowRun w1; carried over"
