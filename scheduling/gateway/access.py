@@ -64,12 +64,14 @@ def clear() -> None:
 
 
 class _HeaderRequest:
-    """What DRF's token authentication classes read of a request: its ``META``."""
+    """What DRF's token authentication classes read of a request: the Authorization header
+    (``headers``, or ``META`` in older DRF)."""
 
-    __slots__ = ("META",)
+    __slots__ = ("META", "headers")
 
     def __init__(self, authorization: str) -> None:
         self.META = {"HTTP_AUTHORIZATION": authorization}
+        self.headers = {"authorization": authorization, "Authorization": authorization}
 
 
 def _release_connection() -> None:
