@@ -60,7 +60,9 @@ def test_whether_a_run_exists_is_told_only_to_who_may_invoke_it(world):
     # in a namespace alice has no grant in: 403 whether the Run exists or not
     assert world.invoke(missing).status_code == world.invoke(world.other).status_code == 403
     # where she may invoke: 404
-    assert_failure(world.invoke(FunctionRun(TEAM_A, "nothing-here", world.run.uid)), 404, "NotFound")
+    assert_failure(
+        world.invoke(FunctionRun(TEAM_A, "nothing-here", world.run.uid)), 404, "NotFound"
+    )
 
 
 def test_a_role_granting_runs_invoke_is_what_it_takes(world, admin_api):
