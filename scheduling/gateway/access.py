@@ -23,11 +23,12 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, connection
 from rest_framework import exceptions
-from rest_framework.authentication import SessionAuthentication
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.settings import api_settings
 
 from portal.auth.attributes import Decision, UserInfo
@@ -74,6 +75,12 @@ class _HeaderRequest:
         self.headers = {"authorization": authorization, "Authorization": authorization}
 
 
+def _authentications() -> list[BaseAuthentication]:
+    """The API's authentication classes but the session's (a cookie is no API credential)."""
+    configured: list[Any] = list(api_settings.DEFAULT_AUTHENTICATION_CLASSES)
+    return [cls() for cls in configured if not issubclass(cls, SessionAuthentication)]
+
+
 def _release_connection() -> None:
     # the worker thread's connection goes back to the pool (a test's transaction keeps it)
     if not connection.in_atomic_block:
@@ -84,11 +91,9 @@ def _authenticate_sync(authorization: str) -> UserInfo | None:
     """The API's verdict on ``authorization``: the caller, or None (not accepted)."""
     try:
         request = _HeaderRequest(authorization)
-        for authentication in api_settings.DEFAULT_AUTHENTICATION_CLASSES:
-            if issubclass(authentication, SessionAuthentication):
-                continue
+        for authentication in _authentications():
             try:
-                found = authentication().authenticate(request)
+                found = authentication.authenticate(request)  # type: ignore[arg-type]
             except exceptions.AuthenticationFailed:
                 return None
             if found is not None:

@@ -119,8 +119,8 @@ class InvokeGateway:
                 uid,
                 invocation,
             )
-            failed = failure(500, "the invoke gateway failed; see the portal's log")
-            await self.fail(send, failed, invocation, namespace, name, uid, logged=True)
+            fault = failure(500, "the invoke gateway failed; see the portal's log")
+            await self.fail(send, fault, invocation, namespace, name, uid, logged=True)
             return
         await self.succeed(send, answer, invocation)
 

@@ -40,6 +40,9 @@ CHANNEL_OPTIONS = (
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 )
+Invoke = aio.UnaryUnaryMultiCallable[
+    runtime_pb2.InvokeFunctionRequest, runtime_pb2.InvokeFunctionResponse
+]
 MAX_CHANNELS = 512  # per event loop: addresses beyond close the oldest channel
 
 
@@ -57,10 +60,10 @@ class Channels:
     """The open channels of one event loop, by address."""
 
     def __init__(self) -> None:
-        self._calls: dict[str, aio.UnaryUnaryMultiCallable] = {}
+        self._calls: dict[str, Invoke] = {}
         self._channels: dict[str, aio.Channel] = {}
 
-    def call(self, address: str) -> aio.UnaryUnaryMultiCallable:
+    def call(self, address: str) -> Invoke:
         found = self._calls.get(address)
         if found is not None:
             return found
@@ -93,7 +96,7 @@ class Channels:
             await channel.close()
 
 
-_closing: set[asyncio.Task] = set()
+_closing: set[asyncio.Task[None]] = set()
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Channels] = (
     weakref.WeakKeyDictionary()
 )
@@ -145,7 +148,10 @@ async def invoke(
         (POD_UID_METADATA, target.pod_uid),
     )
     call = channels().call(target.address)
-    return await call(request, metadata=metadata, timeout=timeout_seconds + DEADLINE_GRACE_SECONDS)
+    answer: runtime_pb2.InvokeFunctionResponse = await call(
+        request, metadata=metadata, timeout=timeout_seconds + DEADLINE_GRACE_SECONDS
+    )
+    return answer
 
 
 # --- what a gRPC status means to the caller ---------------------------------------------------

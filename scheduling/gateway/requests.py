@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
+from typing import Any
 
 from portal.machinery import errors
 from runtimed.protocol import (
@@ -155,7 +156,7 @@ def declared_length(value: bytes | None) -> None:
         raise too_large()
 
 
-async def read_body(receive) -> bytes:
+async def read_body(receive: Callable[[], Awaitable[MutableMapping[str, Any]]]) -> bytes:
     """The whole body, refused (413) as soon as more than MAX_INVOKE_BYTES of it arrived."""
     first = await receive()
     if first["type"] == "http.disconnect":
