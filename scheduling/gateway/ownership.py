@@ -24,7 +24,7 @@ from django.db import connection
 
 from portal.machinery import history, watch
 from portal.machinery.registry import registry
-from scheduling.models import Run, RuntimePod
+from scheduling.models import TERMINAL_PHASES, Run, RuntimePod
 
 ABSENT_SECONDS = 30.0  # how long "no such Run" is remembered (a create's change ends it sooner)
 ABSENT_ENTRIES = 4096
@@ -78,11 +78,16 @@ class Ownership:
         change between the read and the subscription is lost)."""
         if self._listener is not None:
             return
-        with self._lock:
-            if self._listener is None:
-                self._hub = hub or watch.hub()
-                self._listener = _Listener(self)
-                self._hub.subscribe(self._listener)
+        try:
+            with self._lock:
+                if self._listener is None:
+                    self._hub = hub or watch.hub()
+                    listener = _Listener(self)
+                    self._hub.subscribe(listener)  # reads the history's newest version
+                    self._listener = listener
+        finally:
+            if not connection.in_atomic_block:
+                connection.close()
 
     def stop(self) -> None:
         if self._listener is not None and self._hub is not None:
@@ -110,9 +115,9 @@ class Ownership:
                 return
             owner = owner_of(change.object, change.version)
             known = self.runs.get(key)
-            if not owner.function:
-                if known is not None:  # a task Run read before: nothing to route
-                    self.runs[key] = owner
+            if known is None and (not owner.function or owner.phase in TERMINAL_PHASES):
+                # nothing to route (a task Run), or never again (a finished Run): kept only
+                # once asked about, so finished Runs do not pile up in every web process
                 return
             if known is None or known.version < owner.version:
                 self.runs[key] = owner

@@ -190,3 +190,24 @@ def test_other_paths_go_to_the_api(world):
         "/v1/namespaces/team-a/runs/fn/invoke", headers={"Authorization": f"Bearer {world.alice}"}
     )
     assert near.status_code == 404  # not an invoke path (no uid): Django's answer
+
+
+def answered(code: int) -> float:
+    from prometheus_client import REGISTRY
+
+    found = REGISTRY.get_sample_value("kruntimes_function_invocations_total", {"code": str(code)})
+    return found or 0.0
+
+
+def test_every_answer_is_counted_and_only_failures_are_logged(world, caplog):
+    ok, busy = answered(200), answered(429)
+    caplog.set_level("INFO", logger="scheduling.gateway")
+    assert world.invoke().status_code == 200
+    assert (
+        world.invoke(body=b"abort:RESOURCE_EXHAUSTED:busy", headers={ID: "c-7"}).status_code == 429
+    )
+    assert answered(200) == ok + 1 and answered(429) == busy + 1
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("scheduling.gateway")]
+    assert len(lines) == 1, lines
+    assert "code=429" in lines[0] and "invocation=c-7" in lines[0] and "run=fn" in lines[0]
+    assert world.alice not in lines[0]
