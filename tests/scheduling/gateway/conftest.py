@@ -25,8 +25,16 @@ from scheduling.models import Run, RuntimePod
 from tests.helpers.function_runtime import FunctionServer, start_function_server
 from tests.helpers.rbac import bind_role
 from tests.helpers.runs import run_manifest, runs_url
+from tests.portal.auth import conftest as cluster_access
 
 TEAM_A, TEAM_B = "team-a", "team-b"
+
+# the Kubernetes emulator with scripted TokenReviews and SubjectAccessReviews, as the
+# authorization suites use them
+kube_emulator = cluster_access.kube_emulator
+access_reviews = cluster_access.access_reviews
+sar_backend = cluster_access.sar_backend
+token_reviews = cluster_access.token_reviews
 SOURCE = {"inline": "def invoke(event):\n    return event\n", "inlinePath": "app.py"}
 
 
