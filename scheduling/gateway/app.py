@@ -25,9 +25,10 @@ from portal.machinery import errors
 from runtimed.protocol import INVOCATION_ID_HEADER, Phase, status_message
 from scheduling.models import TERMINAL_PHASES
 
-from . import access, forward, metrics, requests
+from . import access, forward, incoming, metrics
 from .failures import REASONS, InvokeFailure, body, failure
 from .ownership import Ownership, ownership, read
+from .paths import invoke_target
 
 log = logging.getLogger(__name__)
 
@@ -37,25 +38,12 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PREFIX = "/v1/namespaces/"
-SUFFIX = "/invoke"
 OUTPUTS_HEADER = "X-Kruntime-Outputs"
 MAX_OUTPUTS_HEADER_BYTES = 8192
 RETRY_SECONDS = 1
 _INVOCATION = INVOCATION_ID_HEADER.lower().encode()
 _OUTPUTS = OUTPUTS_HEADER.lower().encode()
 _JSON = b"application/json"
-
-
-def invoke_target(path: str) -> tuple[str, str, str] | None:
-    """(namespace, name, uid) of an invoke path, or None for any other path."""
-    if not path.startswith(PREFIX) or not path.endswith(SUFFIX):
-        return None
-    parts = path.split("/")
-    # "", "v1", "namespaces", ns, "runs", name, uid, "invoke"
-    if len(parts) != 8 or parts[4] != "runs" or not (parts[3] and parts[5] and parts[6]):
-        return None
-    return parts[3], parts[5], parts[6]
 
 
 class InvokeGateway:
@@ -75,17 +63,17 @@ class InvokeGateway:
     async def invoke(
         self, scope: Scope, receive: Receive, send: Send, namespace: str, name: str, uid: str
     ) -> None:
-        headers = requests.read_headers(scope["headers"])
+        headers = incoming.read_headers(scope["headers"])
         invocation = ""
         try:
-            invocation = requests.new_invocation_id()
+            invocation = incoming.new_invocation_id()
             if scope["method"] != "POST":
                 raise failure(
                     405,
                     f"the method {scope['method'][:16]} is not allowed: invoke with POST",
                     headers=((b"allow", b"POST"),),
                 )
-            invocation = requests.invocation_id(headers.invocation_id)
+            invocation = incoming.invocation_id(headers.invocation_id)
             if headers.impersonates:
                 raise failure(
                     400,
@@ -95,17 +83,17 @@ class InvokeGateway:
             caller = await access.authenticate(headers.authorization)
             await access.authorize(caller, namespace, name, uid)
             target = await self.route(namespace, name, uid)
-            timeout = requests.timeout_seconds(
-                requests.query_timeout(scope.get("query_string") or b""), headers.timeout
+            timeout = incoming.timeout_seconds(
+                incoming.query_timeout(scope.get("query_string") or b""), headers.timeout
             )
-            content_type = requests.content_type(headers.content_type)
-            requests.declared_length(headers.content_length)
-            payload = await requests.read_body(receive)
+            content_type = incoming.content_type(headers.content_type)
+            incoming.declared_length(headers.content_length)
+            payload = await incoming.read_body(receive)
             try:
                 answer = await forward.invoke(target, invocation, payload, content_type, timeout)
             except grpc.aio.AioRpcError as exc:
                 raise self.upstream_failure(exc, namespace, name, target) from None
-        except requests.ClientGone:
+        except incoming.ClientGone:
             return
         except InvokeFailure as failed:
             await self.fail(send, failed, invocation, namespace, name, uid)
@@ -275,4 +263,4 @@ def _header_value(value: str) -> bytes:
     return value.encode("ascii")
 
 
-__all__ = ["REASONS", "InvokeGateway", "invoke_target"]
+__all__ = ["REASONS", "InvokeGateway"]
