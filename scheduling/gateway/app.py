@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 
 from portal.machinery import errors
 from runtimed.protocol import INVOCATION_ID_HEADER, Phase, status_message
@@ -121,7 +122,7 @@ class InvokeGateway:
         if owner is None and not routes.absent(namespace, name):
             try:
                 owner = routes.learn(namespace, name, await read(namespace, name))
-            except Exception as exc:
+            except DatabaseError as exc:
                 raise _database_failure(exc) from None
         if owner is None or owner.uid != uid:
             raise _not_found(name)
@@ -153,7 +154,7 @@ class InvokeGateway:
         if not address:
             try:
                 found = await read(namespace, name, owner.pod_uid)
-            except Exception as exc:
+            except DatabaseError as exc:
                 raise _database_failure(exc) from None
             routes.learn_address(owner.pod_uid, found.address)
             address = found.address
@@ -249,7 +250,7 @@ def _group() -> str:
     return GROUP
 
 
-def _database_failure(exc: Exception) -> InvokeFailure:
+def _database_failure(exc: DatabaseError) -> InvokeFailure:
     log.warning("the invoke gateway could not read the Run: %s", type(exc).__name__)
     return failure(
         503, "cannot route the invocation now: the database is unavailable", retry_after=1

@@ -113,6 +113,7 @@ class Ownership:
                 self.runs.pop(key, None)
                 self._remember_absent(key, change.version)
                 return
+            self._absent.pop(key, None)  # it exists now, whatever it is
             owner = owner_of(change.object, change.version)
             known = self.runs.get(key)
             if known is None and (not owner.function or owner.phase in TERMINAL_PHASES):
@@ -121,7 +122,6 @@ class Ownership:
                 return
             if known is None or known.version < owner.version:
                 self.runs[key] = owner
-                self._absent.pop(key, None)
 
     # --- the invocation's side --------------------------------------------------------------
 
