@@ -65,9 +65,8 @@ class InvokeGateway:
         self, scope: Scope, receive: Receive, send: Send, namespace: str, name: str, uid: str
     ) -> None:
         headers = incoming.read_headers(scope["headers"])
-        invocation = ""
+        invocation = ""  # until read: a failure before then answers with a fresh one
         try:
-            invocation = incoming.new_invocation_id()
             if scope["method"] != "POST":
                 raise failure(
                     405,
@@ -100,6 +99,7 @@ class InvokeGateway:
             await self.fail(send, failed, invocation, namespace, name, uid)
             return
         except Exception:  # a fault of the gateway itself: logged with its traceback
+            invocation = invocation or incoming.new_invocation_id()
             log.exception(
                 "function invoke failed inside the gateway: namespace=%s run=%s uid=%s "
                 "invocation=%s",
@@ -213,6 +213,7 @@ class InvokeGateway:
         *,
         logged: bool = False,
     ) -> None:
+        invocation = invocation or incoming.new_invocation_id()
         content = body(failed, invocation)
         headers = [
             (b"content-type", _JSON),
