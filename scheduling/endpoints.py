@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from urllib.parse import quote
 
 from django.conf import settings
+
+from scheduling.gateway.paths import invoke_path
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +29,6 @@ NO_TLS = (
 
 def base_url() -> str:
     return str(getattr(settings, "KRUNTIMES_GATEWAY_URL", "") or "").rstrip("/")
-
-
-def invoke_path(namespace: str, name: str, uid: str) -> str:
-    return f"/v1/namespaces/{quote(namespace)}/runs/{quote(name)}/{quote(uid)}/invoke"
 
 
 def ca_bundle() -> str:

@@ -80,7 +80,9 @@ def register_scheduling_kinds() -> None:
             default_finalizers=(ARTIFACT_CLEANUP,),
             finalizers_for=function_finalizers,
             admission=(check_artifact_inputs,),
-            subresources={"log": ("get",), "artifacts": ("get",), "invoke": ("create",)},
+            subresources={"log": ("get",), "artifacts": ("get",)},
+            # a function Run's invocations, served by the function gateway (scheduling.gateway)
+            authorized_subresources={"invoke": ("create",)},
             on_change=(on_run_change, record_phase_event),
             columns=(
                 Column("PHASE", lambda o: o.phase, description="status.phase"),

@@ -27,19 +27,26 @@ SECRETS = ("", "secrets")
 CONTROLLER_OWNED = (("apps", "controllerrevisions"),)
 
 
-def _resources(kind) -> list[str]:
+def _resources(kind, verbs: list[str]) -> list[str]:
     names = [kind.plural]
     if kind.status_field:
         names.append(f"{kind.plural}/status")
     names += [f"{kind.plural}/{sub}" for sub in sorted(kind.subresources)]
+    # served elsewhere (a Run's invoke): granted only by the roles holding one of their verbs,
+    # so view never lists runs/invoke and edit may invoke what it may create
+    names += [
+        f"{kind.plural}/{sub}"
+        for sub, allowed in sorted(kind.authorized_subresources.items())
+        if set(allowed) & set(verbs)
+    ]
     return names
 
 
-def _by_group(include) -> list[dict[str, Any]]:
+def _by_group(include, verbs: list[str]) -> list[dict[str, Any]]:
     groups: dict[str, list[str]] = {}
     for kind in registry.kinds:
         if kind.namespaced and include(kind):
-            groups.setdefault(kind.group, []).extend(_resources(kind))
+            groups.setdefault(kind.group, []).extend(_resources(kind, verbs))
     return [
         {"apiGroups": [group], "resources": sorted(resources), "verbs": []}
         for group, resources in sorted(groups.items())
@@ -52,14 +59,14 @@ def _with_verbs(rules: list[dict[str, Any]], verbs: list[str]) -> list[dict[str,
 
 def default_cluster_roles() -> dict[str, list[dict[str, Any]]]:
     not_rbac = lambda kind: kind.group != RBAC_GROUP  # noqa: E731
-    readable = _by_group(lambda kind: not_rbac(kind) and (kind.group, kind.plural) != SECRETS)
+    readable = _by_group(lambda kind: not_rbac(kind) and (kind.group, kind.plural) != SECRETS, READ)
     namespaces = {"apiGroups": [""], "resources": ["namespaces"], "verbs": list(READ)}
     view = [*_with_verbs(readable, READ), namespaces]
     secrets = {"apiGroups": [""], "resources": ["secrets"], "verbs": list(READ)}
     writable = lambda kind: not_rbac(kind) and (kind.group, kind.plural) not in CONTROLLER_OWNED  # noqa: E731
     # acting as the namespace's ServiceAccounts: edit can run workloads as them anyway
     impersonate = {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]}
-    edit = [*view, secrets, impersonate, *_with_verbs(_by_group(writable), WRITE)]
+    edit = [*view, secrets, impersonate, *_with_verbs(_by_group(writable, WRITE), WRITE)]
     rbac = {"apiGroups": [RBAC_GROUP], "resources": ["rolebindings", "roles"]}
     admin = [*edit, {**rbac, "verbs": [*READ, *WRITE]}]
     return {"view": view, "edit": edit, "admin": admin}

@@ -75,6 +75,10 @@ class ResourceKind:
     protected_names: tuple[str, ...] = ()
     # Subresources served by the kind's own views (e.g. ``log``: verbs), listed in discovery.
     subresources: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Subresources served outside this API (a Run's ``invoke``, by the function gateway):
+    # authorized like any other (RBAC or SubjectAccessReview) and granted by the default roles
+    # whose verbs they name, never listed in discovery or OpenAPI (no API path serves them).
+    authorized_subresources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Finalizers every new object gets (what a mutating webhook would add in Kubernetes).
     default_finalizers: tuple[str, ...] = ()
     # more finalizers a new object gets by what it is (manifest -> finalizers), e.g. function Runs

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from portal.machinery import store
-from scheduling import cleanup, endpoints, lifecycle
+from scheduling import cleanup, lifecycle
 from scheduling.models import Run
 from scheduling.scheduler import default_framework, run_pass
 from tests.helpers.records import OPERATOR, RUNS, fresh, make_pod, make_run, make_runtime, report
@@ -153,9 +153,3 @@ def test_a_function_only_finalizer_is_released_and_the_row_goes():
     store.delete(RUNS, "default", "fn", context=OPERATOR)
     assert cleanup.release(fresh(run)) == cleanup.CLEANED
     assert not Run.objects.filter(pk=run.pk).exists()
-
-
-def test_the_endpoint_path_names_the_uid_and_quotes_nothing_unsafe():
-    assert (
-        endpoints.invoke_path("team-a", "fn", "1234") == "/v1/namespaces/team-a/runs/fn/1234/invoke"
-    )

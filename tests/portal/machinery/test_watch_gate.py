@@ -222,10 +222,13 @@ def test_each_event_loop_has_its_own_places(settings):
 
 
 def test_the_served_application_is_gated():
-    """``portal.asgi`` (what up's web workers serve), in a fresh interpreter as a server."""
+    """``portal.asgi`` (what up's web workers serve), in a fresh interpreter as a server: the
+    function gateway first (it takes only invoke paths), then the gate, then Django."""
     code = (
         "import portal.asgi as a; from portal.machinery.watch_gate import WatchGate; "
-        "print(isinstance(a.application, WatchGate) and a.application.app is a.django_application)"
+        "from scheduling.gateway.app import InvokeGateway; g = a.application; "
+        "print(isinstance(g, InvokeGateway) and isinstance(g.app, WatchGate) "
+        "and g.app.app is a.django_application)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
