@@ -6,7 +6,6 @@ import logging
 import threading
 from dataclasses import dataclass
 
-import grpc
 from celery import Celery, signals
 from kombu import Exchange, Queue
 
@@ -106,7 +105,7 @@ def connect_dataplane(app: Celery, config: PodConfig, table: FunctionTable) -> N
     has an address for it."""
     if not config.dataplane_address:
         return
-    servers: list[grpc.Server] = []
+    servers: list[dataplane.Server] = []
 
     def on_ready(sender: object = None, **_: object) -> None:
         if getattr(sender, "app", None) is app and not servers:
@@ -118,7 +117,7 @@ def connect_dataplane(app: Celery, config: PodConfig, table: FunctionTable) -> N
 
     def on_shutdown(sender: object = None, **_: object) -> None:
         if getattr(sender, "app", None) is app and servers:
-            servers.pop().stop(grace=1.0)
+            servers.pop().stop()
 
     signals.worker_ready.connect(on_ready, weak=False)
     signals.worker_shutdown.connect(on_shutdown, weak=False)

@@ -18,7 +18,6 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import grpc
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
@@ -91,7 +90,7 @@ class InvokeGateway:
             payload = await incoming.read_body(receive)
             try:
                 answer = await forward.invoke(target, invocation, payload, content_type, timeout)
-            except grpc.aio.AioRpcError as exc:
+            except forward.UpstreamError as exc:
                 raise self.upstream_failure(exc, namespace, name, target) from None
         except incoming.ClientGone:
             return
@@ -168,7 +167,7 @@ class InvokeGateway:
         return forward.Target(address, owner.uid, owner.attempt, owner.pod_uid, namespace)
 
     def upstream_failure(
-        self, exc: grpc.aio.AioRpcError, namespace: str, name: str, target: forward.Target
+        self, exc: forward.UpstreamError, namespace: str, name: str, target: forward.Target
     ) -> InvokeFailure:
         mapped = forward.status_for(exc)
         metrics.upstream_error(exc.code().name)

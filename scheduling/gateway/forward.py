@@ -1,11 +1,12 @@
-"""One invocation to the runtimed that serves the Run: gRPC
-``executor.v1.FunctionRuntime/InvokeFunction`` at the pod's dataplane address, with the
-dataplane key and the fence (attempt, pod uid) as metadata, sent once and never retried after
+"""One invocation to the runtimed that serves the Run: an ``InvokeFunctionRequest`` in the
+dataplane's frames (``runtimed.protocol``) at the pod's dataplane address, with the dataplane
+key of the Run's namespace and the fence (attempt, pod uid), sent once and never retried after
 dispatch (the outcome of a call cut short is unknown: running it again is the caller's call).
 
-One ``grpc.aio`` channel per address and event loop, kept open with keep-alive pings, so a warm
-invocation costs one HTTP/2 stream. The gRPC status a runtimed answers becomes the HTTP answer
-``status_for`` tells.
+Connections are persistent, one call at a time on each: every event loop keeps, per address,
+the idle ones to reuse (at most ``MAX_IDLE`` each), and opens another when all are busy; a
+connection whose call failed or timed out is closed, never reused. The gRPC status a runtimed
+answers becomes the HTTP answer ``status_for`` tells.
 """
 
 from __future__ import annotations
@@ -15,35 +16,37 @@ import weakref
 from dataclasses import dataclass
 
 import grpc
-from grpc import aio
 
 from runtimed.protocol import (
-    ATTEMPT_METADATA,
-    DATAPLANE_KEY_METADATA,
-    MAX_INVOKE_BYTES,
-    POD_UID_METADATA,
+    FrameError,
+    decode_response,
+    encode_request,
+    frame_length,
 )
 from runtimed.runtime_server import runtime_pb2
 from scheduling import dataplane
 
-METHOD = "/executor.v1.FunctionRuntime/InvokeFunction"
-# the response carries the output (MAX_INVOKE_BYTES at most) and the bounded outputs map
-ENVELOPE_BYTES = 256 * 1024
 # runtimed answers DEADLINE_EXCEEDED itself at timeout_millis; the call's own deadline is a
 # little later so that answer, not a cut connection, is what the caller sees
 DEADLINE_GRACE_SECONDS = 2.0
-CHANNEL_OPTIONS = (
-    ("grpc.max_send_message_length", MAX_INVOKE_BYTES + ENVELOPE_BYTES),
-    ("grpc.max_receive_message_length", MAX_INVOKE_BYTES + ENVELOPE_BYTES),
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-)
-Invoke = aio.UnaryUnaryMultiCallable[
-    runtime_pb2.InvokeFunctionRequest, runtime_pb2.InvokeFunctionResponse
-]
-MAX_CHANNELS = 512  # per event loop: addresses beyond close the oldest channel
+CONNECT_SECONDS = 5.0
+MAX_IDLE = 64  # idle connections kept per address and event loop
+MAX_ADDRESSES = 512  # per event loop: addresses beyond drop the oldest's idle connections
+CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+class UpstreamError(Exception):
+    """runtimed answered a gRPC status, or could not be reached (UNAVAILABLE)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,47 +60,52 @@ class Target:
     namespace: str  # whose dataplane key opens the pod (scheduling.dataplane)
 
 
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
 class Channels:
-    """The open channels of one event loop, by address."""
+    """The idle connections of one event loop, by address."""
 
     def __init__(self) -> None:
-        self._calls: dict[str, Invoke] = {}
-        self._channels: dict[str, aio.Channel] = {}
+        self._idle: dict[str, list[Connection]] = {}
 
-    def call(self, address: str) -> Invoke:
-        found = self._calls.get(address)
-        if found is not None:
-            return found
-        while len(self._channels) >= MAX_CHANNELS:
-            oldest = next(iter(self._channels))
-            self.drop(oldest)
-        channel = aio.insecure_channel(address, options=CHANNEL_OPTIONS)
-        found = channel.unary_unary(
-            METHOD,
-            request_serializer=runtime_pb2.InvokeFunctionRequest.SerializeToString,
-            response_deserializer=runtime_pb2.InvokeFunctionResponse.FromString,
-        )
-        self._channels[address], self._calls[address] = channel, found
-        return found
+    async def acquire(self, address: str) -> Connection:
+        idle = self._idle.get(address) or []
+        while idle:
+            reader, writer = idle.pop()
+            if not reader.at_eof() and not writer.is_closing():
+                return reader, writer
+            writer.close()
+        return await asyncio.wait_for(_connect(address), CONNECT_SECONDS)
+
+    def release(self, address: str, connection: Connection) -> None:
+        idle = self._idle.get(address)
+        if idle is None:
+            while len(self._idle) >= MAX_ADDRESSES:
+                self.drop(next(iter(self._idle)))
+            idle = self._idle[address] = []
+        if len(idle) < MAX_IDLE:
+            idle.append(connection)
+        else:
+            connection[1].close()
 
     def drop(self, address: str) -> None:
-        """Forget an address's channel (its pod moved or went away); calls on it finish."""
-        self._calls.pop(address, None)
-        channel = self._channels.pop(address, None)
-        if channel is not None:
-            task = asyncio.get_running_loop().create_task(channel.close(grace=None))
-            _closing.add(task)
-            task.add_done_callback(_closing.discard)
+        """Close an address's idle connections (its pod moved or went away)."""
+        for _, writer in self._idle.pop(address, []):
+            writer.close()
 
     async def close(self) -> None:
-        channels = list(self._channels.values())
-        self._channels.clear()
-        self._calls.clear()
-        for channel in channels:
-            await channel.close()
+        for address in list(self._idle):
+            self.drop(address)
 
 
-_closing: set[asyncio.Task[None]] = set()
+async def _connect(address: str) -> Connection:
+    if address.startswith("unix:"):
+        return await asyncio.open_unix_connection(address[len("unix:") :])
+    host, _, port = address.rpartition(":")
+    return await asyncio.open_connection(host.strip("[]"), int(port))
+
+
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Channels] = (
     weakref.WeakKeyDictionary()
 )
@@ -126,6 +134,14 @@ def reset() -> None:
     _keys.clear()
 
 
+async def _exchange(connection: Connection, frame: bytes) -> bytes:
+    reader, writer = connection
+    writer.write(frame)
+    await writer.drain()
+    body = await reader.readexactly(frame_length(await reader.readexactly(4)))
+    return body
+
+
 async def invoke(
     target: Target,
     invocation_id: str,
@@ -133,8 +149,8 @@ async def invoke(
     content_type: str,
     timeout_seconds: float,
 ) -> runtime_pb2.InvokeFunctionResponse:
-    """The runtimed's answer; a ``grpc.aio.AioRpcError`` when it answered an error or could
-    not be reached."""
+    """The runtimed's answer; an ``UpstreamError`` when it answered an error or could not be
+    reached."""
     request = runtime_pb2.InvokeFunctionRequest(
         registration=runtime_pb2.FunctionRegistration(run_uid=target.run_uid),
         invocation_id=invocation_id,
@@ -142,16 +158,41 @@ async def invoke(
         content_type=content_type,
         timeout_millis=int(timeout_seconds * 1000),
     )
-    metadata = (
-        (DATAPLANE_KEY_METADATA, _dataplane_key(target.namespace)),
-        (ATTEMPT_METADATA, str(target.attempt)),
-        (POD_UID_METADATA, target.pod_uid),
+    frame = encode_request(
+        _dataplane_key(target.namespace),
+        target.attempt,
+        target.pod_uid,
+        request.SerializeToString(),
     )
-    call = channels().call(target.address)
-    answer: runtime_pb2.InvokeFunctionResponse = await call(
-        request, metadata=metadata, timeout=timeout_seconds + DEADLINE_GRACE_SECONDS
-    )
-    return answer
+    pool = channels()
+    try:
+        connection = await pool.acquire(target.address)
+    except (TimeoutError, OSError) as exc:
+        raise UpstreamError(grpc.StatusCode.UNAVAILABLE, f"cannot connect: {exc}") from None
+    try:
+        body = await asyncio.wait_for(
+            _exchange(connection, frame), timeout_seconds + DEADLINE_GRACE_SECONDS
+        )
+        code, answer = decode_response(body)
+    except TimeoutError:
+        connection[1].close()
+        raise UpstreamError(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer in time") from None
+    except (OSError, asyncio.IncompleteReadError, FrameError) as exc:
+        connection[1].close()
+        raise UpstreamError(grpc.StatusCode.UNAVAILABLE, f"the connection failed: {exc}") from None
+    except BaseException:  # cancelled (the client went away): the connection is mid-call
+        connection[1].close()
+        raise
+    pool.release(target.address, connection)
+    if code != 0:
+        status = CODES.get(code, grpc.StatusCode.UNKNOWN)
+        raise UpstreamError(status, answer.decode("utf-8", "replace"))
+    response = runtime_pb2.InvokeFunctionResponse()
+    try:
+        response.ParseFromString(answer)
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError
+        raise UpstreamError(grpc.StatusCode.INTERNAL, "runtimed's answer is not readable") from None
+    return response
 
 
 # --- what a gRPC status means to the caller ---------------------------------------------------
@@ -198,8 +239,5 @@ BAD_GATEWAY = Mapped(502, "BadGateway", "the Run's pod answered the invocation w
 RESPONSE_TOO_LARGE = Mapped(502, "BadGateway", "the function's response is over the size limit")
 
 
-def status_for(error: grpc.aio.AioRpcError) -> Mapped:
-    code = error.code()
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in (error.details() or ""):
-        return RESPONSE_TOO_LARGE  # this side's receive limit, not the function's concurrency
-    return GRPC_STATUS.get(code, BAD_GATEWAY)
+def status_for(error: UpstreamError) -> Mapped:
+    return GRPC_STATUS.get(error.code(), BAD_GATEWAY)

@@ -1,20 +1,30 @@
-"""A real ``executor.v1.FunctionRuntime`` gRPC server for tests: it echoes an invocation, or
-answers what its input asks (``abort:<CODE>:<details>``, ``raise``, ``sleep:<seconds>``), and
-records every request with its metadata."""
+"""A stand-in for runtimed's dataplane for gateway tests: it speaks the dataplane's frames
+(``runtimed.protocol``) on a unix socket, echoes an invocation, or answers what its input asks
+(``abort:<CODE>:<details>``, ``raise``, ``sleep:<seconds>``), and records every request with the
+key and fence it carried (as ``metadata``, under the names runtimed's protocol gives them)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
 import tempfile
 import threading
 import time
-from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 
-from runtimed.runtime_server import runtime_pb2, runtime_pb2_grpc
+from runtimed.protocol import (
+    ATTEMPT_METADATA,
+    DATAPLANE_KEY_METADATA,
+    POD_UID_METADATA,
+    decode_request,
+    encode_response,
+    frame_length,
+)
+from runtimed.runtime_server import runtime_pb2
 
 
 @dataclass
@@ -24,59 +34,94 @@ class Received:
 
 
 @dataclass
-class EchoFunctions(runtime_pb2_grpc.FunctionRuntimeServicer):
+class EchoFunctions:
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def InvokeFunction(self, request, context):  # noqa: N802 - the gRPC method's name
+    def answer(self, body: bytes) -> bytes:
+        call = decode_request(body)
+        request = runtime_pb2.InvokeFunctionRequest()
+        request.ParseFromString(call.message)
+        metadata = {
+            DATAPLANE_KEY_METADATA: call.key,
+            ATTEMPT_METADATA: str(call.attempt),
+            POD_UID_METADATA: call.pod_uid,
+        }
         with self.lock:
-            self.received.append(Received(request, dict(context.invocation_metadata())))
+            self.received.append(Received(request, metadata))
         data = bytes(request.input)
         if data.startswith(b"abort:"):
             _, code, details = data.decode().split(":", 2)
-            context.abort(grpc.StatusCode[code], details)
+            return encode_response(grpc.StatusCode[code].value[0], details.encode())
         if data == b"raise":
-            raise RuntimeError("the handler raised")
+            return encode_response(grpc.StatusCode.UNKNOWN.value[0], b"the handler raised")
         if data.startswith(b"sleep:"):
             time.sleep(float(data.split(b":", 1)[1]))
-        return runtime_pb2.InvokeFunctionResponse(
+        response = runtime_pb2.InvokeFunctionResponse(
             registration=request.registration,
             invocation_id=request.invocation_id,
             output=data,
             content_type=request.content_type,
             outputs={"bytes": str(len(data))},
         )
+        return encode_response(0, response.SerializeToString())
 
     def last(self) -> Received:
         with self.lock:
             return self.received[-1]
 
 
+def _read(connection: socket.socket, size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
 @dataclass
 class FunctionServer:
     functions: EchoFunctions
     address: str  # unix:/path, as runtimed reports its dataplane
-    server: grpc.Server
+    listener: socket.socket
     directory: Path
+    connections: list[socket.socket] = field(default_factory=list)
+
+    def serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections.append(connection)
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while (header := _read(connection, 4)) is not None:
+                body = _read(connection, frame_length(header))
+                if body is None:
+                    return
+                connection.sendall(self.functions.answer(body))
 
     def stop(self) -> None:
-        self.server.stop(grace=None).wait(5)
+        with contextlib.suppress(OSError):
+            self.listener.close()
+        for connection in self.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def start_function_server() -> FunctionServer:
-    """A FunctionRuntime server on a unix socket (a short path: sun_path is 108 bytes)."""
+    """A dataplane stand-in on a unix socket (a short path: sun_path is 108 bytes)."""
     directory = Path(tempfile.mkdtemp(prefix="fn", dir="/tmp"))
-    address = f"unix:{directory}/dataplane.sock"
-    functions = EchoFunctions()
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=8),
-        options=(
-            ("grpc.max_receive_message_length", 2 << 20),
-            ("grpc.max_send_message_length", 2 << 20),
-        ),
-    )
-    runtime_pb2_grpc.add_FunctionRuntimeServicer_to_server(functions, server)
-    server.add_insecure_port(address)
-    server.start()
-    return FunctionServer(functions, address, server, directory)
+    path = directory / "dataplane.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(64)
+    server = FunctionServer(EchoFunctions(), f"unix:{path}", listener, directory)
+    threading.Thread(target=server.serve, daemon=True).start()
+    return server

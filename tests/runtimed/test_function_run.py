@@ -13,10 +13,9 @@ import pytest
 
 from runtimed import dataplane
 from runtimed.heartbeat import heartbeat_message
-from runtimed.protocol import ATTEMPT_METADATA, DATAPLANE_KEY_METADATA, POD_UID_METADATA
 from runtimed.runtime_server import runtime_pb2 as pb
-from runtimed.runtime_server import runtime_pb2_grpc as pb_grpc
 from runtimed.tasks import RunService
+from tests.helpers.dataplane import DataplaneClient, DataplaneError
 from tests.helpers.payloads import make_payload
 from tests.helpers.waiting import wait_until
 
@@ -51,27 +50,20 @@ def served(request, config, reporter, clock, tmp_path):
     )
     thread = threading.Thread(target=service.execute_run, args=(payload,), daemon=True)
     thread.start()
-    channel = grpc.insecure_channel(config.dataplane_address)
-    yield kind, service, reporter, pb_grpc.FunctionRuntimeStub(channel), payload, thread, config
-    channel.close()
-    server.stop(0)
+    client = DataplaneClient(config.dataplane_address)
+    yield kind, service, reporter, client, payload, thread, config
+    client.close()
+    server.stop()
 
 
-def invoke(stub, data: bytes, attempt: int = 1):
-    return stub.InvokeFunction(
-        pb.InvokeFunctionRequest(
-            registration=pb.FunctionRegistration(run_uid="run-uid-1"),
-            input=data,
-            content_type="application/json",
-            invocation_id="inv-1",
-        ),
-        metadata=[
-            (DATAPLANE_KEY_METADATA, KEY),
-            (ATTEMPT_METADATA, str(attempt)),
-            (POD_UID_METADATA, "uid-pod-a"),
-        ],
-        timeout=20,
+def invoke(client, data: bytes, attempt: int = 1):
+    request = pb.InvokeFunctionRequest(
+        registration=pb.FunctionRegistration(run_uid="run-uid-1"),
+        input=data,
+        content_type="application/json",
+        invocation_id="inv-1",
     )
+    return client.invoke(request, key=KEY, attempt=attempt, pod_uid="uid-pod-a")
 
 
 def phases(reporter) -> list[str]:
@@ -91,7 +83,7 @@ def test_a_function_run_is_ready_serves_invocations_and_ends_cancelled(served):
         assert json.loads(response.output) == {"hello": {"n": 1}}
     assert response.invocation_id == "inv-1"
     # a stale route (another attempt) never reaches it
-    with pytest.raises(grpc.RpcError) as stale:
+    with pytest.raises(DataplaneError) as stale:
         invoke(stub, b"1", attempt=2)
     assert stale.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     beat = heartbeat_message(config, service.active, lambda: ready_clock())
@@ -104,7 +96,7 @@ def test_a_function_run_is_ready_serves_invocations_and_ends_cancelled(served):
     assert not thread.is_alive()
     final = reporter.reports[-1]
     assert (final["phase"], final["reason"]) == ("Cancelled", "Cancelled")
-    with pytest.raises(grpc.RpcError) as gone:
+    with pytest.raises(DataplaneError) as gone:
         invoke(stub, b"1")
     assert gone.value.code() == grpc.StatusCode.NOT_FOUND
     # the slot is free: nothing of it is active any more

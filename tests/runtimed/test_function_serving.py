@@ -17,14 +17,12 @@ from runtimed import dataplane
 from runtimed.execute import CANCELLED, FAILED, TIMEOUT, StepControl
 from runtimed.functions import FunctionTable, Registration, Serve, Stats
 from runtimed.protocol import (
-    ATTEMPT_METADATA,
-    DATAPLANE_KEY_METADATA,
     MAX_INVOKE_BYTES,
-    POD_UID_METADATA,
     Reason,
 )
 from runtimed.runtime_server import runtime_pb2 as pb
 from runtimed.runtime_server import runtime_pb2_grpc as pb_grpc
+from tests.helpers.dataplane import DataplaneClient, DataplaneError
 
 KEY = "k" * 64
 POD_UID = "pod-uid-1"
@@ -250,11 +248,11 @@ def plane(server, tmp_path):
     scripted, stub = server
     table = FunctionTable()
     address = f"unix:{tmp_path}/dp.sock"
-    grpc_server = dataplane.serve(address, table, KEY, POD_UID)
-    channel = grpc.insecure_channel(address)
-    yield scripted, stub, table, pb_grpc.FunctionRuntimeStub(channel)
-    channel.close()
-    grpc_server.stop(0)
+    listener = dataplane.serve(address, table, KEY, POD_UID)
+    client = DataplaneClient(address)
+    yield scripted, stub, table, client
+    client.close()
+    listener.stop()
 
 
 def serve_in(table: FunctionTable, stub, uid: str = "uid-1", attempt: int = 2):
@@ -272,19 +270,14 @@ def serve_in(table: FunctionTable, stub, uid: str = "uid-1", attempt: int = 2):
     return serving
 
 
-def invoke(client, *, key=KEY, attempt="2", pod=POD_UID, uid="uid-1", data=b"1", **fields):
-    metadata = [
-        (DATAPLANE_KEY_METADATA, key),
-        (ATTEMPT_METADATA, attempt),
-        (POD_UID_METADATA, pod),
-    ]
+def invoke(client, *, key=KEY, attempt=2, pod=POD_UID, uid="uid-1", data=b"1", **fields):
     request = pb.InvokeFunctionRequest(
         registration=pb.FunctionRegistration(run_uid=uid),
         input=data,
         content_type="application/json",
         **fields,
     )
-    return client.InvokeFunction(request, metadata=metadata, timeout=5)
+    return client.invoke(request, key=key, attempt=attempt, pod_uid=pod)
 
 
 def test_the_dataplane_forwards_with_runtimeds_registration_and_counts(plane):
@@ -306,7 +299,7 @@ def test_the_dataplane_forwards_with_runtimeds_registration_and_counts(plane):
     [
         ({"key": "wrong"}, grpc.StatusCode.UNAUTHENTICATED),
         ({"key": ""}, grpc.StatusCode.UNAUTHENTICATED),
-        ({"attempt": "1"}, grpc.StatusCode.FAILED_PRECONDITION),
+        ({"attempt": 1}, grpc.StatusCode.FAILED_PRECONDITION),
         ({"pod": "another-incarnation"}, grpc.StatusCode.FAILED_PRECONDITION),
         ({"uid": "uid-unknown"}, grpc.StatusCode.NOT_FOUND),
         ({"invocation_id": "x" * 129}, grpc.StatusCode.INVALID_ARGUMENT),
@@ -316,7 +309,7 @@ def test_the_dataplane_forwards_with_runtimeds_registration_and_counts(plane):
 def test_the_dataplane_refuses_what_it_must_not_serve(plane, change, code):
     scripted, stub, table, client = plane
     serve_in(table, stub)
-    with pytest.raises(grpc.RpcError) as raised:
+    with pytest.raises(DataplaneError) as raised:
         invoke(client, **change)
     assert raised.value.code() == code
     assert scripted.invoked == []  # nothing reached the Runtime Server
@@ -326,7 +319,7 @@ def test_the_runtime_servers_refusal_goes_back_as_is_and_is_counted(plane):
     scripted, stub, table, client = plane
     serving = serve_in(table, stub)
     scripted.invoke_code = grpc.StatusCode.RESOURCE_EXHAUSTED
-    with pytest.raises(grpc.RpcError) as raised:
+    with pytest.raises(DataplaneError) as raised:
         invoke(client)
     assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     stats = serving.stats.snapshot()
@@ -338,7 +331,7 @@ def test_a_function_that_ended_is_not_found_at_once(plane):
     _, stub, table, client = plane
     serve_in(table, stub)
     table.remove("uid-1", 2)
-    with pytest.raises(grpc.RpcError) as raised:
+    with pytest.raises(DataplaneError) as raised:
         invoke(client)
     assert raised.value.code() == grpc.StatusCode.NOT_FOUND
 
@@ -367,6 +360,26 @@ def test_the_rate_counts_only_the_last_minute():
         stats.record(now=1000.0)
     assert stats.per_second(now=1000.5) == 2.0
     assert stats.per_second(now=1061.0) == 0.0
+
+
+def test_a_garbled_frame_ends_the_connection_and_the_dataplane_keeps_serving(plane):
+    import socket
+
+    from runtimed.protocol import length_prefix
+
+    _, stub, table, client = plane
+    serve_in(table, stub)
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.connect(client.socket.getpeername())
+    raw.sendall(length_prefix(b"\x09garbage"))  # an unknown version
+    assert raw.recv(16) == b""  # closed, nothing answered
+    raw.close()
+    huge = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    huge.connect(client.socket.getpeername())
+    huge.sendall((64 << 20).to_bytes(4, "big"))  # announces 64 MiB
+    assert huge.recv(16) == b""
+    huge.close()
+    assert invoke(client).output == b'{"echo": 1}'
 
 
 def test_the_dataplane_listens_on_every_interface_for_a_pod_ip():

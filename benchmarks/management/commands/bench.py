@@ -14,8 +14,7 @@ stderr.
 - ``bench invoke [--count N] [--concurrency C]``: function Runs timed to Ready on a warm pod and
   their warm invocations through the gateway to the real Runtime Server (p50/p99, invokes/s),
   beside a bare in-process call of the handler (``benchmarks.invoke``).
-- ``bench gateway [--count N] [--concurrency C]``: the gateway alone, to an echo FunctionRuntime
-  server, beside the same gRPC call made directly (``benchmarks.gateway``).
+
 - ``bench watch-open --watches N [--url URL]``: ordinary GET latency before, while and after N
   watches open at once (``benchmarks.watch_open``).
 
@@ -58,14 +57,6 @@ WATCH_OPEN_HELP = (
     "all opened; must be 0), initial_incomplete, errors. Database: settings DATABASE_URL (for "
     "the server started and the bench's token). Exits non-zero if a watch did not open or "
     "lost the event."
-)
-GATEWAY_HELP = (
-    "What the function gateway adds: manage.py up's web "
-    "command (started on a free port) forwards each to an echo FunctionRuntime server on a "
-    "unix socket. Prints ONE JSON line: p50_ms/p99_ms/max_ms of --count sequential invokes on "
-    "one keep-alive connection, c<C>_invokes_per_s and c<C>_p50_ms/p99_ms with --concurrency "
-    "clients, and bare_grpc_p50_ms (the same call straight to the echo server). Database: "
-    "settings DATABASE_URL (must be migrated)."
 )
 SCHEDULER_HELP = (
     "Benchmark the scheduler: bind N pending Runs onto P Runtime Pods in a fresh "
@@ -130,12 +121,8 @@ class Command(BaseCommand):
         targets = parser.add_subparsers(
             dest="target",
             required=True,
-            metavar="{scheduler,runs,workflows,watch,watch-open,idle,api,invoke,gateway}",
+            metavar="{scheduler,runs,workflows,watch,watch-open,idle,api,invoke}",
         )
-        gateway = targets.add_parser("gateway", help=GATEWAY_HELP, description=GATEWAY_HELP)
-        gateway.add_argument("--count", type=int, default=2000, help="invocations per measure")
-        gateway.add_argument("--concurrency", type=int, default=16, help="clients at once")
-        gateway.add_argument("--workers", type=int, default=1, help="web worker processes")
         idle = targets.add_parser(
             "idle",
             help="the cost of every beat pass over N finished and M unplaceable pending Runs",
@@ -370,18 +357,6 @@ class Command(BaseCommand):
             result = run_idle_bench(
                 options["finished"], options["pending"], self.log, keep=options["keep"]
             )
-            self.stdout.write(json.dumps(result))
-        elif target == "gateway":
-            from benchmarks.gateway import InvokeBenchError, run_invoke_bench
-
-            if options["count"] < 1 or options["concurrency"] < 1:
-                raise CommandError("--count and --concurrency must be at least 1")
-            try:
-                result = run_invoke_bench(
-                    options["count"], options["concurrency"], self.log, options["workers"]
-                )
-            except InvokeBenchError as exc:
-                raise CommandError(str(exc)) from None
             self.stdout.write(json.dumps(result))
         elif target == "api":
             from benchmarks.api import run_api_bench
