@@ -49,6 +49,13 @@ def test_kubectl_reads_the_portal_over_tls(live):
     assert json.loads(raw.stdout)["gitVersion"] == server["gitVersion"]
     missing = kubectl(kubeconfig, "get", "--raw", "/version/x")
     assert missing.returncode != 0 and "NotFound" in missing.stderr + missing.stdout
+    # plain HTTP to the HTTPS port is told so (as kube-apiserver tells it), and HTTPS on the
+    # same port goes on working
+    plain = requests.get(base.replace("https://", "http://") + "/version", timeout=10)
+    assert plain.status_code == 400
+    assert plain.json()["message"] == "Client sent an HTTP request to an HTTPS server."
+    assert plain.json()["kind"] == "Status"
+    assert session.get(f"{base}/version", timeout=10).status_code == 200
 
 
 def test_kubectl_refuses_a_server_its_ca_did_not_sign(live, admin_user, tmp_path):
