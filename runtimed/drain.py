@@ -30,6 +30,7 @@ def connect(app: Celery, service: RunService, heartbeat: Heartbeat, grace: float
         timer = threading.Timer(grace, service.terminate_all)
         timer.daemon = True
         timer.start()
+        service.terminate_functions()  # serving functions end now: no grace makes them finish
 
     def on_shutdown(sender: object = None, **_: object) -> None:
         if getattr(sender, "app", None) is app and heartbeat.running:

@@ -269,7 +269,9 @@ class Serve:
         try:
             self.on_ready()
             ended = self._serve(serving, began, start)
-            cancel_in_flight = ended.phase != TIMEOUT
+            # a cancel or the reservation's end stops the call in flight; idle has none, and a
+            # pod shutting down lets it finish (the unregister's drain)
+            cancel_in_flight = ended.reason in (Reason.CANCELLED, Reason.TIMEOUT)
         finally:
             self.table.remove(serving.uid, serving.attempt)  # no new invocation reaches it
             unregister(self.stub, registration, cancel=cancel_in_flight)

@@ -229,6 +229,22 @@ class RunService:
             log.warning("termination grace over: stopping %d running step(s)", stopped)
         return stopped
 
+    def terminate_functions(self) -> int:
+        """The pod shuts down: the functions it serves end now (PodTerminating; the control
+        plane registers them again elsewhere per their retry policy), their calls in flight
+        drained first. Nothing of theirs would finish by waiting out the grace."""
+        with self._controls_lock:
+            controls = [
+                control
+                for (uid, attempt), control in self._controls.items()
+                if (serving := self.active.functions.get(uid)) is not None
+                and serving.attempt == attempt
+            ]
+        stopped = sum(control.terminate(self.grace) for control in controls)
+        if stopped:
+            log.info("stopping: %d function Run(s) end now", stopped)
+        return stopped
+
     def confirm_reports(self, payload: Any) -> int:
         """The control plane recorded these final reports: stop repeating them."""
         if not isinstance(payload, dict) or not isinstance(payload.get("reports"), list):

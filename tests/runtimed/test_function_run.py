@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import uuid
 
 import grpc
 import pytest
@@ -43,7 +44,9 @@ def served(request, config, reporter, clock, tmp_path):
     else:
         source = {"inline": BASH_SOURCE, "inlinePath": "handler.sh"}
         handler = "handler.greet"
+    uid = f"run-{uuid.uuid4().hex[:12]}"  # the pod's server is shared: one registration per uid
     payload = make_payload(
+        uid=uid,
         source=source,
         mode={"function": {"handler": handler, "idleTimeoutSeconds": 30}},
         env=[{"name": "TEAM", "value": "a"}],
@@ -51,14 +54,21 @@ def served(request, config, reporter, clock, tmp_path):
     thread = threading.Thread(target=service.execute_run, args=(payload,), daemon=True)
     thread.start()
     client = DataplaneClient(config.dataplane_address)
-    yield kind, service, reporter, client, payload, thread, config
+    yield kind, service, reporter, Invoking(client, uid), payload, thread, config
     client.close()
     server.stop()
 
 
-def invoke(client, data: bytes, attempt: int = 1):
+@dataclasses.dataclass
+class Invoking:
+    client: DataplaneClient
+    uid: str
+
+
+def invoke(invoking: Invoking, data: bytes, attempt: int = 1):
+    client = invoking.client
     request = pb.InvokeFunctionRequest(
-        registration=pb.FunctionRegistration(run_uid="run-uid-1"),
+        registration=pb.FunctionRegistration(run_uid=invoking.uid),
         input=data,
         content_type="application/json",
         invocation_id="inv-1",
@@ -101,6 +111,17 @@ def test_a_function_run_is_ready_serves_invocations_and_ends_cancelled(served):
     assert gone.value.code() == grpc.StatusCode.NOT_FOUND
     # the slot is free: nothing of it is active any more
     assert service.active.snapshot() == []
+
+
+def test_a_pod_shutting_down_ends_its_functions_at_once(served):
+    _, service, reporter, client, payload, thread, _ = served
+    assert wait_until(lambda: "Ready" in phases(reporter), 30, 0.02)
+    assert service.terminate_functions() == 1
+    thread.join(20)
+    assert not thread.is_alive()
+    final = reporter.reports[-1]
+    assert (final["phase"], final["reason"]) == ("Failed", "PodTerminating")
+    assert service.terminate_functions() == 0
 
 
 def ready_clock():
