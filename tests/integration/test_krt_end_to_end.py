@@ -166,6 +166,20 @@ def up(django_db_setup, django_db_blocker, tmp_path_factory):
                 yield Up(running, config, home)
         finally:
             call_command("flush", interactive=False, verbosity=0)
+            reseed()
+
+
+def reseed() -> None:
+    """What the migrations put in the database and a flush takes out, back for the tests
+    after this module (pytest-django's own flush after a transactional test keeps them)."""
+    from portal.auth.default_roles import ensure_default_cluster_roles
+    from portal.models import Namespace
+
+    Namespace.objects.get_or_create(
+        name="default",
+        defaults={"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}},
+    )
+    ensure_default_cluster_roles()
 
 
 def test_run_wait_prints_the_output_and_exits_with_the_steps_code(up):
