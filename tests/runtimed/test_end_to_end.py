@@ -92,6 +92,8 @@ class ControlQueue:
             message.ack()
             name = message.headers["task"]
             args, kwargs, _embed = message.decode()  # protocol v2 body
+            if len(kwargs) != 1 or not isinstance(next(iter(kwargs.values())), dict):
+                continue  # not a report of runtimed's (something else left on the queue)
             (value,) = kwargs.values()
             if value.get("podName") != self.pod:
                 continue  # a leftover from another run of this test

@@ -5,6 +5,7 @@ and API (transactional tests: the server's threads read what the test wrote)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -111,10 +112,22 @@ def function_server() -> Iterator[FunctionServer]:
     server.stop()
 
 
+def asgi_application():
+    """``portal.asgi.application``, imported without leaving its ``KRUNTIMES_ASGI`` in this
+    process's environment: the processes later tests start would inherit it and configure
+    themselves as web processes (a pooled database)."""
+    had = "KRUNTIMES_ASGI" in os.environ
+    from portal.asgi import application
+
+    if not had:
+        os.environ.pop("KRUNTIMES_ASGI", None)
+    return application
+
+
 @pytest.fixture
 def gateway(hub) -> Iterator[str]:
     """``portal.asgi.application`` under uvicorn in this process; its base URL."""
-    from portal.asgi import application
+    application = asgi_application()
 
     config = uvicorn.Config(application, host="127.0.0.1", port=0, log_level="error")
     server = uvicorn.Server(config)
